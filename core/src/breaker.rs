@@ -1,0 +1,284 @@
+//! The circuit breaker: one packed state word, moved by compare-and-swap.
+//!
+//! # Orderings
+//! - The state word is only ever changed by CAS. A CAS that enters Open or
+//!   Half-Open is `Release`: it publishes the `entered_at` written just
+//!   before it. Loads of the word that go on to read `entered_at` are
+//!   `Acquire` (in `try_acquire`) and pair with that `Release`; since every
+//!   later change of the word is a read-modify-write, they still pair with it
+//!   when they read a later value (the release sequence).
+//! - `entered_at` only grows (`fetch_max`), and is only written with a time
+//!   read *before* the word that justified the transition was loaded, so a
+//!   thread delayed mid-transition cannot move it past the moment the
+//!   winning CAS happened. Its own accesses are `Relaxed`: their ordering
+//!   comes from the word.
+//! - Updates that change counts but not the generation (a failure counted, a
+//!   probe slot taken or freed) carry no other data and are `Relaxed`.
+
+use crossbeam_utils::CachePadded;
+
+use crate::clock::Clock;
+use crate::config::BreakerConfig;
+use crate::cooldown::cooldown_ns;
+use crate::counters::{Counters, Event, Snapshot};
+use crate::state::{self, Admission, State, Word};
+use crate::sync::{AtomicU64, Ordering};
+use crate::ticket::{FROM_OPEN, Outcome, PROBE, Rejected, TOOK_OVER, Ticket, Transition};
+
+/// A lock-free circuit breaker.
+///
+/// Every operation is a few atomic loads and at most a handful of CAS
+/// attempts; nothing locks, allocates, spawns or sleeps. A breaker is plain
+/// data (`#[repr(C)]`, no pointers), so it can live in memory shared by
+/// several processes.
+///
+/// The low-level protocol is [`try_acquire`](Self::try_acquire), then
+/// [`record`](Self::record) with the returned [`Ticket`]; Rust callers
+/// usually prefer [`permit`](Self::permit) (RAII) or [`call`](Self::call).
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::{Breaker, BreakerConfig, ManualClock, Outcome, State};
+///
+/// let clock = ManualClock::new(0);
+/// let breaker = Breaker::new(
+///     BreakerConfig::builder().failure_threshold(2).open_timeout(Duration::from_secs(5)).build()?,
+/// );
+/// for _ in 0..2 {
+///     let ticket = breaker.try_acquire(&clock).expect("closed");
+///     breaker.record(ticket, Outcome::Failure, &clock);
+/// }
+/// let rejected = breaker.try_acquire(&clock).unwrap_err();
+/// assert_eq!(rejected.retry_after, Some(Duration::from_secs(5)));
+///
+/// clock.advance(Duration::from_secs(5));
+/// let probe = breaker.try_acquire(&clock).expect("half-open probe");
+/// assert_eq!(breaker.state(), State::HalfOpen);
+/// let closed = breaker.record(probe, Outcome::Success, &clock).expect("a transition");
+/// assert_eq!((closed.from, closed.to), (State::HalfOpen, State::Closed));
+/// # Ok::<(), tripwire::ConfigError>(())
+/// ```
+///
+/// # Size and alignment
+/// Aligned to a cache-line pair (128 bytes on x86-64) so that the state
+/// word and each counter stripe have lines of their own; see the crate's
+/// README for the measured size.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Breaker {
+    word: CachePadded<AtomicU64>,
+    /// When the current Open or Half-Open state was entered (ns). Read-mostly,
+    /// next to the config, off the word's line.
+    entered_at: AtomicU64,
+    config: BreakerConfig,
+    counters: Counters,
+}
+
+impl Breaker {
+    /// A Closed breaker at generation 0.
+    pub fn new(config: BreakerConfig) -> Self {
+        Self {
+            word: CachePadded::new(AtomicU64::new(Word::CLOSED.0)),
+            entered_at: AtomicU64::new(0),
+            config,
+            counters: Counters::new(),
+        }
+    }
+
+    /// The config the breaker was made with.
+    pub fn config(&self) -> &BreakerConfig {
+        &self.config
+    }
+
+    /// The current state. An Open breaker whose cool-down has passed still
+    /// reads Open until a call arrives and becomes its probe.
+    pub fn state(&self) -> State {
+        // Relaxed: a report, ordering nothing else.
+        Word(self.word.load(Ordering::Relaxed)).state()
+    }
+
+    /// The current generation: incremented by every transition.
+    pub fn generation(&self) -> u32 {
+        // Relaxed: a report, ordering nothing else.
+        Word(self.word.load(Ordering::Relaxed)).generation()
+    }
+
+    /// The counters at this moment.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::of(&self.counters)
+    }
+
+    /// Asks to make a call. Reads `clock` only when the breaker is Open (or
+    /// Half-Open with every probe slot taken).
+    ///
+    /// On success the caller must make the call and hand the ticket back to
+    /// [`record`](Self::record) (a probe whose outcome is never recorded is
+    /// taken over by a new generation after the cool-down). If admitting the
+    /// call moved the breaker to Half-Open, [`Ticket::transition`] says so.
+    #[inline]
+    pub fn try_acquire(&self, clock: &impl Clock) -> Result<Ticket, Rejected> {
+        // Acquire pairs with the Release CAS that entered Open or Half-Open,
+        // so `entered_at` read below is at least the one it published.
+        let mut w = Word(self.word.load(Ordering::Acquire));
+        let mut now: Option<u64> = None;
+        loop {
+            // Can the word alone decide?
+            let next = match state::admit(w, self.config.half_open_max) {
+                Admission::Pass => return Ok(self.ticket(w, 0)),
+                Admission::Refuse => return Err(self.reject(w, None)),
+                Admission::Probe(next) => next,
+                Admission::NeedsTime => {
+                    let Some(now) = now else {
+                        // Read the time first, then the word the decision
+                        // rests on (see the module's Orderings).
+                        now = Some(clock.now());
+                        // Acquire: as for the first load.
+                        w = Word(self.word.load(Ordering::Acquire));
+                        continue;
+                    };
+                    // Relaxed: the Acquire load of `w` ordered it.
+                    let entered = self.entered_at.load(Ordering::Relaxed);
+                    let cooldown = cooldown_ns(&self.config, w.count(), w.generation(), entered);
+                    let elapsed = now.saturating_sub(entered);
+                    // Has the cool-down passed?
+                    if elapsed < cooldown {
+                        let left = core::time::Duration::from_nanos(cooldown - elapsed);
+                        return Err(self.reject(w, Some(left)));
+                    }
+                    let Some(next) = state::admit_after_cooldown(w) else { unreachable!() };
+                    // Relaxed: published by the Release CAS below.
+                    self.entered_at.fetch_max(now, Ordering::Relaxed);
+                    next
+                }
+            };
+            // Release publishes `entered_at` when this enters Half-Open;
+            // Acquire on failure for the retry, as for the first load.
+            match self.word.compare_exchange_weak(w.0, next.0, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    let flags = if !w.is_transition_to(next) {
+                        PROBE
+                    } else if w.state() == State::Open {
+                        PROBE | FROM_OPEN
+                    } else {
+                        PROBE | TOOK_OVER
+                    };
+                    if flags != PROBE {
+                        self.counters.add(Event::Transition);
+                    }
+                    return Ok(self.ticket(next, flags));
+                }
+                Err(actual) => w = Word(actual),
+            }
+        }
+    }
+
+    #[inline]
+    fn ticket(&self, w: Word, flags: u32) -> Ticket {
+        Ticket { started_at: 0, generation: w.generation(), flags }
+    }
+
+    #[cold]
+    fn reject(&self, w: Word, retry_after: Option<core::time::Duration>) -> Rejected {
+        self.counters.add(Event::Rejected);
+        Rejected { state: w.state(), retry_after }
+    }
+
+    /// Reports how an admitted call ended. Returns the transition this
+    /// outcome caused, if any: exactly one caller learns of each transition.
+    ///
+    /// An outcome whose ticket comes from an older generation is counted but
+    /// never changes the state. Reads `clock` only if the outcome trips the
+    /// breaker.
+    #[inline]
+    pub fn record(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
+        let generation = ticket.generation;
+        match outcome {
+            Outcome::Success => {
+                if self.config.count_successes != 0 {
+                    self.counters.add(Event::Success);
+                }
+                let needed = self.config.half_open_successes;
+                self.apply(clock, |w| state::on_success(w, generation, needed))
+            }
+            Outcome::Failure => {
+                self.counters.add(Event::Failure);
+                let threshold = self.config.failure_threshold;
+                self.apply(clock, |w| state::on_failure(w, generation, threshold))
+            }
+            Outcome::Ignored => {
+                self.counters.add(Event::Ignored);
+                self.apply(clock, |w| state::on_ignored(w, generation))
+            }
+        }
+    }
+
+    /// Applies `step` to the word until a CAS succeeds or `step` declines.
+    #[inline]
+    fn apply(&self, clock: &impl Clock, step: impl Fn(Word) -> Option<Word>) -> Option<Transition> {
+        // Relaxed: deciding from the word reads no other data; a CAS that
+        // publishes is Release below.
+        let mut w = Word(self.word.load(Ordering::Relaxed));
+        let mut now: Option<u64> = None;
+        loop {
+            // Does this outcome change the word at all?
+            let next = step(w)?;
+            let transition = w.is_transition_to(next);
+            if transition && matches!(next.state(), State::Open | State::HalfOpen) {
+                let Some(now) = now else {
+                    // Time first, then the word (see the module's Orderings).
+                    now = Some(clock.now());
+                    // Relaxed: as for the first load.
+                    w = Word(self.word.load(Ordering::Relaxed));
+                    continue;
+                };
+                // Relaxed: published by the Release CAS below.
+                self.entered_at.fetch_max(now, Ordering::Relaxed);
+            }
+            // Release publishes `entered_at`; count-only updates need no
+            // more, but one ordering for both keeps the loop simple and costs
+            // nothing on x86.
+            match self.word.compare_exchange_weak(w.0, next.0, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) if transition => return Some(self.transitioned(w, next)),
+                Ok(_) => return None,
+                Err(actual) => w = Word(actual),
+            }
+        }
+    }
+
+    #[cold]
+    fn transitioned(&self, from: Word, to: Word) -> Transition {
+        self.counters.add(Event::Transition);
+        Transition { from: from.state(), to: to.state(), generation: to.generation() }
+    }
+
+    /// Rejects every call until [`reset`](Self::reset).
+    pub fn force_open(&self) -> Transition {
+        self.set(State::ForcedOpen)
+    }
+
+    /// Permits every call and never trips, still counting outcomes, until
+    /// [`reset`](Self::reset).
+    pub fn disable(&self) -> Transition {
+        self.set(State::Disabled)
+    }
+
+    /// Closes the breaker with fresh counts and cool-down; outcomes of calls
+    /// admitted before the reset no longer affect it.
+    pub fn reset(&self) -> Transition {
+        self.set(State::Closed)
+    }
+
+    fn set(&self, to: State) -> Transition {
+        // Relaxed: manual states need no `entered_at`.
+        let mut w = Word(self.word.load(Ordering::Relaxed));
+        loop {
+            let next = w.enter(to, 0);
+            // Relaxed: see above.
+            match self.word.compare_exchange_weak(w.0, next.0, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return self.transitioned(w, next),
+                Err(actual) => w = Word(actual),
+            }
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Event counters, striped so that threads counting at once do not write
+//! to one cache line.
+//!
+//! Each thread picks a stripe by hashing the address of its own stack, so
+//! two threads usually land on different cache lines; a collision only costs
+//! contention, never a lost count, since every increment is a `fetch_add`.
+//! A snapshot sums the stripes.
+//!
+//! # Orderings
+//! Every access is `Relaxed`: counters are statistics that order nothing
+//! else, and each `fetch_add` is atomic, so no increment is lost.
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{AtomicU64, Ordering};
+
+#[cfg(not(loom))]
+const STRIPE_BITS: u32 = 3;
+// One stripe keeps loom's state space small; striping is no part of any
+// protocol loom checks.
+#[cfg(loom)]
+const STRIPE_BITS: u32 = 0;
+const STRIPES: usize = 1 << STRIPE_BITS;
+
+/// Which counter of a stripe.
+#[derive(Debug, Clone, Copy)]
+#[repr(usize)]
+pub(crate) enum Event {
+    Success = 0,
+    Failure = 1,
+    Ignored = 2,
+    Rejected = 3,
+    Slow = 4,
+    Transition = 5,
+}
+const EVENTS: usize = 6;
+
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct Counters {
+    stripes: [CachePadded<[AtomicU64; EVENTS]>; STRIPES],
+}
+
+impl Counters {
+    pub(crate) fn new() -> Self {
+        Self {
+            stripes: core::array::from_fn(|_| CachePadded::new(core::array::from_fn(|_| AtomicU64::new(0)))),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn add(&self, event: Event) {
+        // Relaxed: see the module's Orderings.
+        self.stripes[stripe()][event as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn total(&self, event: Event) -> u64 {
+        self.stripes
+            .iter()
+            // Relaxed: see the module's Orderings.
+            .map(|s| s[event as usize].load(Ordering::Relaxed))
+            .fold(0u64, u64::wrapping_add)
+    }
+}
+
+/// This thread's stripe: a hash of its stack address at 4 KiB granularity
+/// (threads' stacks lie megabytes apart; one thread stays on one stripe at
+/// similar call depths).
+#[inline(always)]
+fn stripe() -> usize {
+    if STRIPES == 1 {
+        return 0;
+    }
+    let marker = 0u8;
+    let page = (core::ptr::addr_of!(marker).addr() >> 12) as u64;
+    (page.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - STRIPE_BITS)) as usize
+}
+
+/// The breaker's counters at one moment (each counter read separately, so a
+/// snapshot taken while calls are recorded may be off by those calls).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Calls recorded as [`Outcome::Success`](crate::Outcome::Success)
+    /// (0 when the config turns success counting off).
+    pub successes: u64,
+    /// Calls recorded as failures.
+    pub failures: u64,
+    /// Calls recorded as ignored, including permits dropped unrecorded.
+    pub ignored: u64,
+    /// Calls refused by the breaker.
+    pub rejected: u64,
+    /// Calls slower than the config's `slow_call` threshold.
+    pub slow: u64,
+    /// State transitions, manual ones included.
+    pub transitions: u64,
+}
+
+impl Snapshot {
+    /// Calls admitted and recorded: successes + failures + ignored.
+    pub fn calls(&self) -> u64 {
+        self.successes.wrapping_add(self.failures).wrapping_add(self.ignored)
+    }
+
+    pub(crate) fn of(c: &Counters) -> Self {
+        Self {
+            successes: c.total(Event::Success),
+            failures: c.total(Event::Failure),
+            ignored: c.total(Event::Ignored),
+            rejected: c.total(Event::Rejected),
+            slow: c.total(Event::Slow),
+            transitions: c.total(Event::Transition),
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! Circuit breaker and friends for clients of APIs that go down: a
+//! lock-free, allocation-free `no_std` core cheap enough for a trading
+//! engine's hot path.
+//!
+//! # The breaker
+//! - [`Breaker`]: Closed → Open → Half-Open, one `AtomicU64` state word moved
+//!   by compare-and-swap; [`BreakerConfig`] and its builder; [`ConfigError`].
+//! - [`Breaker::try_acquire`] → [`Ticket`] → [`Breaker::record`] with an
+//!   [`Outcome`]; or the RAII [`Permit`]; or [`Breaker::call`] /
+//!   [`Breaker::call_with`]. A refusal is a [`Rejected`] carrying
+//!   `retry_after`; a change of state is a [`Transition`], reported to
+//!   exactly one caller.
+//! - Manual modes: [`Breaker::force_open`], [`Breaker::disable`],
+//!   [`Breaker::reset`]. Counters: [`Breaker::snapshot`] → [`Snapshot`].
+//!
+//! # Time
+//! - [`Clock`]: monotonic nanoseconds, read only when a decision needs it.
+//! - [`MonotonicClock`] and [`CoarseClock`] (feature `std`), [`ManualClock`]
+//!   for tests, [`FixedClock`] for a timestamp the caller already has.
+//!
+//! # Example
+//! ```
+//! use tripwire::{Breaker, BreakerConfig, CallError, MonotonicClock};
+//!
+//! let breaker = Breaker::new(BreakerConfig::builder().failure_threshold(3).build()?);
+//! let price = breaker.call(&MonotonicClock, || fetch_price("BTC-USD"));
+//! match price {
+//!     Ok(p) => println!("BTC {p}"),
+//!     Err(CallError::Rejected(r)) => println!("exchange down, retry in {:?}", r.retry_after),
+//!     Err(CallError::Inner(e)) => println!("request failed: {e}"),
+//! }
+//! # fn fetch_price(_: &str) -> Result<f64, std::io::Error> { Ok(97_000.0) }
+//! # Ok::<(), tripwire::ConfigError>(())
+//! ```
+//!
+//! # Targets
+//! The core is `#![no_std]` and needs only atomic compare-and-swap. On
+//! targets without native 64-bit atomics (e.g. `thumbv7em-none-eabihf`),
+//! `portable-atomic` emulates `AtomicU64` with a seqlock behind a small
+//! global spinlock array: still correct, no longer lock-free.
+#![no_std]
+#![warn(missing_docs)]
+
+#[cfg(any(test, feature = "std"))]
+extern crate std;
+
+mod breaker;
+mod clock;
+mod config;
+mod cooldown;
+mod counters;
+mod permit;
+mod state;
+mod sync;
+mod ticket;
+
+pub use breaker::Breaker;
+pub use clock::{Clock, FixedClock, ManualClock};
+#[cfg(feature = "std")]
+pub use clock::{CoarseClock, MonotonicClock};
+pub use config::{
+    BreakerConfig, BreakerConfigBuilder, ConfigError, MAX_FAILURE_THRESHOLD, MAX_GROWTH, MAX_HALF_OPEN,
+    MAX_OPEN_TIMEOUT, MIN_OPEN_TIMEOUT,
+};
+pub use counters::Snapshot;
+pub use permit::{CallError, Permit};
+pub use state::State;
+pub use ticket::{Outcome, Rejected, Ticket, Transition};
