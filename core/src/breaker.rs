@@ -7,11 +7,15 @@
 //!   `Acquire` (in `try_acquire`) and pair with that `Release`; since every
 //!   later change of the word is a read-modify-write, they still pair with it
 //!   when they read a later value (the release sequence).
-//! - `entered_at` only grows (`fetch_max`), and is only written with a time
-//!   read *before* the word that justified the transition was loaded, so a
-//!   thread delayed mid-transition cannot move it past the moment the
-//!   winning CAS happened. Its own accesses are `Relaxed`: their ordering
-//!   comes from the word.
+//! - The time a state was entered lives in one of two slots, chosen by the
+//!   parity of the state's generation: a thread moving the breaker to the
+//!   next generation writes the *other* slot, so readers of the current
+//!   state never see a time meant for the next one, even while that
+//!   transition is half done. A slot only grows (`fetch_max`) and is only
+//!   written with a time read *before* the word that justified the
+//!   transition was loaded, so a racing or delayed thread cannot move it past
+//!   the moment the winning CAS happened. Slot accesses are `Relaxed`: their
+//!   ordering comes from the word.
 //! - Updates that change counts but not the generation (a failure counted, a
 //!   probe slot taken or freed) carry no other data and are `Relaxed`.
 
@@ -68,9 +72,9 @@ use crate::ticket::{FROM_OPEN, Outcome, PROBE, Rejected, TOOK_OVER, Ticket, Tran
 #[derive(Debug)]
 pub struct Breaker {
     word: CachePadded<AtomicU64>,
-    /// When the current Open or Half-Open state was entered (ns). Read-mostly,
-    /// next to the config, off the word's line.
-    entered_at: AtomicU64,
+    /// When the Open or Half-Open state of generation `g` was entered (ns),
+    /// in slot `g & 1`. Read-mostly, next to the config, off the word's line.
+    entered_at: [AtomicU64; 2],
     config: BreakerConfig,
     counters: Counters,
 }
@@ -80,7 +84,7 @@ impl Breaker {
     pub fn new(config: BreakerConfig) -> Self {
         Self {
             word: CachePadded::new(AtomicU64::new(Word::CLOSED.0)),
-            entered_at: AtomicU64::new(0),
+            entered_at: [AtomicU64::new(0), AtomicU64::new(0)],
             config,
             counters: Counters::new(),
         }
@@ -138,7 +142,7 @@ impl Breaker {
                         continue;
                     };
                     // Relaxed: the Acquire load of `w` ordered it.
-                    let entered = self.entered_at.load(Ordering::Relaxed);
+                    let entered = self.entered_at(w).load(Ordering::Relaxed);
                     let cooldown = cooldown_ns(&self.config, w.count(), w.generation(), entered);
                     let elapsed = now.saturating_sub(entered);
                     // Has the cool-down passed?
@@ -148,7 +152,7 @@ impl Breaker {
                     }
                     let Some(next) = state::admit_after_cooldown(w) else { unreachable!() };
                     // Relaxed: published by the Release CAS below.
-                    self.entered_at.fetch_max(now, Ordering::Relaxed);
+                    self.entered_at(next).fetch_max(now, Ordering::Relaxed);
                     next
                 }
             };
@@ -171,6 +175,12 @@ impl Breaker {
                 Err(actual) => w = Word(actual),
             }
         }
+    }
+
+    /// The slot holding the time `w`'s state was entered.
+    #[inline]
+    fn entered_at(&self, w: Word) -> &AtomicU64 {
+        &self.entered_at[(w.generation() & 1) as usize]
     }
 
     #[inline]
@@ -233,7 +243,7 @@ impl Breaker {
                     continue;
                 };
                 // Relaxed: published by the Release CAS below.
-                self.entered_at.fetch_max(now, Ordering::Relaxed);
+                self.entered_at(next).fetch_max(now, Ordering::Relaxed);
             }
             // Release publishes `entered_at`; count-only updates need no
             // more, but one ordering for both keeps the loop simple and costs
