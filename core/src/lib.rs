@@ -40,6 +40,8 @@
 //! global spinlock array: still correct, no longer lock-free.
 #![no_std]
 #![warn(missing_docs)]
+// Only the no_std crate needs these; its tests and the std crates do not.
+#![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
 
 #[cfg(any(test, feature = "std"))]
 extern crate std;
