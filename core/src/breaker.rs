@@ -21,13 +21,14 @@
 
 use crossbeam_utils::CachePadded;
 
-use crate::clock::Clock;
+use crate::clock::{Clock, FixedClock};
 use crate::config::BreakerConfig;
 use crate::cooldown::cooldown_ns;
 use crate::counters::{Counters, Event, Snapshot};
 use crate::state::{self, Admission, State, Word};
 use crate::sync::{AtomicU64, Ordering};
 use crate::ticket::{FROM_OPEN, Outcome, PROBE, Rejected, TOOK_OVER, Ticket, Transition};
+use crate::window::Window;
 
 /// A lock-free circuit breaker.
 ///
@@ -77,6 +78,7 @@ pub struct Breaker {
     entered_at: [AtomicU64; 2],
     config: BreakerConfig,
     counters: Counters,
+    window: Window,
 }
 
 impl Breaker {
@@ -87,6 +89,7 @@ impl Breaker {
             entered_at: [AtomicU64::new(0), AtomicU64::new(0)],
             config,
             counters: Counters::new(),
+            window: Window::new(),
         }
     }
 
@@ -129,7 +132,7 @@ impl Breaker {
         loop {
             // Can the word alone decide?
             let next = match state::admit(w, self.config.half_open_max) {
-                Admission::Pass => return Ok(self.ticket(w, 0)),
+                Admission::Pass => return Ok(self.ticket(w, 0, now, clock)),
                 Admission::Refuse => return Err(self.reject(w, None)),
                 Admission::Probe(next) => next,
                 Admission::NeedsTime => {
@@ -170,7 +173,7 @@ impl Breaker {
                     if flags != PROBE {
                         self.counters.add(Event::Transition);
                     }
-                    return Ok(self.ticket(next, flags));
+                    return Ok(self.ticket(next, flags, now, clock));
                 }
                 Err(actual) => w = Word(actual),
             }
@@ -183,9 +186,11 @@ impl Breaker {
         &self.entered_at[(w.generation() & 1) as usize]
     }
 
+    /// A ticket for `w`, stamped with its start time if calls are timed.
     #[inline]
-    fn ticket(&self, w: Word, flags: u32) -> Ticket {
-        Ticket { started_at: 0, generation: w.generation(), flags }
+    fn ticket(&self, w: Word, flags: u32, now: Option<u64>, clock: &impl Clock) -> Ticket {
+        let started_at = if self.config.slow_call_ns == 0 { 0 } else { now.unwrap_or_else(|| clock.now()) };
+        Ticket { started_at, generation: w.generation(), flags }
     }
 
     #[cold]
@@ -198,10 +203,21 @@ impl Breaker {
     /// outcome caused, if any: exactly one caller learns of each transition.
     ///
     /// An outcome whose ticket comes from an older generation is counted but
-    /// never changes the state. Reads `clock` only if the outcome trips the
-    /// breaker.
+    /// never changes the state, nor enters the rolling window. Reads `clock`
+    /// only if the outcome trips the breaker, or when a rolling window or
+    /// slow-call measurement is configured.
     #[inline]
     pub fn record(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
+        if !self.config.measures() {
+            return self.record_word(ticket, outcome, clock);
+        }
+        self.record_measured(ticket, outcome, clock.now())
+    }
+
+    /// The state word's part of recording: counters, consecutive failures,
+    /// probes.
+    #[inline]
+    fn record_word(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
         let generation = ticket.generation;
         match outcome {
             Outcome::Success => {
@@ -221,6 +237,50 @@ impl Breaker {
                 self.apply(clock, |w| state::on_ignored(w, generation))
             }
         }
+    }
+
+    /// Recording when calls are timed or a window is kept: the word first,
+    /// then, for a call admitted while Closed whose generation still holds,
+    /// the window and its rate conditions.
+    fn record_measured(&self, ticket: Ticket, outcome: Outcome, now: u64) -> Option<Transition> {
+        let cfg = &self.config;
+        let slow = outcome != Outcome::Ignored
+            && cfg.slow_call_ns != 0
+            && ticket.started_at != 0
+            && now.saturating_sub(ticket.started_at) >= cfg.slow_call_ns;
+        if slow {
+            self.counters.add(Event::Slow);
+        }
+        let clock = FixedClock(now);
+        if let Some(t) = self.record_word(ticket, outcome, &clock) {
+            return Some(t);
+        }
+        // Does this outcome belong in the window?
+        if outcome == Outcome::Ignored || !cfg.windowed() || ticket.is_probe() {
+            return None;
+        }
+        // Relaxed: the window orders no other data (see `window`).
+        let w = Word(self.word.load(Ordering::Relaxed));
+        if w.generation() != ticket.generation || w.state() != State::Closed {
+            return None;
+        }
+        let failed = outcome == Outcome::Failure;
+        let epoch = now / cfg.window_bucket_ns;
+        self.window.add(epoch, cfg.window_buckets, failed, slow);
+        // Can this outcome have raised a rate? Successes that were not slow cannot.
+        if !failed && !slow {
+            return None;
+        }
+        let t = self.window.totals(epoch, cfg.window_buckets);
+        let calls = t.calls as f64;
+        let trips = t.calls >= u64::from(cfg.min_calls)
+            && ((cfg.failure_rate > 0.0 && t.failures as f64 >= cfg.failure_rate * calls)
+                || (cfg.slow_rate > 0.0 && t.slow as f64 >= cfg.slow_rate * calls));
+        if !trips {
+            return None;
+        }
+        let generation = ticket.generation;
+        self.apply(&clock, |w| state::trip(w, generation))
     }
 
     /// Applies `step` to the word until a CAS succeeds or `step` declines.
@@ -245,6 +305,9 @@ impl Breaker {
                 // Relaxed: published by the Release CAS below.
                 self.entered_at(next).fetch_max(now, Ordering::Relaxed);
             }
+            if transition && next.state() == State::Closed {
+                self.clear_window();
+            }
             // Release publishes `entered_at`; count-only updates need no
             // more, but one ordering for both keeps the loop simple and costs
             // nothing on x86.
@@ -253,6 +316,15 @@ impl Breaker {
                 Ok(_) => return None,
                 Err(actual) => w = Word(actual),
             }
+        }
+    }
+
+    /// Empties the window before the CAS that closes the breaker, so the
+    /// closed state starts from an empty window.
+    #[cold]
+    fn clear_window(&self) {
+        if self.config.windowed() {
+            self.window.clear();
         }
     }
 
@@ -280,12 +352,15 @@ impl Breaker {
     }
 
     fn set(&self, to: State) -> Transition {
+        if to == State::Closed {
+            self.clear_window();
+        }
         // Relaxed: manual states need no `entered_at`.
         let mut w = Word(self.word.load(Ordering::Relaxed));
         loop {
             let next = w.enter(to, 0);
-            // Relaxed: see above.
-            match self.word.compare_exchange_weak(w.0, next.0, Ordering::Relaxed, Ordering::Relaxed) {
+            // Release publishes the cleared window to whoever records next.
+            match self.word.compare_exchange_weak(w.0, next.0, Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => return self.transitioned(w, next),
                 Err(actual) => w = Word(actual),
             }
