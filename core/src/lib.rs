@@ -20,6 +20,27 @@
 //! - [`MonotonicClock`] and [`CoarseClock`] (feature `std`), [`ManualClock`]
 //!   for tests, [`FixedClock`] for a timestamp the caller already has.
 //!
+//! # The std and async layer
+//! - [`NamedBreaker`] (feature `std`): a breaker with a name, a clock and
+//!   [`on_state_change`](NamedBreaker::on_state_change) listeners
+//!   ([`StateChange`]), held open for a given time by
+//!   [`open_for`](NamedBreaker::open_for); [`NamedPermit`],
+//!   [`OwnedNamedPermit`]; [`Assessment`] for what a classifier decides.
+//! - [`Pipeline`] and [`PipelineBuilder`]: fallback → retry → breaker →
+//!   bulkhead → timeout → call, sync and async (feature `async`), with
+//!   [`PipelineError`] naming the layer that answered; [`Nesting`].
+//! - Timeouts (feature `async`): [`Timer`], [`timeout`], [`Timeout`],
+//!   [`Elapsed`]; [`TokioTimer`] (feature `tokio`).
+//! - Stale fallback: [`StaleCache`] with a [`StalePolicy`] per endpoint,
+//!   [`Served`] values with their age, [`StaleStats`].
+//! - HTTP (feature `http`): [`http::assess`] (5xx fail, 429/418 push back
+//!   until `Retry-After`, other 4xx are ignored), [`http::retry_after`].
+//! - `tower` (feature `tower`): [`tower::BreakerLayer`] and
+//!   [`tower::BreakerService`], judging responses with a
+//!   [`tower::Classify`] ([`tower::HttpClassifier`] by default).
+//! - Metrics: [`Registry`] of named breakers, exported by
+//!   [`Registry::prometheus`]; `tracing` events (feature `tracing`).
+//!
 //! # Example
 //! ```
 //! use tripwire::{Breaker, BreakerConfig, CallError, MonotonicClock};
@@ -59,6 +80,27 @@ mod sync;
 mod ticket;
 mod window;
 
+#[cfg(feature = "std")]
+mod assessment;
+#[cfg(feature = "std")]
+mod events;
+#[cfg(feature = "std")]
+mod fallback;
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "std")]
+mod named;
+#[cfg(feature = "std")]
+mod pipeline;
+#[cfg(feature = "std")]
+mod prometheus;
+#[cfg(feature = "std")]
+mod registry;
+#[cfg(feature = "async")]
+mod timeout;
+#[cfg(feature = "tower")]
+pub mod tower;
+
 pub use breaker::Breaker;
 pub use clock::{Clock, FixedClock, ManualClock};
 #[cfg(feature = "std")]
@@ -72,6 +114,23 @@ pub use permit::{CallError, Permit};
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
 pub use window::MAX_BUCKETS;
+
+#[cfg(feature = "std")]
+pub use assessment::Assessment;
+#[cfg(feature = "std")]
+pub use events::StateChange;
+#[cfg(feature = "std")]
+pub use fallback::{Served, StaleCache, StalePolicy, StaleSnapshot, StaleStats};
+#[cfg(feature = "std")]
+pub use named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
+#[cfg(feature = "std")]
+pub use pipeline::{Nesting, Pipeline, PipelineBuilder, PipelineError};
+#[cfg(feature = "std")]
+pub use registry::Registry;
+#[cfg(feature = "tokio")]
+pub use timeout::TokioTimer;
+#[cfg(feature = "async")]
+pub use timeout::{Elapsed, Timeout, Timer, timeout};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
