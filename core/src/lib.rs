@@ -39,7 +39,9 @@
 //!   [`tower::BreakerService`], judging responses with a
 //!   [`tower::Classify`] ([`tower::HttpClassifier`] by default).
 //! - Metrics: [`Registry`] of named breakers, exported by
-//!   [`Registry::prometheus`]; `tracing` events (feature `tracing`).
+//!   [`Registry::prometheus`] (text format) and `Registry::publish_metrics`
+//!   (feature `metrics`, to the `metrics` crate's recorder); `tracing`
+//!   events on every state change (feature `tracing`).
 //!
 //! # Example
 //! ```
@@ -88,6 +90,8 @@ mod events;
 mod fallback;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "metrics")]
+mod metrics_export;
 #[cfg(feature = "std")]
 mod named;
 #[cfg(feature = "std")]
