@@ -19,6 +19,18 @@ pub const MAX_BACKOFF_FACTOR: f64 = 100.0;
 /// | [`Full`](Self::Full) | uniform in `[0, exp]` | 0 |
 /// | [`Equal`](Self::Equal) | `exp/2` + uniform in `[0, exp/2]` | `exp/2` |
 /// | [`Decorrelated`](Self::Decorrelated) | `min(cap, uniform in [base, 3 × previous])` | `base` |
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::{Backoff, BackoffConfig, Jitter};
+///
+/// let second = Duration::from_secs(1);
+/// let config = BackoffConfig::builder().base(second).factor(1.0).jitter(Jitter::Equal).build()?;
+/// let delay = Backoff::new(config).next_delay();
+/// assert!(second / 2 <= delay && delay <= second);
+/// # Ok::<(), tripwire::RetryConfigError>(())
+/// ```
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Jitter {
@@ -110,6 +122,14 @@ impl BackoffConfig {
 }
 
 /// Sets the fields of a [`BackoffConfig`]; [`build`](Self::build) validates.
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::BackoffConfig;
+/// let err = BackoffConfig::builder().cap(Duration::ZERO).build().unwrap_err();
+/// assert_eq!(err.field(), "cap");
+/// ```
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct BackoffConfigBuilder {

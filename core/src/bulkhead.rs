@@ -1,24 +1,35 @@
 //! The bulkhead: a cap on the calls in flight to one dependency, kept by one
-//! atomic counter moved by compare-and-swap.
+//! atomic word moved by compare-and-swap.
 //!
 //! Unlike a `fetch_add` followed by a check and a `fetch_sub` on refusal
 //! (which lets the counter exceed the cap for an instant, as Envoy's
-//! resource counters may), the counter only ever moves from `n` to `n + 1`
+//! resource counters may), the count only ever moves from `n` to `n + 1`
 //! when `n < max`: it is never above `max`, not even briefly.
+//!
+//! # Representation
+//! | bits | field |
+//! | --- | --- |
+//! | 63–32 | threads waiting for a slot (feature `std`) |
+//! | 31–0 | calls in flight |
+//!
+//! Both halves live in one word so that a release learns whether anyone
+//! waits from the very compare-and-swap that frees the slot: waiting costs
+//! the non-waiting path nothing, not even a load.
 //!
 //! # Orderings
 //! - Taking a slot is a CAS whose success is `Acquire`; giving one back is a
-//!   CAS whose success is `SeqCst` (so also `Release`). The `Acquire` pairs
-//!   with the `Release` of the release that freed the slot: whatever the
-//!   previous holder did happens before the next holder starts, as with any
+//!   CAS whose success is `AcqRel`. The `Acquire` of a take pairs with the
+//!   `Release` of the release that freed the slot: whatever the previous
+//!   holder did happens before the next holder starts, as with any
 //!   semaphore. Loads that only decide whether to try a CAS are `Relaxed`:
 //!   the CAS re-checks the value it acts on.
-//! - Waiting (feature `std`, in `bulkhead_wait.rs`) is a store-buffer
-//!   handshake: a waiter increments `waiters` and then reads `in_flight`; a
-//!   release decrements `in_flight` and then reads `waiters`. All four
-//!   accesses are `SeqCst`, so at least one side sees the other: either the
-//!   waiter sees the freed slot, or the release sees the waiter and wakes
-//!   it. This is the one load a release pays for waiting to exist.
+//! - Waiting (`bulkhead_wait.rs`): a waiter registers, starts listening, and
+//!   then looks at the word again with a `Release` read-modify-write. The
+//!   `Acquire` half of the release's CAS pairs with it: if that look saw no
+//!   free slot, the release's CAS comes later in the word's modification
+//!   order, sees the waiter count, and the listener registered before the
+//!   look is visible to the notification sent after the CAS. No wake-up is
+//!   lost, and nothing relies on `SeqCst`.
 //! - The statistics (`acquired`, `rejected`, `peak`) order nothing and are
 //!   `Relaxed`.
 
@@ -66,10 +77,9 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 #[repr(C)]
 #[derive(Debug)]
 pub struct Bulkhead {
-    in_flight: CachePadded<AtomicU32>,
+    /// Waiters and calls in flight (see the module's Representation).
+    word: CachePadded<AtomicU64>,
     max: u32,
-    /// Threads inside `acquire_timeout` (see the module's Orderings).
-    waiters: AtomicU32,
     peak: AtomicU32,
     acquired: AtomicU64,
     rejected: AtomicU64,
@@ -80,6 +90,14 @@ pub struct Bulkhead {
 
 /// A bulkhead refused a call: `max` calls were already in flight (and, for
 /// a waiting acquire, none finished in time).
+///
+/// # Examples
+/// ```
+/// use tripwire::{Bulkhead, BulkheadFull};
+/// let err = Bulkhead::new(0).try_acquire().unwrap_err();
+/// assert_eq!(err, BulkheadFull { max: 0 });
+/// assert_eq!(err.to_string(), "bulkhead full: 0 calls already in flight");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BulkheadFull {
     /// The bulkhead's cap.
@@ -95,6 +113,17 @@ impl fmt::Display for BulkheadFull {
 impl core::error::Error for BulkheadFull {}
 
 /// A bulkhead's counters at one moment (each read separately).
+///
+/// # Examples
+/// ```
+/// use tripwire::{Bulkhead, BulkheadSnapshot};
+/// let bulkhead = Bulkhead::new(1);
+/// let _held = bulkhead.try_acquire()?;
+/// let _ = bulkhead.try_acquire();
+/// let want = BulkheadSnapshot { acquired: 1, rejected: 1, in_flight: 1, peak_in_flight: 1 };
+/// assert_eq!(bulkhead.snapshot(), want);
+/// # Ok::<(), tripwire::BulkheadFull>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BulkheadSnapshot {
     /// Slots handed out since the bulkhead was made.
@@ -110,9 +139,8 @@ pub struct BulkheadSnapshot {
 macro_rules! bulkhead_new {
     ($max:expr) => {
         Bulkhead {
-            in_flight: CachePadded::new(AtomicU32::new(0)),
+            word: CachePadded::new(AtomicU64::new(0)),
             max: $max,
-            waiters: AtomicU32::new(0),
             peak: AtomicU32::new(0),
             acquired: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
@@ -143,7 +171,7 @@ impl Bulkhead {
     /// Calls in flight now.
     pub fn in_flight(&self) -> u32 {
         // Relaxed: a report, ordering nothing else.
-        self.in_flight.load(Ordering::Relaxed)
+        in_flight(self.word.load(Ordering::Relaxed))
     }
 
     /// The counters at this moment.
@@ -152,7 +180,7 @@ impl Bulkhead {
         BulkheadSnapshot {
             acquired: self.acquired.load(Ordering::Relaxed),
             rejected: self.rejected.load(Ordering::Relaxed),
-            in_flight: self.in_flight.load(Ordering::Relaxed),
+            in_flight: in_flight(self.word.load(Ordering::Relaxed)),
             peak_in_flight: self.peak.load(Ordering::Relaxed),
         }
     }
@@ -168,8 +196,7 @@ impl Bulkhead {
     /// call [`release_raw`](Self::release_raw) exactly once for each `true`.
     #[inline]
     pub fn try_acquire_raw(&self) -> bool {
-        // Relaxed: only decides whether to try; the CAS re-checks.
-        if self.take(Ordering::Relaxed, Ordering::Acquire, Ordering::Relaxed) {
+        if self.take() {
             return true;
         }
         self.refused();
@@ -183,24 +210,23 @@ impl Bulkhead {
     #[inline]
     pub fn release_raw(&self) -> bool {
         // Relaxed: only decides whether to try; the CAS re-checks.
-        let mut n = self.in_flight.load(Ordering::Relaxed);
+        let mut w = self.word.load(Ordering::Relaxed);
         loop {
             // Is any call in flight to release?
-            if n == 0 {
+            if in_flight(w) == 0 {
                 return false;
             }
-            // SeqCst: Release pairs with the Acquire CAS of the next holder;
-            // SeqCst for the waiters handshake (see the module's Orderings).
-            // Relaxed on failure: the retry is re-checked by the next CAS.
-            match self.in_flight.compare_exchange_weak(n, n - 1, Ordering::SeqCst, Ordering::Relaxed) {
+            // AcqRel: Release pairs with the Acquire CAS of the next holder;
+            // Acquire pairs with a waiter's Release look (see the module's
+            // Orderings). Relaxed on failure: the next CAS re-checks.
+            match self.word.compare_exchange_weak(w, w - 1, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => break,
-                Err(actual) => n = actual,
+                Err(actual) => w = actual,
             }
         }
+        // Does anyone wait for the slot just freed?
         #[cfg(feature = "std")]
-        // SeqCst: pairs with the SeqCst increment of `waiters` in `wait`
-        // (see the module's Orderings).
-        if self.waiters.load(Ordering::SeqCst) != 0 {
+        if w >= WAITER {
             use event_listener::IntoNotification;
             // `additional`: each freed slot wakes one more waiter, even if
             // an earlier one has not woken up yet.
@@ -209,28 +235,63 @@ impl Bulkhead {
         true
     }
 
-    /// The CAS loop that takes a slot; `first` orders the first load,
-    /// `success` and `failure` the CAS (see the module's Orderings).
+    /// The CAS loop that takes a slot: `true` with the slot taken, or
+    /// `false` having changed nothing.
     #[inline]
-    pub(crate) fn take(&self, first: Ordering, success: Ordering, failure: Ordering) -> bool {
-        let mut n = self.in_flight.load(first);
+    pub(crate) fn take(&self) -> bool {
+        // Relaxed: only decides whether to try; the CAS re-checks.
+        let mut w = self.word.load(Ordering::Relaxed);
         loop {
             // Is a slot free?
-            if n >= self.max {
+            if in_flight(w) >= self.max {
                 return false;
             }
-            match self.in_flight.compare_exchange_weak(n, n + 1, success, failure) {
+            let next = w + 1;
+            // Acquire pairs with the Release CAS of the release that freed
+            // the slot. Relaxed on failure: the next CAS re-checks.
+            match self.word.compare_exchange_weak(w, next, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => break,
-                Err(actual) => n = actual,
+                Err(actual) => w = actual,
             }
         }
         // Relaxed: statistics (see the module's Orderings). The load spares
         // the shared line a write on every call once the peak is reached.
         self.acquired.fetch_add(1, Ordering::Relaxed);
-        if self.peak.load(Ordering::Relaxed) <= n {
-            self.peak.fetch_max(n + 1, Ordering::Relaxed);
+        let n = in_flight(w) + 1;
+        if self.peak.load(Ordering::Relaxed) < n {
+            self.peak.fetch_max(n, Ordering::Relaxed);
         }
         true
+    }
+
+    /// A waiter's step on the word: takes a slot if one is free, adding
+    /// `on_take` to the waiter count, else adds `on_full` (both multiples
+    /// of [`WAITER`], wrapping, so `MINUS_WAITER` removes one). Always
+    /// writes, even when nothing changes: this is the waiter's `Release`
+    /// look of the handshake (see the module's Orderings).
+    #[cfg(feature = "std")]
+    pub(crate) fn look(&self, on_take: u64, on_full: u64) -> bool {
+        // Relaxed: the CAS re-checks.
+        let mut w = self.word.load(Ordering::Relaxed);
+        loop {
+            // Is a slot free? Then take it in the same step.
+            let took = in_flight(w) < self.max;
+            let next = if took { w.wrapping_add(on_take) + 1 } else { w.wrapping_add(on_full) };
+            // AcqRel: Release pairs with the Acquire half of the next
+            // release's CAS; Acquire with the Release of the slot's last
+            // release, when it takes the slot. Relaxed on failure: the next
+            // CAS re-checks.
+            match self.word.compare_exchange_weak(w, next, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) if took => {
+                    // Relaxed: statistics (see the module's Orderings).
+                    self.acquired.fetch_add(1, Ordering::Relaxed);
+                    self.peak.fetch_max(in_flight(next), Ordering::Relaxed);
+                    return true;
+                }
+                Ok(_) => return false,
+                Err(actual) => w = actual,
+            }
+        }
     }
 
     #[cold]
@@ -242,12 +303,18 @@ impl Bulkhead {
     pub(crate) fn full(&self) -> BulkheadFull {
         BulkheadFull { max: self.max }
     }
+}
 
-    /// The waiter count, for `bulkhead_wait.rs`.
-    #[cfg(feature = "std")]
-    pub(crate) fn waiters(&self) -> &AtomicU32 {
-        &self.waiters
-    }
+/// One waiter in the word's high half.
+pub(crate) const WAITER: u64 = 1 << 32;
+/// Minus one waiter, added with wrapping.
+#[cfg(feature = "std")]
+pub(crate) const MINUS_WAITER: u64 = WAITER.wrapping_neg();
+
+/// Calls in flight, from the word.
+#[inline]
+fn in_flight(w: u64) -> u32 {
+    w as u32
 }
 
 /// A slot in a [`Bulkhead`], freed when dropped.
@@ -325,7 +392,7 @@ mod tests {
     #[test]
     fn a_full_u32_bulkhead_does_not_overflow() {
         let b = Bulkhead::new(u32::MAX);
-        b.in_flight.store(u32::MAX - 1, Ordering::Relaxed);
+        b.word.store(u64::from(u32::MAX - 1), Ordering::Relaxed);
         assert!(b.try_acquire_raw());
         assert!(!b.try_acquire_raw());
         assert_eq!(b.snapshot().peak_in_flight, u32::MAX);

@@ -3,33 +3,34 @@
 //!
 //! The waiting list is an [`event_listener::Event`], which serves threads
 //! and futures alike, so an awaitable acquire can be built on the same
-//! list and the same `waiters` handshake.
+//! list and the same handshake.
 //!
 //! # Orderings
-//! A waiter increments `waiters` (`SeqCst`), registers a listener, then
-//! tries to take a slot with a `SeqCst` first load and `SeqCst` CAS. This
-//! pairs with the `SeqCst` decrement and `SeqCst` load of `waiters` in
-//! [`Bulkhead::release_raw`]: if the waiter's load misses the freed slot, it
-//! comes before the release in the single total order of `SeqCst`
-//! operations, so the release's load of `waiters` sees the waiter and
-//! notifies. `event-listener` then guarantees that a notification sent after
-//! the listener registered reaches it. Decrementing `waiters` on the way out
-//! is `Relaxed`: a stale non-zero count only costs a needless notify.
+//! A waiter registers in the bulkhead's word, starts listening, then looks
+//! at the word again with an `AcqRel` read-modify-write, which takes a slot
+//! if one is free. A release's CAS is `AcqRel` too and sees the waiter
+//! count in the value it replaces. Either the look comes after the release
+//! in the word's modification order (it takes the freed slot), or before
+//! it (the release sees the waiter and notifies, and the look's `Release`
+//! makes the listener visible to that notification). See
+//! `bulkhead.rs` for the pairing in full.
 
 use core::time::Duration;
 use std::time::Instant;
 
 use event_listener::{Listener, listener};
 
-use crate::bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit};
-use crate::sync::Ordering;
+use crate::bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, MINUS_WAITER, WAITER};
 
 impl Bulkhead {
     /// Takes a slot, waiting up to `timeout` for one to be freed.
     ///
     /// The thread parks while it waits (no spinning) and is woken by the
-    /// release that frees a slot; a refusal after the wait is counted once
-    /// in [`BulkheadSnapshot::rejected`](crate::BulkheadSnapshot::rejected).
+    /// release that frees a slot. Waiters are not queued ahead of
+    /// [`try_acquire`](Self::try_acquire): a caller that arrives as a slot
+    /// is freed may take it first, and the woken waiter waits again. A
+    /// refusal after the wait is counted once in
+    /// [`BulkheadSnapshot::rejected`](crate::BulkheadSnapshot::rejected).
     ///
     /// # Examples
     /// ```
@@ -44,7 +45,7 @@ impl Bulkhead {
     ///     drop(held); // wakes the waiter
     ///     assert!(waiter.join().unwrap());
     /// });
-    /// assert!(bulkhead.try_acquire()?.bulkhead().max() == 1);
+    /// assert_eq!(bulkhead.snapshot().acquired, 2);
     /// # Ok::<(), tripwire::BulkheadFull>(())
     /// ```
     pub fn acquire_timeout(&self, timeout: Duration) -> Result<BulkheadPermit<'_>, BulkheadFull> {
@@ -67,21 +68,17 @@ impl Bulkhead {
     }
 
     fn wait(&self, deadline: Option<Instant>) -> Result<BulkheadPermit<'_>, BulkheadFull> {
-        // Relaxed: the fast path, as `try_acquire`.
-        if self.take(Ordering::Relaxed, Ordering::Acquire, Ordering::Relaxed) {
+        // A free slot, or one freed since? Else register as a waiter.
+        if self.take() || self.look(0, WAITER) {
             return Ok(BulkheadPermit::taken(self));
         }
-        // SeqCst: pairs with the SeqCst load in `release_raw` (see the
-        // module's Orderings).
-        self.waiters().fetch_add(1, Ordering::SeqCst);
-        let _registered = Registered(self);
         loop {
             listener!(self.released => released);
-            // SeqCst: the waiter's side of the handshake.
-            if self.take(Ordering::SeqCst, Ordering::SeqCst, Ordering::SeqCst) {
+            // Freed while we started listening? (The handshake's look.)
+            if self.look(MINUS_WAITER, 0) {
                 return Ok(BulkheadPermit::taken(self));
             }
-            // Was a slot freed before the deadline?
+            // Woken before the deadline?
             let woken = match deadline {
                 None => {
                     released.wait();
@@ -90,23 +87,13 @@ impl Bulkhead {
                 Some(deadline) => released.wait_deadline(deadline).is_some(),
             };
             if !woken {
-                // One last look: a slot freed just as the time ran out.
-                if self.take(Ordering::SeqCst, Ordering::SeqCst, Ordering::SeqCst) {
+                // Leave, taking a slot freed just as the time ran out.
+                if self.look(MINUS_WAITER, MINUS_WAITER) {
                     return Ok(BulkheadPermit::taken(self));
                 }
                 self.refused();
                 return Err(self.full());
             }
         }
-    }
-}
-
-/// Takes the waiter off the count however `wait` ends (a panic included).
-struct Registered<'a>(&'a Bulkhead);
-
-impl Drop for Registered<'_> {
-    fn drop(&mut self) {
-        // Relaxed: see the module's Orderings.
-        self.0.waiters().fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -20,6 +20,21 @@ use crate::ticket::Rejected;
 pub const MAX_ATTEMPTS: u32 = 10_000;
 
 /// What the caller's classifier makes of a failed attempt.
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::Verdict;
+/// // An HTTP client's classifier: 5xx retry, 429 when told, the rest never.
+/// fn classify(status: &u16, retry_after: Option<Duration>) -> Verdict {
+///     match (*status, retry_after) {
+///         (429, Some(d)) => Verdict::RetryAfter(d),
+///         (429 | 500.., _) => Verdict::Retry,
+///         _ => Verdict::Final,
+///     }
+/// }
+/// assert_eq!(classify(&404, None), Verdict::Final);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Verdict {
     /// Worth another attempt after the backoff's delay.
@@ -33,6 +48,17 @@ pub enum Verdict {
 
 /// Tells retryable errors from final ones. Any `Fn(&E) -> Verdict` is one;
 /// [`RetryAll`] retries everything.
+///
+/// # Examples
+/// ```
+/// use tripwire::{Classify, RetryAll, Verdict};
+/// let only_timeouts = |e: &std::io::Error| {
+///     if e.kind() == std::io::ErrorKind::TimedOut { Verdict::Retry } else { Verdict::Final }
+/// };
+/// let refused = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+/// assert_eq!(only_timeouts.classify(&refused), Verdict::Final);
+/// assert_eq!(RetryAll.classify(&refused), Verdict::Retry);
+/// ```
 pub trait Classify<E> {
     /// The verdict on one failed attempt.
     fn classify(&self, error: &E) -> Verdict;
@@ -46,6 +72,14 @@ impl<E, F: Fn(&E) -> Verdict> Classify<E> for F {
 
 /// The default classifier: every error is worth another attempt (a guard's
 /// refusal still is not: see [`Refusal`]).
+///
+/// # Examples
+/// ```
+/// use tripwire::{Next, RetryPolicy};
+/// let policy = RetryPolicy::builder().build()?; // classifies with `RetryAll`
+/// assert_eq!(policy.next(1, &std::io::Error::other("reset")), Next::Retry(None));
+/// # Ok::<(), tripwire::RetryConfigError>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RetryAll;
 
@@ -64,6 +98,20 @@ impl<E> Classify<E> for RetryAll {
 /// The retry executor asks every error this first. Implement it for your
 /// own error type in one line (`impl Refusal for MyError {}` when it never
 /// wraps a refusal), or return `true` for the variants that wrap one.
+///
+/// # Examples
+/// ```
+/// use tripwire::{BulkheadFull, Refusal};
+///
+/// enum ApiError { Busy(BulkheadFull), Status(u16) }
+/// impl Refusal for ApiError {
+///     fn is_refusal(&self) -> bool {
+///         matches!(self, ApiError::Busy(_))
+///     }
+/// }
+/// assert!(ApiError::Busy(BulkheadFull { max: 8 }).is_refusal());
+/// assert!(!ApiError::Status(503).is_refusal());
+/// ```
 pub trait Refusal {
     /// Whether this error is a guard's refusal.
     fn is_refusal(&self) -> bool {
@@ -130,6 +178,15 @@ pub struct RetryPolicy<'a, K = RetryAll> {
 }
 
 /// What comes after a failed attempt, as far as the policy alone decides.
+///
+/// # Examples
+/// ```
+/// use tripwire::{Next, RetryPolicy};
+/// let policy = RetryPolicy::builder().max_attempts(2).build()?;
+/// let e = std::io::Error::other("503");
+/// assert_eq!((policy.next(1, &e), policy.next(2, &e)), (Next::Retry(None), Next::Exhausted));
+/// # Ok::<(), tripwire::RetryConfigError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
     /// Retry, after this delay if the classifier named one.
@@ -215,6 +272,15 @@ impl<'a, K> RetryPolicy<'a, K> {
 }
 
 /// Sets the limits of a [`RetryPolicy`]; [`build`](Self::build) validates.
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::RetryPolicy;
+/// let policy = RetryPolicy::builder().max_attempts(5).max_total(Duration::from_secs(3)).build()?;
+/// assert_eq!(policy.max_total(), Some(Duration::from_secs(3)));
+/// # Ok::<(), tripwire::RetryConfigError>(())
+/// ```
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct RetryPolicyBuilder {
@@ -266,6 +332,14 @@ impl RetryPolicyBuilder {
 
 /// Why a retry loop stopped without a value. Every variant says how many
 /// attempts were made and carries the last error, if an attempt was made.
+///
+/// # Examples
+/// ```
+/// use tripwire::RetryError;
+/// let e = RetryError::BudgetExhausted { attempts: 2, last: "503" };
+/// assert_eq!(e.attempts(), 2);
+/// assert_eq!(e.to_string(), "retry budget exhausted after 2 attempts; last error: 503");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RetryError<E> {
     /// Every attempt the policy allows failed.

@@ -18,8 +18,9 @@
 //!
 //! | bits | field |
 //! | --- | --- |
-//! | 63–32 | the tick (`now / (ttl / 8)`, wrapping) the balance was last decayed to; 0 = never |
-//! | 31–0 | the balance in milli-tokens |
+//! | 63–32 | the tick (`now / (ttl / 8)`, wrapping) the balance was last decayed to |
+//! | 31 | set once the tick has been stamped (a new budget has none yet) |
+//! | 30–0 | the balance in milli-tokens (at most 2^31 − 1: 2.1 million tokens) |
 //!
 //! The tick wraps after 2^32 ticks; a gap is read as a signed 32-bit
 //! difference, so one longer than 2^31 ticks (310 days at the shortest
@@ -39,6 +40,10 @@ use crate::clock::Clock;
 use crate::retry_config::{MAX_NS, RetryConfigError, Value, check_range, nanos};
 use crate::sync::{AtomicU64, Ordering};
 
+/// Bit 31: the tick is stamped.
+const STAMPED: u32 = 1 << 31;
+/// The largest balance, in milli-tokens.
+const MAX_BALANCE: u32 = STAMPED - 1;
 /// Milli-tokens in one token: the cost of one retry.
 const TOKEN: u32 = 1000;
 /// The decay happens in this many steps per `ttl`.
@@ -145,6 +150,13 @@ impl RetryBudgetConfig {
 
 /// Sets the fields of a [`RetryBudgetConfig`]; [`build`](Self::build)
 /// validates.
+///
+/// # Examples
+/// ```
+/// use tripwire::RetryBudgetConfig;
+/// let err = RetryBudgetConfig::builder().ratio(-1.0).build().unwrap_err();
+/// assert_eq!(err.to_string(), "invalid retry budget config: ratio = -1, expected 0 to 100");
+/// ```
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct RetryBudgetConfigBuilder {
@@ -227,8 +239,18 @@ pub struct RetryBudget {
 struct Word(u64);
 
 impl Word {
+    /// A stamped word.
     fn new(tick: u32, balance: u32) -> Self {
-        Self(u64::from(tick) << 32 | u64::from(balance))
+        Self(u64::from(tick) << 32 | u64::from(STAMPED | balance))
+    }
+
+    /// A new budget's word: the balance, no stamp yet.
+    fn unstamped(balance: u32) -> Self {
+        Self(u64::from(balance))
+    }
+
+    fn is_stamped(self) -> bool {
+        self.0 as u32 & STAMPED != 0
     }
 
     fn tick(self) -> u32 {
@@ -236,20 +258,22 @@ impl Word {
     }
 
     fn balance(self) -> u32 {
-        self.0 as u32
+        self.0 as u32 & MAX_BALANCE
     }
 
     /// The word decayed to `now_tick`.
     fn at(self, now_tick: u32, reserve: u32) -> Word {
-        // Has a tick passed since the stamp? (0: never stamped; the balance
-        // is then the reserve, which decay does not move.)
-        let elapsed = now_tick.wrapping_sub(self.tick()) as i32;
-        if self.tick() == 0 || elapsed <= 0 {
-            // Stamp it, but never move the stamp back.
-            let tick = if self.tick() == 0 { now_tick.max(1) } else { self.tick() };
-            return Word::new(tick, self.balance());
+        // Never stamped? Then the balance is the reserve, which decay does
+        // not move: stamp it.
+        if !self.is_stamped() {
+            return Word::new(now_tick, self.balance());
         }
-        Word::new(now_tick.max(1), decay(self.balance(), reserve, elapsed as u32))
+        let elapsed = now_tick.wrapping_sub(self.tick()) as i32;
+        // Has a tick passed since the stamp? (Never move the stamp back.)
+        if elapsed <= 0 {
+            return self;
+        }
+        Word::new(now_tick, decay(self.balance(), reserve, elapsed as u32))
     }
 }
 
@@ -280,7 +304,7 @@ fn pow_q32(mut x: u64, mut n: u32) -> u64 {
 impl RetryBudget {
     /// A budget holding its reserve.
     pub fn new(config: RetryBudgetConfig) -> Self {
-        Self { word: CachePadded::new(AtomicU64::new(Word::new(0, config.reserve_milli).0)), config }
+        Self { word: CachePadded::new(AtomicU64::new(Word::unstamped(config.reserve_milli).0)), config }
     }
 
     /// The config it was made with.
@@ -288,12 +312,12 @@ impl RetryBudget {
         &self.config
     }
 
-    /// Counts one call: adds `ratio` of a token (saturating at 2^32
+    /// Counts one call: adds `ratio` of a token (saturating at 2^31 − 1
     /// milli-tokens).
     #[inline]
     pub fn deposit(&self, clock: &impl Clock) {
         let add = self.config.deposit_milli;
-        self.update(clock.now(), |b| Some(b.saturating_add(add)));
+        self.update(clock.now(), |b| Some(b.saturating_add(add).min(MAX_BALANCE)));
     }
 
     /// Takes one token for a retry; `false` (taking nothing) when less than
@@ -356,15 +380,17 @@ mod tests {
         assert_eq!(decay(1000, 0, 2), 765);
         assert_eq!(decay(0, 1000, 1), 125);
         assert_eq!(decay(5000, 1000, 1), 4500);
-        assert_eq!(decay(u32::MAX, 0, 255), 0);
-        assert_eq!(decay(u32::MAX, 7, 300), 7);
+        assert_eq!(decay(MAX_BALANCE, 0, 255), 0);
+        assert_eq!(decay(MAX_BALANCE, 7, 300), 7);
         assert_eq!(pow_q32(KEEP_Q32, 0), 1 << 32);
     }
 
     #[test]
     fn the_stamp_never_goes_back_and_starts_unset() {
-        let w = Word::new(0, 500).at(0, 500);
-        assert_eq!(w, Word::new(1, 500));
+        let w = Word::unstamped(500).at(0, 500);
+        assert_eq!(w, Word::new(0, 500));
+        let w = Word::unstamped(500).at(u32::MAX, 500);
+        assert_eq!(w, Word::new(u32::MAX, 500));
         let w = Word::new(10, 8000).at(9, 0);
         assert_eq!(w, Word::new(10, 8000));
         let w = Word::new(u32::MAX, 8000).at(3, 0);
