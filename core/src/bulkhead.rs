@@ -306,6 +306,7 @@ impl Bulkhead {
 }
 
 /// One waiter in the word's high half.
+#[cfg(feature = "std")]
 pub(crate) const WAITER: u64 = 1 << 32;
 /// Minus one waiter, added with wrapping.
 #[cfg(feature = "std")]

@@ -116,14 +116,13 @@ fn decorrelated_jitter_wanders_over_base_to_cap() {
         cap,
         800,
     );
-    // Drawn from [base, 3 × previous] and cut at the cap, about two thirds
-    // of the draws after a capped one stay at the cap; the others are
-    // continuous and all distinct.
-    assert!((300..=700).contains(&at_cap), "{at_cap} of 800 at the cap");
+    // Drawn from [base, 3 × previous] and cut at the cap, about 30% of the
+    // draws land on the cap itself (two thirds of those after a capped
+    // one); the others are continuous and all distinct.
+    assert!((120..=420).contains(&at_cap), "{at_cap} of 800 at the cap");
     assert!(distinct + at_cap >= 795, "only {distinct} distinct delays");
     // It reaches every quarter of [base, cap].
     assert!(bins.iter().all(|&n| n >= 30), "{bins:?}");
-    eprintln!("decorrelated: bins {bins:?}, {at_cap} at the cap");
 }
 
 #[test]
