@@ -82,6 +82,7 @@ mod retry;
 mod retry_blocking;
 mod retry_budget;
 mod retry_config;
+mod retry_error;
 mod state;
 mod sync;
 mod ticket;
@@ -99,14 +100,13 @@ pub use config::{
 };
 pub use counters::Snapshot;
 pub use permit::{CallError, Permit};
-pub use retry::{
-    Classify, MAX_ATTEMPTS, Next, Refusal, RetryAll, RetryError, RetryPolicy, RetryPolicyBuilder, Verdict,
-};
+pub use retry::{Classify, MAX_ATTEMPTS, Next, Refusal, RetryAll, RetryPolicy, RetryPolicyBuilder, Verdict};
 #[cfg(feature = "std")]
 pub use retry_blocking::{CANCEL_CHECK, Stop, retry};
 pub use retry_budget::{
     MAX_RATIO, MAX_RESERVE_TOKENS, MIN_BUDGET_TTL, RetryBudget, RetryBudgetConfig, RetryBudgetConfigBuilder,
 };
 pub use retry_config::{MAX_RETRY_DURATION, RetryConfigError};
+pub use retry_error::RetryError;
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use crate::backoff::Backoff;
 use crate::clock::MonotonicClock;
-use crate::retry::{Classify, Next, Refusal, RetryError, RetryPolicy};
+use crate::retry::{Classify, Next, Refusal, RetryPolicy};
+use crate::retry_error::RetryError;
 
 /// The longest the executor sleeps before it looks at the cancel flag
 /// again. A canceller that also unparks the retrying thread wakes it at

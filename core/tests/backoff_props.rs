@@ -22,7 +22,19 @@ fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap()
 }
 
+/// Few cases under miri, and no failure file (miri's isolation has no
+/// working directory).
+fn cases() -> ProptestConfig {
+    let mut config = ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 });
+    if cfg!(miri) {
+        config.failure_persistence = None;
+    }
+    config
+}
+
 proptest! {
+    #![proptest_config(cases())]
+
     #[test]
     fn every_mode_stays_within_its_range(
         base in 1u64..1_000_000_000,

@@ -42,7 +42,19 @@ impl Model {
     }
 }
 
+/// Few cases under miri, and no failure file (miri's isolation has no
+/// working directory).
+fn cases() -> ProptestConfig {
+    let mut config = ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 });
+    if cfg!(miri) {
+        config.failure_persistence = None;
+    }
+    config
+}
+
 proptest! {
+    #![proptest_config(cases())]
+
     #[test]
     fn the_budget_follows_the_reference(
         ratio in 0.0f64..3.0,

@@ -1,9 +1,9 @@
 //! Real threads on one bulkhead: an independent count of holders never
 //! exceeds `max`, and waiting acquires wake and time out as they should.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use core::time::Duration;
-use std::time::Instant;
+use core::sync::atomic::{AtomicU32, Ordering};
+#[cfg(feature = "std")]
+use {core::sync::atomic::AtomicBool, core::time::Duration, std::time::Instant};
 
 use tripwire::Bulkhead;
 
@@ -48,6 +48,7 @@ fn hammering_threads_never_see_more_than_max() {
 }
 
 #[test]
+#[cfg(feature = "std")]
 fn waiting_threads_take_turns_and_never_exceed_max() {
     let bulkhead = Bulkhead::new(2);
     let (observed, max_seen) = (AtomicU32::new(0), AtomicU32::new(0));
@@ -70,6 +71,7 @@ fn waiting_threads_take_turns_and_never_exceed_max() {
 }
 
 #[test]
+#[cfg(feature = "std")]
 fn a_release_wakes_a_parked_waiter() {
     let bulkhead = Bulkhead::new(1);
     let held = bulkhead.try_acquire().unwrap();
@@ -93,6 +95,7 @@ fn a_release_wakes_a_parked_waiter() {
 }
 
 #[test]
+#[cfg(feature = "std")]
 fn a_wait_times_out_when_no_slot_is_freed() {
     let bulkhead = Bulkhead::new(1);
     let _held = bulkhead.try_acquire().unwrap();

@@ -1,4 +1,5 @@
 //! The blocking retry executor: why it stops, and how fast.
+#![cfg(feature = "std")]
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use core::time::Duration;
@@ -78,7 +79,6 @@ fn a_wait_past_the_deadline_is_not_started() {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "waits for another thread on the real clock; too slow under miri")]
 fn cancellation_wakes_a_sleeping_retry_promptly() {
     let cancel = AtomicBool::new(false);
     let started = Instant::now();
