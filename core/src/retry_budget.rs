@@ -10,7 +10,9 @@
 //! third after one `ttl` and below 1% after four, and its expected lifetime
 //! is one `ttl`. At a steady call rate the balance is `ratio × calls in the
 //! last ttl`, as in Finagle; a quiet hour banks nothing beyond the reserve,
-//! and the reserve lets a client that has just started retry at all.
+//! and the reserve lets a client that has just started retry at all. A
+//! drained reserve refills at `min_retries_per_sec` at first (1/8 of it per
+//! `ttl / 8`), more slowly as it fills.
 //!
 //! # Representation
 //! One `AtomicU64` holds both halves of the state, so every deposit and

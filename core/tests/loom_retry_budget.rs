@@ -58,3 +58,28 @@ fn deposits_racing_withdrawals_never_overdraw_or_get_lost() {
         assert_eq!(budget.available_milli(&NOW), 1000 - 1000 * taken);
     });
 }
+
+#[test]
+fn decay_racing_deposits_and_withdrawals_only_ever_shrinks_the_balance() {
+    loom::model(|| {
+        // A whole token per deposit, no reserve: decay can only take away.
+        let budget = Arc::new(budget(1.0, 0.0));
+        let clock = Arc::new(tripwire::ManualClock::new(1_000_000_000));
+        let (b, c) = (budget.clone(), clock.clone());
+        let depositor = thread::spawn(move || {
+            b.deposit(&*c);
+            b.deposit(&*c);
+        });
+        let (b, c) = (budget.clone(), clock.clone());
+        let late = thread::spawn(move || {
+            // One tick (ttl / 8) later, 1/8 of whatever is there is gone.
+            c.advance(Duration::from_millis(125));
+            b.try_withdraw(&*c)
+        });
+        let mine = budget.try_withdraw(&*clock);
+        depositor.join().unwrap();
+        let taken = u32::from(late.join().unwrap()) + u32::from(mine);
+        let left = budget.available_milli(&*clock);
+        assert!(left + 1000 * taken <= 2000, "{taken} taken and {left} left of 2000 deposited");
+    });
+}
