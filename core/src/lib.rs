@@ -51,6 +51,9 @@
 //! - [`Pipeline`] and [`PipelineBuilder`]: fallback → retry → breaker →
 //!   bulkhead → timeout → call, sync and async (feature `async`), with
 //!   [`PipelineError`] naming the layer that answered; [`Nesting`].
+//! - Async waits (feature `async`): `Bulkhead::acquire_async` with a
+//!   deadline, woken on release; `retry_async`, which sleeps on a
+//!   [`Timer`] and stops at once when dropped or at its deadline.
 //! - Timeouts (feature `async`): [`Timer`], [`timeout`], [`Timeout`],
 //!   [`Elapsed`]; [`TokioTimer`] (feature `tokio`).
 //! - Stale fallback: [`StaleCache`] with a [`StalePolicy`] per endpoint,
@@ -59,7 +62,8 @@
 //!   until `Retry-After`, other 4xx are ignored), [`http::retry_after`].
 //! - `tower` (feature `tower`): [`tower::BreakerLayer`] and
 //!   [`tower::BreakerService`], judging responses with a
-//!   [`tower::Classify`] ([`tower::HttpClassifier`] by default).
+//!   [`tower::ClassifyResult`] ([`tower::HttpClassifier`] by default);
+//!   [`tower::BulkheadLayer`] and [`tower::BulkheadService`].
 //! - Metrics: [`Registry`] of named breakers, exported by
 //!   [`Registry::prometheus`] (text format) and `Registry::publish_metrics`
 //!   (feature `metrics`, to the `metrics` crate's recorder); `tracing`
@@ -117,6 +121,8 @@ mod window;
 
 #[cfg(feature = "std")]
 mod assessment;
+#[cfg(feature = "async")]
+mod bulkhead_async;
 #[cfg(feature = "std")]
 mod events;
 #[cfg(feature = "std")]
@@ -133,6 +139,8 @@ mod pipeline;
 mod prometheus;
 #[cfg(feature = "std")]
 mod registry;
+#[cfg(feature = "async")]
+mod retry_async;
 #[cfg(feature = "async")]
 mod timeout;
 #[cfg(feature = "tower")]
@@ -175,6 +183,8 @@ pub use named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
 pub use pipeline::{Nesting, Pipeline, PipelineBuilder, PipelineError};
 #[cfg(feature = "std")]
 pub use registry::Registry;
+#[cfg(feature = "async")]
+pub use retry_async::retry_async;
 #[cfg(feature = "tokio")]
 pub use timeout::TokioTimer;
 #[cfg(feature = "async")]

@@ -102,3 +102,24 @@ async fn connection_errors_fail_and_dropped_futures_are_ignored() {
     assert!(matches!(send(&mut svc, req).await, Err(CallError::Inner(_))));
     assert_eq!(breaker.snapshot().failures, 1);
 }
+
+#[tokio::test]
+async fn the_bulkhead_layer_refuses_beyond_its_cap_and_frees_slots_on_drop() {
+    use tripwire::Bulkhead;
+    use tripwire::tower::{BulkheadError, BulkheadLayer};
+
+    let server = Server::start().await;
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let mut svc = BulkheadLayer::new(bulkhead.clone()).layer(client());
+    server.set(Mode::Hang);
+    let hung = send(&mut svc, request(&server));
+    let mut hung = Box::pin(hung);
+    assert!(tokio::time::timeout(Duration::from_millis(10), hung.as_mut()).await.is_err());
+    let mut other = BulkheadLayer::new(bulkhead.clone()).layer(client());
+    assert!(matches!(send(&mut other, request(&server)).await, Err(BulkheadError::Full(_))));
+    drop(hung);
+    assert_eq!(bulkhead.in_flight(), 0);
+    server.set(Mode::Up);
+    assert_eq!(send(&mut other, request(&server)).await.unwrap().status(), 200);
+    assert_eq!(bulkhead.in_flight(), 0, "freed when the response arrived");
+}

@@ -1,10 +1,15 @@
 //! Async calls through a [`Pipeline`] (feature `async`): the same layers,
-//! plus the per-attempt timeout. Dropping the returned future stops at
-//! once; an attempt in flight then counts as ignored.
+//! with waits on the pipeline's [`Timer`] and a per-attempt timeout.
+//! Dropping the returned future stops at once, mid-attempt or mid-sleep; an
+//! attempt in flight then counts as ignored.
+
+use std::time::Instant;
 
 use crate::assessment::Assessment;
+use crate::bulkhead::BulkheadPermit;
 use crate::clock::Clock;
-use crate::pipeline::{Failed, Nesting, Pipeline, PipelineError, ok_is_success};
+use crate::pipeline::{Failed, Nesting, Pipeline, PipelineError, from_retry, judged, ok_is_success};
+use crate::retry_async::retry_async;
 use crate::timeout::{Timer, timeout};
 
 impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
@@ -45,31 +50,105 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
     pub async fn call_async_with<T, E, Fut>(
         &self,
         assess: impl Fn(&Result<T, E>) -> Assessment,
+        f: impl FnMut() -> Fut,
+    ) -> Result<T, PipelineError<E>>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.run_async(None, assess, f).await
+    }
+
+    /// [`call_async_with`](Self::call_async_with) that stops at `deadline`:
+    /// no attempt starts after it, no wait is begun that would end past it,
+    /// and each attempt's timeout is cut to the time left.
+    pub async fn call_async_before<T, E, Fut>(
+        &self,
+        deadline: Instant,
+        assess: impl Fn(&Result<T, E>) -> Assessment,
+        f: impl FnMut() -> Fut,
+    ) -> Result<T, PipelineError<E>>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.run_async(Some(deadline), assess, f).await
+    }
+
+    async fn run_async<T, E, Fut>(
+        &self,
+        deadline: Option<Instant>,
+        assess: impl Fn(&Result<T, E>) -> Assessment,
         mut f: impl FnMut() -> Fut,
     ) -> Result<T, PipelineError<E>>
     where
         Fut: Future<Output = Result<T, E>>,
     {
-        // Until a retry layer is configured, both nestings make one attempt.
-        let _ = self.nesting == Nesting::BreakerOutsideRetry;
-        let permit = self.admit().map_err(|f| f.error)?;
-        let (assessment, result) = self.attempt_async(&assess, &mut f).await;
-        if let Some(p) = permit {
-            p.settle(assessment);
+        match self.nesting {
+            Nesting::RetryOutsideBreaker => {
+                let attempt = async |_| {
+                    let permit = self.admit()?;
+                    let (assessment, result) = self.attempt_async(deadline, &assess, &mut f).await;
+                    if let Some(p) = permit {
+                        p.settle(assessment);
+                    }
+                    result
+                };
+                self.retry_async(deadline, attempt).await
+            }
+            Nesting::BreakerOutsideRetry => {
+                let permit = self.admit().map_err(|f| f.error)?;
+                let mut last = Assessment::Ignored;
+                let attempt = async |_| {
+                    let (assessment, result) = self.attempt_async(deadline, &assess, &mut f).await;
+                    last = assessment;
+                    result
+                };
+                let result = self.retry_async(deadline, attempt).await;
+                if let Some(p) = permit {
+                    p.settle(last);
+                }
+                result
+            }
         }
-        result.map_err(|f| f.error)
     }
 
-    /// One attempt under the timeout, and its assessment.
+    /// The retry layer around `attempt`, if there is one.
+    async fn retry_async<T, E>(
+        &self,
+        deadline: Option<Instant>,
+        mut attempt: impl AsyncFnMut(u32) -> Result<T, Failed<E>>,
+    ) -> Result<T, PipelineError<E>> {
+        let Some(policy) = self.retry else {
+            return attempt(1).await.map_err(|f| f.error);
+        };
+        let policy = policy.classify(Failed::<E>::verdict);
+        let policy = match &self.budget {
+            Some(b) => policy.budget(b),
+            None => policy,
+        };
+        retry_async(&policy, &self.timer, deadline, attempt).await.map_err(from_retry)
+    }
+
+    /// A bulkhead slot, then one call under the timeout; its assessment
+    /// (a timeout is a failure, a full bulkhead says nothing).
     async fn attempt_async<T, E, Fut>(
         &self,
+        deadline: Option<Instant>,
         assess: &impl Fn(&Result<T, E>) -> Assessment,
         f: &mut impl FnMut() -> Fut,
     ) -> (Assessment, Result<T, Failed<E>>)
     where
         Fut: Future<Output = Result<T, E>>,
     {
-        let result = match self.timeout {
+        let _slot = match self.slot_async().await {
+            Ok(slot) => slot,
+            Err(full) => return (Assessment::Ignored, Err(full)),
+        };
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let limit = match (self.timeout, left) {
+            (Some(t), Some(l)) => Some(t.min(l)),
+            (t, l) => t.or(l),
+        };
+        let result = match limit {
             None => f().await,
             Some(d) => match timeout(&self.timer, d, f()).await {
                 Ok(r) => r,
@@ -80,6 +159,17 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             },
         };
         let assessment = assess(&result);
-        (assessment, result.map_err(|e| Failed { error: PipelineError::Call(e), assessment }))
+        (assessment, judged(assessment, result))
+    }
+
+    /// A bulkhead slot, waiting up to `bulkhead_wait` on the timer.
+    async fn slot_async<E>(&self) -> Result<Option<BulkheadPermit<'_>>, Failed<E>> {
+        let Some(b) = &self.bulkhead else { return Ok(None) };
+        let slot = if self.bulkhead_wait.is_zero() {
+            b.try_acquire()
+        } else {
+            b.acquire_async(&self.timer, self.bulkhead_wait).await
+        };
+        slot.map(Some).map_err(|full| Failed::refused(PipelineError::Full(full)))
     }
 }

@@ -5,8 +5,9 @@
 //! fallback → retry → breaker → bulkhead → timeout → call
 //! ```
 //!
-//! Each attempt is one outcome for the breaker, and a refusal ends the
-//! retries at once. [`PipelineBuilder::breaker_outside_retry`] swaps the
+//! Each attempt is one outcome for the breaker, and a refusal (breaker or
+//! bulkhead) ends the retries at once; a retry budget caps retries during
+//! an outage. [`PipelineBuilder::breaker_outside_retry`] swaps the
 //! retry and the breaker: the breaker then admits one logical request and
 //! records one outcome for all its attempts. The fallback
 //! ([`StaleCache`](crate::StaleCache)) wraps a pipeline's call from outside.
@@ -23,13 +24,19 @@ mod future;
 
 use core::fmt;
 use core::time::Duration;
+use std::boxed::Box;
 use std::sync::Arc;
 
 pub use error::PipelineError;
 
 use crate::assessment::Assessment;
+use crate::bulkhead::{Bulkhead, BulkheadPermit};
 use crate::clock::{Clock, MonotonicClock};
 use crate::named::{NamedBreaker, NamedPermit};
+use crate::retry::{Refusal, RetryAll, RetryPolicy, Verdict};
+use crate::retry_blocking::{Stop, retry};
+use crate::retry_budget::RetryBudget;
+use crate::retry_error::RetryError;
 
 /// Where the breaker sits relative to the retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -43,27 +50,45 @@ pub enum Nesting {
     BreakerOutsideRetry,
 }
 
-/// Resilience layers around calls to one dependency; cheap to share
-/// (`Arc` inside), `Send + Sync` when its parts are.
+/// Resilience layers around calls to one dependency. Every part is
+/// optional and shared (`Arc`), so several pipelines (one per endpoint, say)
+/// can share one breaker, bulkhead or budget.
 ///
 /// # Examples
 /// ```
+/// use core::time::Duration;
 /// use std::sync::Arc;
-/// use tripwire::{BreakerConfig, NamedBreaker, Pipeline, PipelineError};
+/// use tripwire::{
+///     BackoffConfig, BreakerConfig, Bulkhead, NamedBreaker, Pipeline, PipelineError, RetryBudget,
+///     RetryBudgetConfig, RetryPolicy,
+/// };
 ///
 /// let breaker = Arc::new(NamedBreaker::new("kraken/ticker", BreakerConfig::builder().failure_threshold(2).build()?));
-/// let pipeline = Pipeline::builder().breaker(breaker.clone()).build();
+/// let pipeline = Pipeline::builder()
+///     .retry(
+///         RetryPolicy::builder()
+///             .max_attempts(3)
+///             .backoff(BackoffConfig::builder().base(Duration::from_millis(1)).build()?)
+///             .build()?,
+///     )
+///     .retry_budget(Arc::new(RetryBudget::new(RetryBudgetConfig::default())))
+///     .breaker(breaker.clone())
+///     .bulkhead(Arc::new(Bulkhead::new(16)))
+///     .build();
 ///
 /// assert_eq!(pipeline.call(|| Ok::<_, &str>(42)), Ok(42));
-/// for _ in 0..2 {
-///     assert_eq!(pipeline.call(|| Err::<u32, _>("503")), Err(PipelineError::Call("503")));
-/// }
-/// let refused = pipeline.call(|| Ok::<_, &str>(42)).unwrap_err();
-/// assert!(matches!(refused, PipelineError::Open(r) if r.retry_after.is_some()));
+/// // Two failures trip the breaker; its refusal ends the retries at once.
+/// let down = pipeline.call(|| Err::<u32, _>("503")).unwrap_err();
+/// assert!(matches!(down, PipelineError::Open(r) if r.retry_after.is_some()));
+/// assert_eq!(breaker.snapshot().failures, 2);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Pipeline<C: Clock = MonotonicClock, Tm = ()> {
     breaker: Option<Arc<NamedBreaker<C>>>,
+    bulkhead: Option<Arc<Bulkhead>>,
+    bulkhead_wait: Duration,
+    retry: Option<RetryPolicy<'static, RetryAll>>,
+    budget: Option<Arc<RetryBudget>>,
     timeout: Option<Duration>,
     nesting: Nesting,
     timer: Tm,
@@ -73,6 +98,8 @@ impl<C: Clock, Tm> fmt::Debug for Pipeline<C, Tm> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pipeline")
             .field("breaker", &self.breaker.as_ref().map(|b| b.name()))
+            .field("bulkhead", &self.bulkhead.as_ref().map(|b| b.max()))
+            .field("retry", &self.retry.as_ref().map(|r| r.max_attempts()))
             .field("timeout", &self.timeout)
             .field("nesting", &self.nesting)
             .finish_non_exhaustive()
@@ -95,7 +122,16 @@ impl Pipeline {
     /// A builder with no layer yet.
     pub fn builder() -> PipelineBuilder {
         PipelineBuilder {
-            pipeline: Pipeline { breaker: None, timeout: None, nesting: Nesting::default(), timer: () },
+            pipeline: Pipeline {
+                breaker: None,
+                bulkhead: None,
+                bulkhead_wait: Duration::ZERO,
+                retry: None,
+                budget: None,
+                timeout: None,
+                nesting: Nesting::default(),
+                timer: (),
+            },
         }
     }
 }
@@ -108,11 +144,42 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
         PipelineBuilder {
             pipeline: Pipeline {
                 breaker: Some(breaker),
+                bulkhead: p.bulkhead,
+                bulkhead_wait: p.bulkhead_wait,
+                retry: p.retry,
+                budget: p.budget,
                 timeout: p.timeout,
                 nesting: p.nesting,
                 timer: p.timer,
             },
         }
+    }
+
+    /// The bulkhead capping the calls in flight.
+    pub fn bulkhead(mut self, bulkhead: Arc<Bulkhead>) -> Self {
+        self.pipeline.bulkhead = Some(bulkhead);
+        self
+    }
+
+    /// How long an attempt may wait for a bulkhead slot (default zero: a
+    /// full bulkhead refuses at once).
+    pub fn bulkhead_wait(mut self, d: Duration) -> Self {
+        self.pipeline.bulkhead_wait = d;
+        self
+    }
+
+    /// The retry policy: attempts, backoff, total time. Only failures of
+    /// the dependency (and timeouts) are retried; refusals, backpressure
+    /// and the caller's own errors are not.
+    pub fn retry(mut self, policy: RetryPolicy<'static, RetryAll>) -> Self {
+        self.pipeline.retry = Some(policy);
+        self
+    }
+
+    /// The retry budget that caps retries to a fraction of calls.
+    pub fn retry_budget(mut self, budget: Arc<RetryBudget>) -> Self {
+        self.pipeline.budget = Some(budget);
+        self
     }
 
     /// The per-attempt timeout of async calls (sync calls rely on their I/O
@@ -127,7 +194,16 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
     pub fn timer<Tm2>(self, timer: Tm2) -> PipelineBuilder<C, Tm2> {
         let p = self.pipeline;
         PipelineBuilder {
-            pipeline: Pipeline { breaker: p.breaker, timeout: p.timeout, nesting: p.nesting, timer },
+            pipeline: Pipeline {
+                breaker: p.breaker,
+                bulkhead: p.bulkhead,
+                bulkhead_wait: p.bulkhead_wait,
+                retry: p.retry,
+                budget: p.budget,
+                timeout: p.timeout,
+                nesting: p.nesting,
+                timer,
+            },
         }
     }
 
@@ -153,11 +229,38 @@ pub(crate) struct Failed<E> {
 }
 
 impl<E> Failed<E> {
-    /// Whether another attempt may help: only a failure of the dependency;
-    /// refusals, backpressure and the caller's own errors are final.
-    #[allow(dead_code, reason = "read by the retry layer")]
-    pub(crate) fn retryable(&self) -> bool {
-        self.assessment == Assessment::Failure && !matches!(self.error, PipelineError::Open(_))
+    /// Whether another attempt may help: only a failure of the dependency.
+    fn verdict(&self) -> Verdict {
+        if self.assessment == Assessment::Failure { Verdict::Retry } else { Verdict::Final }
+    }
+
+    pub(crate) fn refused(error: PipelineError<E>) -> Self {
+        Failed { error, assessment: Assessment::Ignored }
+    }
+}
+
+/// The breaker's and the bulkhead's refusals are never retried.
+impl<E> Refusal for Failed<E> {
+    fn is_refusal(&self) -> bool {
+        matches!(self.error, PipelineError::Open(_) | PipelineError::Full(_))
+    }
+}
+
+/// The caller's view of why the retry layer stopped.
+pub(crate) fn from_retry<E>(e: RetryError<Failed<E>>) -> PipelineError<E> {
+    match e {
+        RetryError::Final { error, .. } => error.error,
+        // One attempt allowed: nothing was retried, the error speaks for itself.
+        RetryError::Exhausted { attempts: 1, last } => last.error,
+        RetryError::Exhausted { attempts, last } => {
+            PipelineError::RetriesExhausted { attempts, last: Box::new(last.error) }
+        }
+        RetryError::BudgetExhausted { attempts, last } => {
+            PipelineError::BudgetExhausted { attempts, last: Box::new(last.error) }
+        }
+        RetryError::Deadline { attempts, last } | RetryError::Cancelled { attempts, last } => {
+            PipelineError::Deadline { attempts, last: last.map(|f| Box::new(f.error)) }
+        }
     }
 }
 
@@ -170,6 +273,16 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     /// The breaker, if there is one.
     pub fn breaker(&self) -> Option<&Arc<NamedBreaker<C>>> {
         self.breaker.as_ref()
+    }
+
+    /// The bulkhead, if there is one.
+    pub fn bulkhead(&self) -> Option<&Arc<Bulkhead>> {
+        self.bulkhead.as_ref()
+    }
+
+    /// The retry budget, if there is one.
+    pub fn retry_budget(&self) -> Option<&Arc<RetryBudget>> {
+        self.budget.as_ref()
     }
 
     /// The per-attempt timeout of async calls.
@@ -188,7 +301,8 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     }
 
     /// Runs `f` through the layers, judging each attempt with `assess`
-    /// (e.g. an HTTP response's status through [`http::assess`](crate::http::assess)).
+    /// (e.g. an HTTP status through [`http::assess`](crate::http::assess)).
+    /// A bulkhead with a wait parks the thread; retries sleep it.
     pub fn call_with<T, E>(
         &self,
         assess: impl Fn(&Result<T, E>) -> Assessment,
@@ -197,66 +311,83 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         match self.nesting {
             Nesting::RetryOutsideBreaker => self.retry_sync(|_| {
                 let permit = self.admit()?;
+                let _slot = self.slot_sync()?;
                 let result = f();
-                self.finish(permit, &assess, result)
+                Self::finish(permit, &assess, result)
             }),
             Nesting::BreakerOutsideRetry => {
                 let permit = self.admit().map_err(|f| f.error)?;
                 let mut last = Assessment::Ignored;
                 let result = self.retry_sync(|_| {
+                    let _slot = self.slot_sync()?;
                     let result = f();
                     last = assess(&result);
-                    Self::judged(last, result)
+                    judged(last, result)
                 });
                 if let Some(p) = permit {
-                    self.settle(p, last);
+                    p.settle(last);
                 }
                 result
             }
         }
     }
 
-    /// The retry layer around `attempt` (one attempt until a retry policy
-    /// is configured).
+    /// The retry layer around `attempt`, if there is one.
     fn retry_sync<T, E>(
         &self,
-        mut attempt: impl FnMut(u32) -> Result<T, Failed<E>>,
+        attempt: impl FnMut(u32) -> Result<T, Failed<E>>,
     ) -> Result<T, PipelineError<E>> {
-        attempt(1).map_err(|f| f.error)
+        let Some(policy) = self.retry else {
+            let mut attempt = attempt;
+            return attempt(1).map_err(|f| f.error);
+        };
+        let policy = policy.classify(Failed::<E>::verdict);
+        let policy = match &self.budget {
+            Some(b) => policy.budget(b),
+            None => policy,
+        };
+        retry(&policy, &Stop::never(), attempt).map_err(from_retry)
     }
 
     /// The breaker's admission, if there is a breaker.
     #[inline]
-    fn admit<E>(&self) -> Result<Option<NamedPermit<'_, C>>, Failed<E>> {
+    pub(crate) fn admit<E>(&self) -> Result<Option<NamedPermit<'_, C>>, Failed<E>> {
         let Some(b) = &self.breaker else { return Ok(None) };
         match b.permit() {
             Ok(p) => Ok(Some(p)),
-            Err(r) => Err(Failed { error: PipelineError::Open(r), assessment: Assessment::Ignored }),
+            Err(r) => Err(Failed::refused(PipelineError::Open(r))),
         }
+    }
+
+    /// A bulkhead slot, waiting up to `bulkhead_wait` (parking the thread).
+    #[inline]
+    fn slot_sync<E>(&self) -> Result<Option<BulkheadPermit<'_>>, Failed<E>> {
+        let Some(b) = &self.bulkhead else { return Ok(None) };
+        let slot = if self.bulkhead_wait.is_zero() {
+            b.try_acquire()
+        } else {
+            b.acquire_timeout(self.bulkhead_wait)
+        };
+        slot.map(Some).map_err(|full| Failed::refused(PipelineError::Full(full)))
     }
 
     /// Records an attempt's assessment and turns its result into the
     /// attempt's.
     #[inline]
     fn finish<T, E>(
-        &self,
         permit: Option<NamedPermit<'_, C>>,
         assess: &impl Fn(&Result<T, E>) -> Assessment,
         result: Result<T, E>,
     ) -> Result<T, Failed<E>> {
         let assessment = assess(&result);
         if let Some(p) = permit {
-            self.settle(p, assessment);
+            p.settle(assessment);
         }
-        Self::judged(assessment, result)
+        judged(assessment, result)
     }
+}
 
-    fn judged<T, E>(assessment: Assessment, result: Result<T, E>) -> Result<T, Failed<E>> {
-        result.map_err(|e| Failed { error: PipelineError::Call(e), assessment })
-    }
-
-    #[inline]
-    fn settle(&self, permit: NamedPermit<'_, C>, assessment: Assessment) {
-        permit.settle(assessment);
-    }
+/// An attempt's result with its assessment attached to the error.
+pub(crate) fn judged<T, E>(assessment: Assessment, result: Result<T, E>) -> Result<T, Failed<E>> {
+    result.map_err(|e| Failed { error: PipelineError::Call(e), assessment })
 }

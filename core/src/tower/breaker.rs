@@ -11,7 +11,7 @@ use tower_service::Service;
 use crate::clock::{Clock, MonotonicClock};
 use crate::named::{NamedBreaker, OwnedNamedPermit};
 use crate::permit::CallError;
-use crate::tower::classify::{Classify, HttpClassifier};
+use crate::tower::classify::{ClassifyResult, HttpClassifier};
 
 /// Wraps services in a [`BreakerService`] sharing one breaker.
 ///
@@ -98,7 +98,7 @@ impl<S, K, C: Clock> BreakerService<S, K, C> {
 impl<S, Req, K, C> Service<Req> for BreakerService<S, K, C>
 where
     S: Service<Req>,
-    K: Classify<S::Response, S::Error> + Clone,
+    K: ClassifyResult<S::Response, S::Error> + Clone,
     C: Clock,
 {
     type Response = S::Response;
@@ -155,7 +155,7 @@ impl<F, K, C: Clock> fmt::Debug for ResponseFuture<F, K, C> {
 impl<F, Res, Err, K, C> Future for ResponseFuture<F, K, C>
 where
     F: Future<Output = Result<Res, Err>>,
-    K: Classify<Res, Err>,
+    K: ClassifyResult<Res, Err>,
     C: Clock,
 {
     type Output = Result<Res, CallError<Err>>;

@@ -4,12 +4,12 @@ use crate::assessment::Assessment;
 
 /// Judges a service's result. Any `Fn(&Result<Res, Err>) -> Assessment +
 /// Clone` is one; [`HttpClassifier`] is the default.
-pub trait Classify<Res, Err> {
+pub trait ClassifyResult<Res, Err> {
     /// The assessment of one result.
     fn classify(&self, result: &Result<Res, Err>) -> Assessment;
 }
 
-impl<Res, Err, F: Fn(&Result<Res, Err>) -> Assessment> Classify<Res, Err> for F {
+impl<Res, Err, F: Fn(&Result<Res, Err>) -> Assessment> ClassifyResult<Res, Err> for F {
     fn classify(&self, result: &Result<Res, Err>) -> Assessment {
         self(result)
     }
@@ -22,7 +22,7 @@ impl<Res, Err, F: Fn(&Result<Res, Err>) -> Assessment> Classify<Res, Err> for F 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HttpClassifier;
 
-impl<B, Err> Classify<http::Response<B>, Err> for HttpClassifier {
+impl<B, Err> ClassifyResult<http::Response<B>, Err> for HttpClassifier {
     fn classify(&self, result: &Result<http::Response<B>, Err>) -> Assessment {
         match result {
             Ok(response) => crate::http::assess_response(response),

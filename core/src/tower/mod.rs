@@ -1,14 +1,18 @@
-//! `tower` layers (feature `tower`): the breaker around any
-//! [`Service`](tower_service::Service), with a response classifier.
+//! `tower` layers (feature `tower`): the breaker and the bulkhead around
+//! any [`Service`](tower_service::Service), the breaker with a response
+//! classifier.
 //!
 //! Admission happens in `call`, never in `poll_ready`: a service that was
-//! made ready but never called holds no breaker permit, so nothing leaks.
+//! made ready but never called holds no breaker permit and no bulkhead
+//! slot, so nothing leaks.
 //! The response future owns the permit: dropped before it completes (the
 //! caller gave up, a timeout layer outside fired), it records the call as
 //! ignored.
 
 mod breaker;
+mod bulkhead;
 mod classify;
 
 pub use breaker::{BreakerLayer, BreakerService, ResponseFuture};
-pub use classify::{Classify, HttpClassifier};
+pub use bulkhead::{BulkheadError, BulkheadFuture, BulkheadLayer, BulkheadService};
+pub use classify::{ClassifyResult, HttpClassifier};
