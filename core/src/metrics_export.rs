@@ -49,6 +49,17 @@ impl Registry {
             metrics::counter!("tripwire_breaker_transitions_total", "breaker" => name)
                 .absolute(snap.transitions);
         }
+        for (name, b) in self.bulkheads() {
+            let s = b.snapshot();
+            metrics::gauge!("tripwire_bulkhead_in_flight", "bulkhead" => name.clone())
+                .set(f64::from(s.in_flight));
+            metrics::gauge!("tripwire_bulkhead_max", "bulkhead" => name.clone()).set(f64::from(b.max()));
+            metrics::gauge!("tripwire_bulkhead_peak_in_flight", "bulkhead" => name.clone())
+                .set(f64::from(s.peak_in_flight));
+            metrics::counter!("tripwire_bulkhead_acquired_total", "bulkhead" => name.clone())
+                .absolute(s.acquired);
+            metrics::counter!("tripwire_bulkhead_rejected_total", "bulkhead" => name).absolute(s.rejected);
+        }
         for (name, stats) in self.stale_caches() {
             let s = stats.snapshot();
             for (result, v) in [("fresh", s.fresh), ("stale", s.stale), ("refused", s.refused)] {

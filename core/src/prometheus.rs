@@ -4,12 +4,13 @@
 use core::fmt::Write;
 use std::string::String;
 
+use crate::bulkhead::BulkheadSnapshot;
 use crate::registry::Registry;
 use crate::state::State;
 
 const STATES: [State; 5] = [State::Closed, State::Open, State::HalfOpen, State::ForcedOpen, State::Disabled];
 
-/// Renders every breaker's and stale cache's metrics.
+/// Renders every breaker's, bulkhead's and stale cache's metrics.
 pub(crate) fn render(registry: &Registry) -> String {
     let breakers = registry.breakers();
     let stale = registry.stale_caches();
@@ -57,6 +58,31 @@ pub(crate) fn render(registry: &Registry) -> String {
     one("tripwire_breaker_rejected_total", "Calls refused by the breaker.", |s| s.rejected);
     one("tripwire_breaker_slow_calls_total", "Calls slower than the slow-call threshold.", |s| s.slow);
     one("tripwire_breaker_transitions_total", "State transitions, manual ones included.", |s| s.transitions);
+    let bulkheads: std::vec::Vec<_> =
+        registry.bulkheads().iter().map(|(n, b)| (label(n), b.max(), b.snapshot())).collect();
+    let mut per_bulkhead = |name: &str, kind: &str, help: &str, get: fn(u32, &BulkheadSnapshot) -> u64| {
+        family(
+            name,
+            kind,
+            help,
+            &mut bulkheads.iter().map(|(n, max, s)| (format_labels(&[("bulkhead", n)]), get(*max, s))),
+        );
+    };
+    per_bulkhead("tripwire_bulkhead_in_flight", "gauge", "Calls in flight now.", |_, s| s.in_flight.into());
+    per_bulkhead("tripwire_bulkhead_max", "gauge", "The cap on calls in flight.", |max, _| max.into());
+    per_bulkhead(
+        "tripwire_bulkhead_peak_in_flight",
+        "gauge",
+        "The most calls ever in flight at once.",
+        |_, s| s.peak_in_flight.into(),
+    );
+    per_bulkhead("tripwire_bulkhead_acquired_total", "counter", "Slots handed out.", |_, s| s.acquired);
+    per_bulkhead(
+        "tripwire_bulkhead_rejected_total",
+        "counter",
+        "Calls refused for want of a slot.",
+        |_, s| s.rejected,
+    );
     let stale: std::vec::Vec<_> = stale.iter().map(|(n, s)| (label(n), s.snapshot())).collect();
     family(
         "tripwire_fallback_total",
@@ -136,5 +162,16 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
         assert!(!text.contains("tripwire_fallback_total"), "no empty family");
+        let orders = r.bulkhead("binance/orders", 4);
+        let _slot = orders.try_acquire().unwrap();
+        let text = r.prometheus();
+        for line in [
+            "# TYPE tripwire_bulkhead_in_flight gauge",
+            r#"tripwire_bulkhead_in_flight{bulkhead="binance/orders"} 1"#,
+            r#"tripwire_bulkhead_max{bulkhead="binance/orders"} 4"#,
+            r#"tripwire_bulkhead_acquired_total{bulkhead="binance/orders"} 1"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
     }
 }

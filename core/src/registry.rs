@@ -1,5 +1,5 @@
-//! Named breakers and fallback counters of one process (feature `std`),
-//! found by name and exported together.
+//! Named breakers, bulkheads and fallback counters of one process (feature
+//! `std`), found by name and exported together.
 //!
 //! The maps are behind `RwLock`s: get-or-create runs when a client is set
 //! up, not per call (keep the `Arc` it returns), and an export holds the
@@ -10,11 +10,12 @@ use std::string::String;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::vec::Vec;
 
+use crate::bulkhead::Bulkhead;
 use crate::config::BreakerConfig;
 use crate::fallback::StaleStats;
 use crate::named::NamedBreaker;
 
-/// The named breakers and stale-cache counters of a process.
+/// The named breakers, bulkheads and stale-cache counters of a process.
 ///
 /// # Examples
 /// ```
@@ -29,6 +30,7 @@ use crate::named::NamedBreaker;
 #[derive(Debug, Default)]
 pub struct Registry {
     breakers: RwLock<BTreeMap<String, Arc<NamedBreaker>>>,
+    bulkheads: RwLock<BTreeMap<String, Arc<Bulkhead>>>,
     stale: RwLock<BTreeMap<String, Arc<StaleStats>>>,
 }
 
@@ -57,6 +59,27 @@ impl Registry {
     pub fn add_breaker(&self, breaker: Arc<NamedBreaker>) -> Arc<NamedBreaker> {
         let mut map = self.breakers.write().unwrap_or_else(PoisonError::into_inner);
         map.entry(String::from(breaker.name())).or_insert(breaker).clone()
+    }
+
+    /// The bulkhead named `name`, made with room for `max` calls in flight
+    /// if there is none yet.
+    pub fn bulkhead(&self, name: &str, max: u32) -> Arc<Bulkhead> {
+        if let Some(b) = self.bulkheads.read().unwrap_or_else(PoisonError::into_inner).get(name) {
+            return b.clone();
+        }
+        let mut map = self.bulkheads.write().unwrap_or_else(PoisonError::into_inner);
+        map.entry(String::from(name)).or_insert_with(|| Arc::new(Bulkhead::new(max))).clone()
+    }
+
+    /// The bulkhead named `name`, if there is one.
+    pub fn get_bulkhead(&self, name: &str) -> Option<Arc<Bulkhead>> {
+        self.bulkheads.read().unwrap_or_else(PoisonError::into_inner).get(name).cloned()
+    }
+
+    /// Every bulkhead with its name, by name.
+    pub fn bulkheads(&self) -> Vec<(String, Arc<Bulkhead>)> {
+        let map = self.bulkheads.read().unwrap_or_else(PoisonError::into_inner);
+        map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
     /// Exports a stale cache's counters under `name` (e.g.

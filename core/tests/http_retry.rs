@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use support::{Mode, Server, client, get_ok};
 use tripwire::{
-    BackoffConfig, BreakerConfig, Bulkhead, ManualClock, NamedBreaker, Pipeline, PipelineError, RetryBudget,
-    RetryBudgetConfig, RetryPolicy, State, TokioTimer,
+    Assessment, BackoffConfig, BreakerConfig, Bulkhead, ManualClock, NamedBreaker, Pipeline, PipelineError,
+    RetryBudget, RetryBudgetConfig, RetryPolicy, State, TokioTimer,
 };
 
 const TIMEOUT: Duration = Duration::from_millis(30);
@@ -129,25 +129,36 @@ async fn a_full_bulkhead_refuses_without_calling_and_is_not_retried() {
 }
 
 #[tokio::test]
-async fn a_deadline_stops_retrying_and_cuts_the_attempt_short() {
+async fn a_deadline_stops_retrying_and_cuts_the_attempt_short_without_blaming_the_dependency() {
     let server = Server::start().await;
     let client = client();
-    let pipeline =
-        Pipeline::builder().retry(policy(100)).timeout(Duration::from_secs(5)).timer(TokioTimer).build();
+    let breaker = breaker(1);
+    let pipeline = Pipeline::builder()
+        .retry(policy(100))
+        .breaker(breaker.clone())
+        .timeout(Duration::from_secs(5))
+        .timer(TokioTimer)
+        .build();
     server.set(Mode::Hang);
     let start = Instant::now();
     let deadline = start + Duration::from_millis(40);
-    let assess = |r: &Result<String, String>| {
-        tripwire::Assessment::from(if r.is_ok() {
-            tripwire::Outcome::Success
-        } else {
-            tripwire::Outcome::Failure
-        })
-    };
-    let got = pipeline.call_async_before(deadline, assess, || get_ok(&client, server.url("/book"))).await;
+    let got =
+        pipeline.call_async_before(deadline, ok_is_success, || get_ok(&client, server.url("/book"))).await;
     let elapsed = start.elapsed();
-    assert!(matches!(got, Err(PipelineError::Deadline { .. })), "{got:?}");
+    assert!(matches!(got, Err(PipelineError::Deadline { attempts: 1, last: None })), "{got:?}");
     assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
+    let s = breaker.snapshot();
+    assert_eq!((s.failures, s.ignored, breaker.state()), (0, 1, State::Closed));
+
+    // The sync pipeline starts nothing past its deadline.
+    let hits = server.hits();
+    let got = pipeline.call_before(Instant::now(), ok_is_success, || Ok::<_, ()>(1));
+    assert_eq!(got, Err(PipelineError::Deadline { attempts: 0, last: None }));
+    assert_eq!(server.hits(), hits);
+}
+
+fn ok_is_success<T, E>(r: &Result<T, E>) -> Assessment {
+    if r.is_ok() { Assessment::Success } else { Assessment::Failure }
 }
 
 #[tokio::test]

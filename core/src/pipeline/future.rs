@@ -118,7 +118,14 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         mut attempt: impl AsyncFnMut(u32) -> Result<T, Failed<E>>,
     ) -> Result<T, PipelineError<E>> {
         let Some(policy) = self.retry else {
-            return attempt(1).await.map_err(|f| f.error);
+            // Past the deadline already?
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(PipelineError::Deadline { attempts: 0, last: None });
+            }
+            return attempt(1).await.map_err(|f| match f.error {
+                PipelineError::Deadline { last, .. } => PipelineError::Deadline { attempts: 1, last },
+                e => e,
+            });
         };
         let policy = policy.classify(Failed::<E>::verdict);
         let policy = match &self.budget {
@@ -152,6 +159,11 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             None => f().await,
             Some(d) => match timeout(&self.timer, d, f()).await {
                 Ok(r) => r,
+                // Cut short by the caller's deadline: says nothing of the dependency.
+                Err(_) if self.timeout.is_none_or(|t| d < t) => {
+                    let failed = Failed::refused(PipelineError::Deadline { attempts: 0, last: None });
+                    return (Assessment::Ignored, Err(failed));
+                }
                 Err(_) => {
                     let failed = Failed { error: PipelineError::Timeout(d), assessment: Assessment::Failure };
                     return (Assessment::Failure, Err(failed));

@@ -26,6 +26,7 @@ use core::fmt;
 use core::time::Duration;
 use std::boxed::Box;
 use std::sync::Arc;
+use std::time::Instant;
 
 pub use error::PipelineError;
 
@@ -249,7 +250,11 @@ impl<E> Refusal for Failed<E> {
 /// The caller's view of why the retry layer stopped.
 pub(crate) fn from_retry<E>(e: RetryError<Failed<E>>) -> PipelineError<E> {
     match e {
-        RetryError::Final { error, .. } => error.error,
+        RetryError::Final { attempts, error } => match error.error {
+            // The caller's deadline cut the last attempt short.
+            PipelineError::Deadline { last, .. } => PipelineError::Deadline { attempts, last },
+            e => e,
+        },
         // One attempt allowed: nothing was retried, the error speaks for itself.
         RetryError::Exhausted { attempts: 1, last } => last.error,
         RetryError::Exhausted { attempts, last } => {
@@ -306,10 +311,31 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     pub fn call_with<T, E>(
         &self,
         assess: impl Fn(&Result<T, E>) -> Assessment,
+        f: impl FnMut() -> Result<T, E>,
+    ) -> Result<T, PipelineError<E>> {
+        self.run_sync(&Stop::never(), assess, f)
+    }
+
+    /// [`call_with`](Self::call_with) that starts no attempt after
+    /// `deadline` and begins no wait that would end past it (a call in
+    /// progress is its I/O client's to cut short).
+    pub fn call_before<T, E>(
+        &self,
+        deadline: Instant,
+        assess: impl Fn(&Result<T, E>) -> Assessment,
+        f: impl FnMut() -> Result<T, E>,
+    ) -> Result<T, PipelineError<E>> {
+        self.run_sync(&Stop::at(deadline), assess, f)
+    }
+
+    fn run_sync<T, E>(
+        &self,
+        stop: &Stop<'_>,
+        assess: impl Fn(&Result<T, E>) -> Assessment,
         mut f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, PipelineError<E>> {
         match self.nesting {
-            Nesting::RetryOutsideBreaker => self.retry_sync(|_| {
+            Nesting::RetryOutsideBreaker => self.retry_sync(stop, |_| {
                 let permit = self.admit()?;
                 let _slot = self.slot_sync()?;
                 let result = f();
@@ -318,7 +344,7 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
             Nesting::BreakerOutsideRetry => {
                 let permit = self.admit().map_err(|f| f.error)?;
                 let mut last = Assessment::Ignored;
-                let result = self.retry_sync(|_| {
+                let result = self.retry_sync(stop, |_| {
                     let _slot = self.slot_sync()?;
                     let result = f();
                     last = assess(&result);
@@ -335,10 +361,14 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     /// The retry layer around `attempt`, if there is one.
     fn retry_sync<T, E>(
         &self,
-        attempt: impl FnMut(u32) -> Result<T, Failed<E>>,
+        stop: &Stop<'_>,
+        mut attempt: impl FnMut(u32) -> Result<T, Failed<E>>,
     ) -> Result<T, PipelineError<E>> {
         let Some(policy) = self.retry else {
-            let mut attempt = attempt;
+            // Past the deadline already?
+            if stop.deadline().is_some_and(|d| Instant::now() >= d) {
+                return Err(PipelineError::Deadline { attempts: 0, last: None });
+            }
             return attempt(1).map_err(|f| f.error);
         };
         let policy = policy.classify(Failed::<E>::verdict);
@@ -346,7 +376,7 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
             Some(b) => policy.budget(b),
             None => policy,
         };
-        retry(&policy, &Stop::never(), attempt).map_err(from_retry)
+        retry(&policy, stop, attempt).map_err(from_retry)
     }
 
     /// The breaker's admission, if there is a breaker.
