@@ -63,7 +63,9 @@
 //! - `tower` (feature `tower`): [`tower::BreakerLayer`] and
 //!   [`tower::BreakerService`], judging responses with a
 //!   [`tower::ClassifyResult`] ([`tower::HttpClassifier`] by default);
-//!   [`tower::BulkheadLayer`] and [`tower::BulkheadService`].
+//!   [`tower::BulkheadLayer`] and [`tower::BulkheadService`];
+//!   [`tower::RetryLayer`] and [`tower::RetryService`] (retries with a
+//!   budget, stopping at a breaker's refusal).
 //! - Metrics: [`Registry`] of named breakers, exported by
 //!   [`Registry::prometheus`] (text format) and `Registry::publish_metrics`
 //!   (feature `metrics`, to the `metrics` crate's recorder); `tracing`

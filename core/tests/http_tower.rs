@@ -123,3 +123,43 @@ async fn the_bulkhead_layer_refuses_beyond_its_cap_and_frees_slots_on_drop() {
     assert_eq!(send(&mut other, request(&server)).await.unwrap().status(), 200);
     assert_eq!(bulkhead.in_flight(), 0, "freed when the response arrived");
 }
+
+#[tokio::test]
+async fn the_retry_layer_retries_5xx_stops_at_a_rejection_and_respects_its_budget() {
+    use tripwire::tower::RetryLayer;
+    use tripwire::{BackoffConfig, RetryBudget, RetryBudgetConfig, RetryError, RetryPolicy, TokioTimer};
+
+    let server = Server::start().await;
+    let backoff =
+        BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2)).build();
+    let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff.unwrap()).build().unwrap();
+
+    // 503s are retried, and the last 503 is the answer.
+    let mut svc = RetryLayer::new(policy, TokioTimer).layer(client());
+    server.set(Mode::Unavailable);
+    assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 503);
+    assert_eq!(server.hits(), 3);
+
+    // Outside a breaker: its refusal ends the retries at once.
+    let breaker = Arc::new(NamedBreaker::with_clock(
+        "tower/retry",
+        BreakerConfig::builder().failure_threshold(2).build().unwrap(),
+        ManualClock::new(1),
+    ));
+    let mut guarded =
+        RetryLayer::new(policy, TokioTimer).layer(BreakerLayer::new(breaker.clone()).layer(client()));
+    let got = send(&mut guarded, request(&server)).await;
+    assert!(matches!(got, Err(RetryError::Final { attempts: 3, error: CallError::Rejected(_) })), "{got:?}");
+    assert_eq!(server.hits(), 5);
+
+    // With a budget that holds no token, nothing is retried.
+    let empty = RetryBudgetConfig::builder().ratio(0.0).min_retries_per_sec(0.0).build().unwrap();
+    let mut frugal =
+        RetryLayer::new(policy, TokioTimer).budget(Arc::new(RetryBudget::new(empty))).layer(client());
+    assert_eq!(send(&mut frugal, request(&server)).await.unwrap().status(), 503);
+    assert_eq!(server.hits(), 6);
+
+    // Requests that succeed pass straight through.
+    server.set(Mode::Up);
+    assert_eq!(send(&mut frugal, request(&server)).await.unwrap().status(), 200);
+}

@@ -1,6 +1,6 @@
-//! `tower` layers (feature `tower`): the breaker and the bulkhead around
-//! any [`Service`](tower_service::Service), the breaker with a response
-//! classifier.
+//! `tower` layers (feature `tower`): the breaker, the bulkhead and retries
+//! with a budget around any [`Service`](tower_service::Service), judging
+//! results with a response classifier.
 //!
 //! Admission happens in `call`, never in `poll_ready`: a service that was
 //! made ready but never called holds no breaker permit and no bulkhead
@@ -12,7 +12,9 @@
 mod breaker;
 mod bulkhead;
 mod classify;
+mod retry;
 
 pub use breaker::{BreakerLayer, BreakerService, ResponseFuture};
 pub use bulkhead::{BulkheadError, BulkheadFuture, BulkheadLayer, BulkheadService};
 pub use classify::{ClassifyResult, HttpClassifier};
+pub use retry::{RetryLayer, RetryService};
