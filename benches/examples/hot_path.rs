@@ -29,17 +29,17 @@ fn main() {
     let clock = FixedClock(1);
     let repeat = |f: &mut dyn FnMut()| (0..n).for_each(|_| f());
     match path.as_str() {
-        "bare" => repeat(&mut || drop(black_box(guarded(black_box(1))))),
-        "fetch_add" => repeat(&mut || drop(black_box(counter.fetch_add(1, Ordering::AcqRel)))),
+        "bare" => repeat(&mut || _ = black_box(guarded(black_box(1)))),
+        "fetch_add" => repeat(&mut || _ = black_box(counter.fetch_add(1, Ordering::AcqRel))),
         "consecutive" => repeat(&mut || {
             let t = consecutive.try_acquire(&clock).unwrap();
             let r = guarded(black_box(1));
             black_box(consecutive.record(t, Outcome::Success, &clock));
-            black_box(r);
+            _ = black_box(r);
         }),
-        "window" => repeat(&mut || drop(black_box(windowed.call(&clock, || guarded(black_box(1)))))),
-        "reject_monotonic" => repeat(&mut || drop(black_box(open.try_acquire(&MonotonicClock)))),
-        "reject_coarse" => repeat(&mut || drop(black_box(open.try_acquire(&CoarseClock)))),
+        "window" => repeat(&mut || _ = black_box(windowed.call(&clock, || guarded(black_box(1))))),
+        "reject_monotonic" => repeat(&mut || _ = black_box(open.try_acquire(&MonotonicClock))),
+        "reject_coarse" => repeat(&mut || _ = black_box(open.try_acquire(&CoarseClock))),
         other => panic!(
             "unknown path {other:?}: bare, fetch_add, consecutive, window, reject_monotonic, reject_coarse"
         ),
