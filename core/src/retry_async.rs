@@ -55,7 +55,8 @@ where
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let mut backoff = Backoff::new(*policy.backoff_config());
+    // Made at the first failure: a call that succeeds at once pays nothing for it.
+    let mut backoff: Option<Backoff> = None;
     if let Some(budget) = policy.retry_budget() {
         budget.deposit(&MonotonicClock);
     }
@@ -70,6 +71,7 @@ where
             Ok(value) => return Ok(value),
             Err(e) => e,
         };
+        let backoff = backoff.get_or_insert_with(|| Backoff::new(*policy.backoff_config()));
         match policy.next(attempts, &error) {
             Next::Final => return Err(RetryError::Final { attempts, error }),
             Next::Exhausted => return Err(RetryError::Exhausted { attempts, last: error }),
