@@ -6,7 +6,6 @@
 use std::time::Instant;
 
 use crate::assessment::Assessment;
-use crate::bulkhead::BulkheadPermit;
 use crate::clock::Clock;
 use crate::pipeline::{Failed, Nesting, Pipeline, PipelineError, from_retry, judged, ok_is_success};
 use crate::retry_async::retry_async;
@@ -82,6 +81,23 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
     where
         Fut: Future<Output = Result<T, E>>,
     {
+        // Without retries both nestings are one attempt: run it here, with no
+        // retry machinery around it (the common case stays a small future).
+        if self.retry.is_none() {
+            // Past the deadline already?
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(PipelineError::Deadline { attempts: 0, last: None });
+            }
+            let permit = self.admit().map_err(|f| f.error)?;
+            let (assessment, result) = self.attempt_async(deadline, &assess, &mut f).await;
+            if let Some(p) = permit {
+                p.settle(assessment);
+            }
+            return result.map_err(|f| match f.error {
+                PipelineError::Deadline { last, .. } => PipelineError::Deadline { attempts: 1, last },
+                e => e,
+            });
+        }
         match self.nesting {
             Nesting::RetryOutsideBreaker => {
                 let attempt = async |_| {
@@ -118,14 +134,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         mut attempt: impl AsyncFnMut(u32) -> Result<T, Failed<E>>,
     ) -> Result<T, PipelineError<E>> {
         let Some(policy) = self.retry else {
-            // Past the deadline already?
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(PipelineError::Deadline { attempts: 0, last: None });
-            }
-            return attempt(1).await.map_err(|f| match f.error {
-                PipelineError::Deadline { last, .. } => PipelineError::Deadline { attempts: 1, last },
-                e => e,
-            });
+            return attempt(1).await.map_err(|f| f.error);
         };
         let policy = policy.classify(Failed::<E>::verdict);
         let policy = match &self.budget {
@@ -146,9 +155,17 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
     where
         Fut: Future<Output = Result<T, E>>,
     {
-        let _slot = match self.slot_async().await {
-            Ok(slot) => slot,
-            Err(full) => return (Assessment::Ignored, Err(full)),
+        let _slot = match &self.bulkhead {
+            None => None,
+            // A wait needs the timer; a plain refusal does not.
+            Some(b) => match if self.bulkhead_wait.is_zero() {
+                b.try_acquire()
+            } else {
+                b.acquire_async(&self.timer, self.bulkhead_wait).await
+            } {
+                Ok(slot) => Some(slot),
+                Err(full) => return (Assessment::Ignored, Err(Failed::refused(PipelineError::Full(full)))),
+            },
         };
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let limit = match (self.timeout, left) {
@@ -172,16 +189,5 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         };
         let assessment = assess(&result);
         (assessment, judged(assessment, result))
-    }
-
-    /// A bulkhead slot, waiting up to `bulkhead_wait` on the timer.
-    async fn slot_async<E>(&self) -> Result<Option<BulkheadPermit<'_>>, Failed<E>> {
-        let Some(b) = &self.bulkhead else { return Ok(None) };
-        let slot = if self.bulkhead_wait.is_zero() {
-            b.try_acquire()
-        } else {
-            b.acquire_async(&self.timer, self.bulkhead_wait).await
-        };
-        slot.map(Some).map_err(|full| Failed::refused(PipelineError::Full(full)))
     }
 }
