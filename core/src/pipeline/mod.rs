@@ -51,9 +51,28 @@ pub enum Nesting {
     BreakerOutsideRetry,
 }
 
-/// Resilience layers around calls to one dependency. Every part is
-/// optional and shared (`Arc`), so several pipelines (one per endpoint, say)
-/// can share one breaker, bulkhead or budget.
+/// Resilience layers around calls to one dependency, outermost first:
+///
+/// ```text
+/// retry → breaker → bulkhead → timeout → call
+/// ```
+///
+/// wrapped from outside by a [`StaleCache`](crate::StaleCache) where stale
+/// data is acceptable. Each attempt is one outcome for the breaker; a
+/// refusal (breaker or bulkhead) ends the retries at once; a retry budget
+/// caps retries during an outage. [`PipelineBuilder::breaker_outside_retry`]
+/// swaps retry and breaker, so one logical request is one outcome.
+///
+/// Each attempt's result is judged by an [`Assessment`]: only failures
+/// (and timeouts) are retried and counted as failures; ignored results
+/// (the caller's fault, a cancelled call) are neither; backpressure holds
+/// the breaker open ([`NamedBreaker::open_for`]). Retrying an `Ok` value
+/// that the classifier calls a failure (a 503 response) needs it turned
+/// into an `Err` first.
+///
+/// Every part is optional and shared (`Arc`), so several pipelines (one per
+/// endpoint, say) can share one breaker, bulkhead or budget. Async calls
+/// need a [`Timer`](crate::Timer) ([`PipelineBuilder::timer`]).
 ///
 /// # Examples
 /// ```
