@@ -144,6 +144,8 @@ mod registry;
 #[cfg(feature = "async")]
 mod retry_async;
 #[cfg(feature = "async")]
+mod retry_loop;
+#[cfg(feature = "async")]
 mod timeout;
 #[cfg(feature = "tower")]
 pub mod tower;

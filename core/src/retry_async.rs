@@ -4,13 +4,12 @@
 
 use std::time::Instant;
 
-use crate::backoff::Backoff;
-use crate::clock::MonotonicClock;
-use crate::retry::{Classify, Next, Refusal, RetryPolicy};
+use crate::retry::{Classify, Refusal, RetryPolicy};
 use crate::retry_error::RetryError;
+use crate::retry_loop::RetryLoop;
 use crate::timeout::Timer;
 
-/// Runs `attempt` (an async closure given the attempt number, from 1)
+/// Runs the future `attempt` makes (given the attempt number, from 1)
 /// until one succeeds or the policy, the budget or `deadline` stops it;
 /// the async twin of [`retry`](crate::retry()).
 ///
@@ -18,7 +17,8 @@ use crate::timeout::Timer;
 /// classifier's `RetryAfter` overrides it); a wait that would end past the
 /// deadline is not started. Dropping the returned future cancels at once,
 /// mid-attempt or mid-sleep. The budget, if any, gets one deposit per call
-/// and one withdrawal per retry.
+/// and one withdrawal per retry. The future is `Send` when the attempts'
+/// futures, the timer's sleeps and the errors are.
 ///
 /// # Examples
 /// ```
@@ -39,55 +39,26 @@ use crate::timeout::Timer;
 /// assert_eq!(got.unwrap(), 3);
 /// # });
 /// ```
-pub async fn retry_async<T, E, K, Tm>(
+pub async fn retry_async<T, E, K, Tm, Fut>(
     policy: &RetryPolicy<'_, K>,
     timer: &Tm,
     deadline: Option<Instant>,
-    mut attempt: impl AsyncFnMut(u32) -> Result<T, E>,
+    mut attempt: impl FnMut(u32) -> Fut,
 ) -> Result<T, RetryError<E>>
 where
     K: Classify<E>,
     E: Refusal,
     Tm: Timer,
+    Fut: Future<Output = Result<T, E>>,
 {
-    let total = policy.max_total().and_then(|t| Instant::now().checked_add(t));
-    let deadline = match (deadline, total) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    // Made at the first failure: a call that succeeds at once pays nothing for it.
-    let mut backoff: Option<Backoff> = None;
-    if let Some(budget) = policy.retry_budget() {
-        budget.deposit(&MonotonicClock);
-    }
-    let (mut attempts, mut last) = (0, None);
+    let mut run = RetryLoop::new(policy, deadline);
     loop {
-        // Has the deadline passed?
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(RetryError::Deadline { attempts, last });
-        }
-        attempts += 1;
-        let error = match attempt(attempts).await {
+        let n = run.start()?;
+        let error = match attempt(n).await {
             Ok(value) => return Ok(value),
             Err(e) => e,
         };
-        let backoff = backoff.get_or_insert_with(|| Backoff::new(*policy.backoff_config()));
-        match policy.next(attempts, &error) {
-            Next::Final => return Err(RetryError::Final { attempts, error }),
-            Next::Exhausted => return Err(RetryError::Exhausted { attempts, last: error }),
-            Next::Retry(Some(after)) => backoff.override_next(after),
-            Next::Retry(None) => {}
-        }
-        let delay = backoff.next_delay();
-        // Would the wait end past the deadline?
-        if deadline.is_some_and(|d| Instant::now().checked_add(delay).is_none_or(|w| w > d)) {
-            return Err(RetryError::Deadline { attempts, last: Some(error) });
-        }
-        // Is there a token left for this retry?
-        if policy.retry_budget().is_some_and(|b| !b.try_withdraw(&MonotonicClock)) {
-            return Err(RetryError::BudgetExhausted { attempts, last: error });
-        }
-        last = Some(error);
+        let delay = run.failed(error)?;
         timer.sleep(delay).await;
     }
 }

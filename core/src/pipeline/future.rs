@@ -8,7 +8,8 @@ use std::time::Instant;
 use crate::assessment::Assessment;
 use crate::clock::Clock;
 use crate::pipeline::{Failed, Nesting, Pipeline, PipelineError, from_retry, judged, ok_is_success};
-use crate::retry_async::retry_async;
+use crate::retry_error::RetryError;
+use crate::retry_loop::RetryLoop;
 use crate::timeout::{Timer, timeout};
 
 impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
@@ -83,7 +84,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
     {
         // Without retries both nestings are one attempt: run it here, with no
         // retry machinery around it (the common case stays a small future).
-        if self.retry.is_none() {
+        let Some(policy) = self.retry else {
             // Past the deadline already?
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(PipelineError::Deadline { attempts: 0, last: None });
@@ -97,51 +98,52 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                 PipelineError::Deadline { last, .. } => PipelineError::Deadline { attempts: 1, last },
                 e => e,
             });
-        }
-        match self.nesting {
-            Nesting::RetryOutsideBreaker => {
-                let attempt = async |_| {
-                    let permit = self.admit()?;
-                    let (assessment, result) = self.attempt_async(deadline, &assess, &mut f).await;
-                    if let Some(p) = permit {
-                        p.settle(assessment);
-                    }
-                    result
-                };
-                self.retry_async(deadline, attempt).await
-            }
-            Nesting::BreakerOutsideRetry => {
-                let permit = self.admit().map_err(|f| f.error)?;
-                let mut last = Assessment::Ignored;
-                let attempt = async |_| {
-                    let (assessment, result) = self.attempt_async(deadline, &assess, &mut f).await;
-                    last = assessment;
-                    result
-                };
-                let result = self.retry_async(deadline, attempt).await;
-                if let Some(p) = permit {
-                    p.settle(last);
-                }
-                result
-            }
-        }
-    }
-
-    /// The retry layer around `attempt`, if there is one.
-    async fn retry_async<T, E>(
-        &self,
-        deadline: Option<Instant>,
-        mut attempt: impl AsyncFnMut(u32) -> Result<T, Failed<E>>,
-    ) -> Result<T, PipelineError<E>> {
-        let Some(policy) = self.retry else {
-            return attempt(1).await.map_err(|f| f.error);
         };
         let policy = policy.classify(Failed::<E>::verdict);
         let policy = match &self.budget {
             Some(b) => policy.budget(b),
             None => policy,
         };
-        retry_async(&policy, &self.timer, deadline, attempt).await.map_err(from_retry)
+        let mut run = RetryLoop::new(&policy, deadline);
+        let deadline = run.deadline();
+        // Breaker outside the retries: one admission for the whole request.
+        let outer = match self.nesting {
+            Nesting::BreakerOutsideRetry => self.admit().map_err(|f| f.error)?,
+            Nesting::RetryOutsideBreaker => None,
+        };
+        let mut last = Assessment::Ignored;
+        // The retry loop, written out (not a closure) so the future stays `Send`.
+        let result = loop {
+            let attempts = match run.start() {
+                Ok(n) => n,
+                Err(e) => break Err(e),
+            };
+            let inner = match self.nesting {
+                Nesting::RetryOutsideBreaker => match self.admit() {
+                    Ok(permit) => permit,
+                    // A refusal ends the retries at once.
+                    Err(error) => break Err(RetryError::Final { attempts, error }),
+                },
+                Nesting::BreakerOutsideRetry => None,
+            };
+            let (assessment, attempt) = self.attempt_async(deadline, &assess, &mut f).await;
+            last = assessment;
+            if let Some(p) = inner {
+                p.settle(assessment);
+            }
+            let failed = match attempt {
+                Ok(value) => break Ok(value),
+                Err(failed) => failed,
+            };
+            match run.failed(failed) {
+                Ok(delay) => self.timer.sleep(delay).await,
+                Err(e) => break Err(e),
+            }
+        };
+        if let Some(p) = outer {
+            p.settle(last);
+        }
+        result.map_err(from_retry)
     }
 
     /// A bulkhead slot, then one call under the timeout; its assessment
