@@ -1,6 +1,7 @@
 //! The timeline chart, written as SVG by hand: requests reaching the
-//! exchange per second, the breaker's state as a band, and the slowest
-//! answer the caller waited for, for both clients, with the phases marked.
+//! exchange per second, the breaker's state as a band, and how long the
+//! caller waited for an answer on average, for both clients, with the
+//! phases marked.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use tripwire::State;
 
 use crate::Report;
-use crate::stats::ClientStats;
+use crate::stats::{Bucket, ClientStats};
 use crate::timeline::Phase;
 
 const W: f64 = 960.0;
@@ -23,7 +24,7 @@ pub fn render(r: &Report) -> String {
     let total = r.timeline.total().as_secs_f64();
     let x = |t: f64| LEFT + (W - LEFT - RIGHT) * (t / total).clamp(0.0, 1.0);
     let mut svg = String::new();
-    let h = 560.0;
+    let h = 572.0;
     let _ = writeln!(
         svg,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="sans-serif" font-size="12">"#
@@ -46,7 +47,7 @@ pub fn render(r: &Report) -> String {
     );
 
     // Phases, behind every panel.
-    let (top, bottom) = (60.0, 520.0);
+    let (top, bottom) = (52.0, 530.0);
     for span in r.timeline.spans() {
         let (x0, x1) = (x(span.start.as_secs_f64()), x(span.end.as_secs_f64()));
         let fill = match span.phase {
@@ -61,29 +62,32 @@ pub fn render(r: &Report) -> String {
             x1 - x0,
             bottom - top
         );
-        let _ = writeln!(
-            svg,
-            r##"<text x="{:.1}" y="{}" fill="#333">{}</text>"##,
-            x0 + 4.0,
-            top + 14.0,
-            span.phase.name()
-        );
+        // A label only where it fits.
+        let name = span.phase.name();
+        if x1 - x0 > 7.0 * name.len() as f64 {
+            let _ =
+                writeln!(svg, r##"<text x="{:.1}" y="{}" fill="#333">{name}</text>"##, x0 + 4.0, top + 14.0);
+        }
     }
 
     let width = total / r.shared.naive.buckets.len() as f64;
     let rate = |s: &ClientStats| -> Vec<f64> {
         s.buckets.iter().map(|b| b.hits.load(Ordering::Relaxed) as f64 / width).collect()
     };
-    let slowest = |s: &ClientStats| -> Vec<f64> {
-        s.buckets.iter().map(|b| b.max_latency.load(Ordering::Relaxed) as f64 / 1e9).collect()
+    let mean = |s: &ClientStats| -> Vec<f64> {
+        let mean = |b: &Bucket| {
+            let n = b.answered.load(Ordering::Relaxed).max(1);
+            b.sum_latency.load(Ordering::Relaxed) as f64 / n as f64 / 1e9
+        };
+        s.buckets.iter().map(mean).collect()
     };
     let (n_rate, g_rate) = (rate(&r.shared.naive), rate(&r.shared.tripwire));
-    let peak = n_rate.iter().chain(&g_rate).fold(1.0f64, |a, &b| a.max(b)) * 1.15;
+    let peak = nice(n_rate.iter().chain(&g_rate).fold(1.0f64, |a, &b| a.max(b)));
     panel(
         &mut svg,
         "requests reaching the exchange per second",
-        90.0,
-        170.0,
+        100.0,
+        160.0,
         peak,
         "/s",
         &[(&n_rate, NAIVE), (&g_rate, GUARDED)],
@@ -92,7 +96,7 @@ pub fn render(r: &Report) -> String {
     );
 
     // The breaker's state.
-    let band = (300.0, 24.0);
+    let band = (310.0, 24.0);
     let _ = writeln!(svg, r##"<text x="{LEFT}" y="{}" fill="#333">tripwire's breaker</text>"##, band.0 - 6.0);
     let mut states = vec![(Duration::ZERO, State::Closed)];
     states.extend(r.transitions());
@@ -120,16 +124,16 @@ pub fn render(r: &Report) -> String {
         lx += 130.0;
     }
 
-    let (n_slow, g_slow) = (slowest(&r.shared.naive), slowest(&r.shared.tripwire));
-    let top_s = n_slow.iter().chain(&g_slow).fold(c.timeout.as_secs_f64(), |a, &b| a.max(b)) * 1.15;
+    let (n_mean, g_mean) = (mean(&r.shared.naive), mean(&r.shared.tripwire));
+    let top_s = nice(n_mean.iter().chain(&g_mean).fold(c.timeout.as_secs_f64(), |a, &b| a.max(b)));
     panel(
         &mut svg,
-        "slowest answer the caller waited for (s)",
-        370.0,
-        150.0,
+        "time the caller waited for an answer, mean per slice (s)",
+        380.0,
+        140.0,
         top_s,
         "s",
-        &[(&n_slow, NAIVE), (&g_slow, GUARDED)],
+        &[(&n_mean, NAIVE), (&g_mean, GUARDED)],
         width,
         &x,
     );
@@ -202,7 +206,7 @@ fn panel(
         top + height
     );
     for frac in [0.0, 0.5, 1.0] {
-        let v = y_max / 1.15 * frac;
+        let v = y_max * frac;
         let _ = writeln!(
             svg,
             r##"<text x="{}" y="{:.1}" text-anchor="end" fill="#555">{} {unit}</text>"##,
@@ -226,6 +230,13 @@ fn panel(
         let _ =
             writeln!(svg, r#"<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2"/>"#);
     }
+}
+
+/// The smallest of 1, 2, 2.5 or 5 times a power of ten at or above `v`
+/// (with a little room).
+fn nice(v: f64) -> f64 {
+    let p = 10f64.powf(v.max(1e-9).log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0].into_iter().map(|m| m * p).find(|&n| n >= v * 1.05).unwrap_or(10.0 * p)
 }
 
 fn short(v: f64) -> String {

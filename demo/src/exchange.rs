@@ -22,7 +22,7 @@ use crate::Shared;
 use crate::timeline::Phase;
 
 /// How long the exchange takes to answer, on the scenario's clock.
-pub const LATENCY: Duration = Duration::from_millis(50);
+pub const LATENCY: Duration = Duration::from_millis(20);
 
 /// How long after the hang a request taken in during it is answered (503).
 const FORGOTTEN: Duration = Duration::from_secs(60);
@@ -121,6 +121,7 @@ async fn answer(
             }
         }
         Phase::RateLimited => {
+            tokio::time::sleep(s.real(LATENCY)).await;
             // Retry-After counts whole seconds of real time.
             let left = s.real(span.end.saturating_sub(now)).as_secs_f64().ceil().max(1.0);
             let mut r = status(StatusCode::TOO_MANY_REQUESTS);

@@ -25,6 +25,8 @@ pub struct Bucket {
     pub answered: AtomicU64,
     /// The slowest answer, ns on the scenario's clock.
     pub max_latency: AtomicU64,
+    /// All answers' times added up, ns on the scenario's clock.
+    pub sum_latency: AtomicU64,
 }
 
 /// What one client saw.
@@ -134,6 +136,7 @@ impl ClientStats {
         let b = self.bucket(at);
         b.answered.fetch_add(1, Ordering::Relaxed);
         b.max_latency.fetch_max(ns, Ordering::Relaxed);
+        b.sum_latency.fetch_add(ns, Ordering::Relaxed);
     }
 
     /// A caller request failed after `latency` (scenario clock).
