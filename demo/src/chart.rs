@@ -64,7 +64,7 @@ pub fn render(r: &Report) -> String {
         );
         // A label only where it fits.
         let name = span.phase.name();
-        if x1 - x0 > 7.0 * name.len() as f64 {
+        if x1 - x0 > 6.0 * name.len() as f64 + 4.0 {
             let _ =
                 writeln!(svg, r##"<text x="{:.1}" y="{}" fill="#333">{name}</text>"##, x0 + 4.0, top + 14.0);
         }
@@ -240,5 +240,6 @@ fn nice(v: f64) -> f64 {
 }
 
 fn short(v: f64) -> String {
-    if v >= 10.0 { format!("{v:.0}") } else { format!("{v:.1}") }
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
