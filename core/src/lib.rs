@@ -143,7 +143,7 @@ mod prometheus;
 mod registry;
 #[cfg(feature = "async")]
 mod retry_async;
-#[cfg(feature = "async")]
+#[cfg(feature = "std")]
 mod retry_loop;
 #[cfg(feature = "async")]
 mod timeout;
