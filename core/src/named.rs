@@ -169,7 +169,7 @@ impl<C: Clock> NamedBreaker<C> {
 
     /// A Forced-Open refusal: a live hold refuses with the time it has
     /// left; an expired one is ended and the call tried again (the core has
-    /// already counted that call's first try as rejected: once per hold).
+    /// already counted that first try as rejected).
     #[cold]
     fn held(&self, rejected: Rejected) -> Result<Ticket, Rejected> {
         // Acquire pairs with the Release store that ends a hold (see the
