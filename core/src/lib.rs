@@ -51,9 +51,10 @@
 //! - [`Pipeline`] and [`PipelineBuilder`]: fallback → retry → breaker →
 //!   bulkhead → timeout → call, sync and async (feature `async`), with
 //!   [`PipelineError`] naming the layer that answered; [`Nesting`].
-//! - Async waits (feature `async`): `Bulkhead::acquire_async` with a
-//!   deadline, woken on release; `retry_async`, which sleeps on a
-//!   [`Timer`] and stops at once when dropped or at its deadline.
+//! - Async waits (feature `async`): `Bulkhead::acquire_async` and
+//!   `acquire_async_before`, woken on release, given up at a timeout or a
+//!   deadline; `retry_async`, which sleeps on a [`Timer`] and stops at once
+//!   when dropped or at its deadline.
 //! - Timeouts (feature `async`): [`Timer`], [`timeout`], [`Timeout`],
 //!   [`Elapsed`]; [`TokioTimer`] (feature `tokio`).
 //! - Stale fallback: [`StaleCache`] with a [`StalePolicy`] per endpoint,
