@@ -50,6 +50,8 @@ mod config;
 mod cooldown;
 mod counters;
 mod permit;
+#[cfg(not(loom))]
+mod shared;
 mod state;
 mod sync;
 mod ticket;
@@ -64,5 +66,7 @@ pub use config::{
 };
 pub use counters::Snapshot;
 pub use permit::{CallError, Permit};
+#[cfg(not(loom))]
+pub use shared::{SharedError, SharedRegion};
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
