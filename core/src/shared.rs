@@ -227,7 +227,7 @@ impl fmt::Display for SharedError {
 
 impl core::error::Error for SharedError {}
 
-const BREAKER_OFFSET: usize = offset_of!(SharedRegion, breaker);
+const BREAKER_OFFSET: usize = SharedRegion::BREAKER_OFFSET;
 const _: () = assert!(BREAKER_OFFSET <= u32::MAX as usize);
 
 impl SharedRegion {
@@ -238,6 +238,9 @@ impl SharedRegion {
     pub const INITIALISING: u64 = u64::from_ne_bytes(*b"TRIPWIR~");
     /// The layout version this build reads and writes.
     pub const VERSION: u32 = 1;
+    /// Where the breaker starts, in bytes from the start of the region: a
+    /// multiple of the breaker's alignment, with the header before it.
+    pub const BREAKER_OFFSET: usize = offset_of!(SharedRegion, breaker);
 
     /// The size and alignment, in bytes, that a region needs.
     pub const fn layout() -> (usize, usize) {
