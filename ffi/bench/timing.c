@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tripwire.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
@@ -52,7 +53,25 @@ static double run(const tw_breaker *b, enum mode mode) {
     return best;
 }
 
+/* The yardstick: one uncontended atomic fetch_add. */
+static double fetch_add_ns(void) {
+    static atomic_uint_fast64_t counter;
+    double best = 1e9;
+    for (int round = 0; round < 5; round++) {
+        uint64_t start = now_ns();
+        for (uint32_t i = 0; i < CALLS; i++) {
+            atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
+        }
+        double ns = (double)(now_ns() - start) / CALLS;
+        if (ns < best) {
+            best = ns;
+        }
+    }
+    return best;
+}
+
 int main(void) {
+    printf("C,            one uncontended fetch_add (yardstick):             %6.2f ns\n", fetch_add_ns());
     tw_breaker_config cfg;
     tw_breaker_config_default(&cfg);
     tw_breaker *counting, *quiet;

@@ -25,6 +25,11 @@ fn best_of_5(mut f: impl FnMut(u32)) -> f64 {
 }
 
 fn main() {
+    let counter = core::sync::atomic::AtomicU64::new(0);
+    let yardstick = best_of_5(|_| {
+        counter.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    });
+    println!("Rust,         one uncontended fetch_add (yardstick):             {yardstick:6.2} ns");
     let counting = Breaker::new(BreakerConfig::default());
     let quiet = Breaker::new(BreakerConfig::builder().count_successes(false).build().unwrap());
     let rust = |b: &Breaker| {
