@@ -590,4 +590,58 @@ mod tests {
             assert_eq!(mem.attach().unwrap_err(), SharedError::BadState);
         }
     }
+
+    /// The region's address, shared with other threads.
+    #[derive(Clone, Copy)]
+    struct Shared(*mut u8, usize);
+    // SAFETY:
+    // - The memory behind it is only accessed through `SharedRegion` and the
+    //   breakers it returns, which are made for concurrent use; `Mem`
+    //   outlives the threads (scoped).
+    unsafe impl Send for Shared {}
+    // SAFETY:
+    // - As for `Send`.
+    unsafe impl Sync for Shared {}
+
+    impl Shared {
+        /// Taken whole, so that closures capture the `Sync` wrapper.
+        fn get(self) -> (*mut u8, usize) {
+            (self.0, self.1)
+        }
+    }
+
+    #[test]
+    fn of_racing_initialisers_exactly_one_wins_and_all_end_up_attached() {
+        let mem = Mem::new(0);
+        let region = Shared(mem.ptr, mem.len());
+        let wins = core::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    let (ptr, len) = region.get();
+                    let breaker = loop {
+                        // SAFETY:
+                        // - `ptr` is valid for `len` bytes until `mem` drops,
+                        //   after the scope; only this module touches it.
+                        let claimed = unsafe { SharedRegion::init_in(ptr, len, config()) };
+                        match claimed {
+                            Ok(b) => {
+                                wins.fetch_add(1, Ordering::Relaxed);
+                                break b;
+                            }
+                            Err(SharedError::AlreadyInitialised) => {
+                                // SAFETY:
+                                // - As above.
+                                break unsafe { SharedRegion::attach(ptr, len) }.unwrap();
+                            }
+                            Err(SharedError::Initialising) => std::thread::yield_now(),
+                            Err(e) => panic!("{e}"),
+                        }
+                    };
+                    assert_eq!(*breaker.config(), config());
+                });
+            }
+        });
+        assert_eq!(wins.into_inner(), 1);
+    }
 }
