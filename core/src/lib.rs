@@ -10,8 +10,32 @@
 //!   [`Breaker::call_with`]. A refusal is a [`Rejected`] carrying
 //!   `retry_after`; a change of state is a [`Transition`], reported to
 //!   exactly one caller.
+//! - Trip conditions, any that is configured: consecutive failures, failure
+//!   rate or slow-call rate over a rolling window of time buckets.
 //! - Manual modes: [`Breaker::force_open`], [`Breaker::disable`],
 //!   [`Breaker::reset`]. Counters: [`Breaker::snapshot`] → [`Snapshot`].
+//!
+//! # Bulkhead, backoff and retry
+//! - [`Bulkhead`]: at most `max` calls in flight, one atomic counter moved
+//!   by compare-and-swap; [`Bulkhead::try_acquire`] → RAII
+//!   [`BulkheadPermit`] or [`BulkheadFull`]; raw calls for a C ABI;
+//!   [`Bulkhead::acquire_timeout`] parks until a slot is freed (feature
+//!   `std`); counters in [`BulkheadSnapshot`].
+//! - [`Backoff`]: exponential delays with a cap and [`Jitter`] (none, full,
+//!   equal, decorrelated), a random generator per instance, and
+//!   [`Backoff::override_next`] for a server's `Retry-After`;
+//!   [`BackoffConfig`] and its [`BackoffConfigBuilder`].
+//! - [`RetryBudget`]: retries kept to a share of recent calls, a lock-free
+//!   token bucket whose tokens expire; [`RetryBudgetConfig`] and its
+//!   [`RetryBudgetConfigBuilder`].
+//! - [`RetryPolicy`] ([`RetryPolicyBuilder`]): attempts, total time,
+//!   backoff, budget, and a [`Classify`] (any `Fn(&E) -> `[`Verdict`], or
+//!   [`RetryAll`]); [`RetryPolicy::next`] → [`Next`]. A [`Refusal`] (a
+//!   breaker's [`Rejected`], a [`BulkheadFull`]) is never retried.
+//! - [`retry()`] with a [`Stop`] (deadline, cancel flag; feature `std`):
+//!   the blocking executor, which ends with a [`RetryError`] saying why.
+//! - [`RetryConfigError`]: the field, value and accepted range of a bad
+//!   backoff, budget or policy setting.
 //!
 //! # Time
 //! - [`Clock`]: monotonic nanoseconds, read only when a decision needs it.
@@ -40,33 +64,64 @@
 //! global spinlock array: still correct, no longer lock-free.
 #![no_std]
 #![warn(missing_docs)]
+// Only the no_std crate needs these; its tests and the std crates do not.
+#![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
 
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+mod backoff;
+mod backoff_config;
 mod breaker;
+mod bulkhead;
+#[cfg(feature = "std")]
+mod bulkhead_wait;
 mod clock;
 mod config;
 mod cooldown;
 mod counters;
 mod permit;
+mod retry;
+#[cfg(feature = "std")]
+mod retry_blocking;
+mod retry_budget;
+mod retry_config;
+mod retry_error;
 #[cfg(not(loom))]
 mod shared;
 mod state;
 mod sync;
 mod ticket;
+mod window;
 
+pub use backoff::Backoff;
+pub use backoff_config::{BackoffConfig, BackoffConfigBuilder, Jitter, MAX_BACKOFF_FACTOR};
 pub use breaker::Breaker;
+pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, FixedClock, ManualClock};
 #[cfg(feature = "std")]
 pub use clock::{CoarseClock, MonotonicClock};
 pub use config::{
-    BreakerConfig, BreakerConfigBuilder, ConfigError, MAX_FAILURE_THRESHOLD, MAX_GROWTH, MAX_HALF_OPEN,
-    MAX_OPEN_TIMEOUT, MIN_OPEN_TIMEOUT,
+    BreakerConfig, BreakerConfigBuilder, ConfigError, MAX_BUCKET_WIDTH, MAX_FAILURE_THRESHOLD, MAX_GROWTH,
+    MAX_HALF_OPEN, MAX_MIN_CALLS, MAX_OPEN_TIMEOUT, MIN_BUCKET_WIDTH, MIN_OPEN_TIMEOUT,
 };
 pub use counters::Snapshot;
 pub use permit::{CallError, Permit};
+pub use retry::{Classify, MAX_ATTEMPTS, Next, Refusal, RetryAll, RetryPolicy, RetryPolicyBuilder, Verdict};
+#[cfg(feature = "std")]
+pub use retry_blocking::{CANCEL_CHECK, Stop, retry};
+pub use retry_budget::{
+    MAX_RATIO, MAX_RESERVE_TOKENS, MIN_BUDGET_TTL, RetryBudget, RetryBudgetConfig, RetryBudgetConfigBuilder,
+};
+pub use retry_config::{MAX_RETRY_DURATION, RetryConfigError};
+pub use retry_error::RetryError;
 #[cfg(not(loom))]
 pub use shared::{SharedError, SharedRegion};
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
+pub use window::MAX_BUCKETS;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
