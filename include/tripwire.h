@@ -158,7 +158,8 @@ typedef struct tw_breaker tw_breaker;
  */
 typedef struct tw_breaker_config {
     /**
-     * Consecutive failures that trip a Closed breaker (1 to 65535; default 5).
+     * Consecutive failures that trip a Closed breaker (1 to 65535; default
+     * 5); 0 turns the condition off when a rate condition is set.
      */
     uint32_t failure_threshold;
     /**
@@ -198,6 +199,34 @@ typedef struct tw_breaker_config {
      * breaker's success path then writes nothing at all.
      */
     uint32_t count_successes;
+    /**
+     * Width of one bucket of the rolling window (1 ms to 1 h; default 1 s).
+     */
+    uint64_t window_bucket_ns;
+    /**
+     * Failure rate over the rolling window that trips the breaker (above
+     * 0, at most 1; default 0: off), once the window holds `min_calls`.
+     */
+    double failure_rate;
+    /**
+     * Calls at least this long count as slow (1 µs to 7 days; default 0:
+     * not measured). Measuring reads the clock on admission and record.
+     */
+    uint64_t slow_call_ns;
+    /**
+     * Slow-call rate over the rolling window that trips the breaker (above
+     * 0, at most 1; default 0: off). Needs `slow_call_ns`.
+     */
+    double slow_rate;
+    /**
+     * Buckets in the rolling window (1 to 32; default 10).
+     */
+    uint32_t window_buckets;
+    /**
+     * Calls the window must hold before a rate can trip (1 to 1,000,000;
+     * default 10).
+     */
+    uint32_t min_calls;
 } tw_breaker_config;
 
 /**
@@ -468,7 +497,8 @@ enum tw_status tw_breaker_reset(const struct tw_breaker *breaker, struct tw_tran
 /**
  * Fills `*out` with the default config: 5 consecutive failures trip the
  * breaker, 30 s cool-down without growth or jitter, one probe that closes
- * it on success, successes counted.
+ * it on success, successes counted; no rate conditions (a 10 × 1 s window
+ * and `min_calls` 10 are ready for them).
  *
  * `out` must not be NULL. Thread-safe.
  *

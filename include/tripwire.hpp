@@ -96,6 +96,15 @@ public:
     config &half_open_max(std::uint32_t n) noexcept { raw_.half_open_max = n; return *this; }
     config &half_open_successes(std::uint32_t n) noexcept { raw_.half_open_successes = n; return *this; }
     config &count_successes(bool on) noexcept { raw_.count_successes = on ? 1u : 0u; return *this; }
+    config &window(std::uint32_t buckets, std::chrono::nanoseconds width) noexcept {
+        raw_.window_buckets = buckets;
+        raw_.window_bucket_ns = ns(width);
+        return *this;
+    }
+    config &min_calls(std::uint32_t n) noexcept { raw_.min_calls = n; return *this; }
+    config &failure_rate(double rate) noexcept { raw_.failure_rate = rate; return *this; }
+    config &slow_call(std::chrono::nanoseconds d) noexcept { raw_.slow_call_ns = ns(d); return *this; }
+    config &slow_rate(double rate) noexcept { raw_.slow_rate = rate; return *this; }
 
     /// Throws tripwire::error (TW_STATUS_INVALID_CONFIG) naming the bad field.
     void validate() const { detail::throw_if_failed(make_error_code(tw_breaker_config_validate(&raw_))); }

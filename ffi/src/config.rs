@@ -1,11 +1,11 @@
 //! `tw_breaker_config`: the breaker's config as a plain C struct, mapped
 //! onto the core's builder so that every rule is checked in one place.
 //!
-//! Adding a field (the rolling-window ones are next) is mechanical: append
-//! it to the struct, give it its default in [`from_core`], and one builder
-//! call in [`to_core`]. Fields are only ever appended, so a caller who
-//! fills the struct with `tw_breaker_config_default` first keeps working
-//! with every later version once recompiled.
+//! Adding a field is mechanical: append it to the struct (keeping it free
+//! of padding), read it back in [`from_core`], and make one builder call in
+//! [`to_core`]. Fields are only ever appended, so a caller who fills the
+//! struct with `tw_breaker_config_default` first keeps working with every
+//! later version once recompiled.
 
 use core::time::Duration;
 
@@ -23,7 +23,8 @@ use crate::tw_breaker;
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct tw_breaker_config {
-    /// Consecutive failures that trip a Closed breaker (1 to 65535; default 5).
+    /// Consecutive failures that trip a Closed breaker (1 to 65535; default
+    /// 5); 0 turns the condition off when a rate condition is set.
     pub failure_threshold: u32,
     /// Probes allowed in flight at once in Half-Open (1 to 63; default 1).
     pub half_open_max: u32,
@@ -46,7 +47,28 @@ pub struct tw_breaker_config {
     /// 1 to count successes in the snapshot (default), 0 not to: a Closed
     /// breaker's success path then writes nothing at all.
     pub count_successes: u32,
+    /// Width of one bucket of the rolling window (1 ms to 1 h; default 1 s).
+    pub window_bucket_ns: u64,
+    /// Failure rate over the rolling window that trips the breaker (above
+    /// 0, at most 1; default 0: off), once the window holds `min_calls`.
+    pub failure_rate: f64,
+    /// Calls at least this long count as slow (1 µs to 7 days; default 0:
+    /// not measured). Measuring reads the clock on admission and record.
+    pub slow_call_ns: u64,
+    /// Slow-call rate over the rolling window that trips the breaker (above
+    /// 0, at most 1; default 0: off). Needs `slow_call_ns`.
+    pub slow_rate: f64,
+    /// Buckets in the rolling window (1 to 32; default 10).
+    pub window_buckets: u32,
+    /// Calls the window must hold before a rate can trip (1 to 1,000,000;
+    /// default 10).
+    pub min_calls: u32,
 }
+
+// No padding anywhere, so that appending fields never lands one in the
+// trailing padding of an older version.
+const _: () =
+    assert!(core::mem::size_of::<tw_breaker_config>() == 6 * 4 + 9 * 8, "tw_breaker_config has padding");
 
 /// The C view of a valid core config.
 pub(crate) fn from_core(c: &BreakerConfig) -> tw_breaker_config {
@@ -60,6 +82,12 @@ pub(crate) fn from_core(c: &BreakerConfig) -> tw_breaker_config {
         jitter_seed: c.jitter_seed(),
         half_open_successes: c.half_open_successes(),
         count_successes: c.count_successes().into(),
+        window_bucket_ns: nanos(c.window().1),
+        failure_rate: c.failure_rate(),
+        slow_call_ns: nanos(c.slow_call()),
+        slow_rate: c.slow_rate(),
+        window_buckets: c.window().0,
+        min_calls: c.min_calls(),
     }
 }
 
@@ -87,6 +115,11 @@ pub(crate) fn to_core(c: &tw_breaker_config, fn_name: &str) -> Result<BreakerCon
         .jitter_seed(c.jitter_seed)
         .half_open_successes(c.half_open_successes)
         .count_successes(c.count_successes != 0)
+        .window(c.window_buckets, Duration::from_nanos(c.window_bucket_ns))
+        .failure_rate(c.failure_rate)
+        .slow_call(Duration::from_nanos(c.slow_call_ns))
+        .slow_rate(c.slow_rate)
+        .min_calls(c.min_calls)
         .build()
         .map_err(|e| fail(tw_status::InvalidConfig, format_args!("{fn_name}: {e}")))
 }
@@ -97,7 +130,8 @@ fn nanos(d: Duration) -> u64 {
 
 /// Fills `*out` with the default config: 5 consecutive failures trip the
 /// breaker, 30 s cool-down without growth or jitter, one probe that closes
-/// it on success, successes counted.
+/// it on success, successes counted; no rate conditions (a 10 × 1 s window
+/// and `min_calls` 10 are ready for them).
 ///
 /// `out` must not be NULL. Thread-safe.
 ///

@@ -451,3 +451,45 @@ fn names_and_version_are_static_strings() {
         assert_eq!(CStr::from_ptr(tw_version()).to_str(), Ok(env!("CARGO_PKG_VERSION")));
     }
 }
+
+#[test]
+fn rolling_window_fields_reach_the_core() {
+    let mut c = default_config();
+    assert_eq!(
+        (c.window_buckets, c.window_bucket_ns, c.min_calls, c.failure_rate, c.slow_call_ns, c.slow_rate),
+        (10, 1_000_000_000, 10, 0.0, 0, 0.0)
+    );
+    c.failure_threshold = 0;
+    c.failure_rate = 0.5;
+    c.min_calls = 4;
+    c.window_buckets = 4;
+    let b = Owned::new(&c);
+    let outcomes = [tw_outcome::Success, tw_outcome::Failure, tw_outcome::Success, tw_outcome::Failure];
+    let mut last = None;
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        let now = 1_000 + i as u64;
+        let t = acquire_at(b.0, now).unwrap();
+        last = Some(record_at(b.0, now, t, outcome));
+    }
+    let last = last.unwrap();
+    assert!(last.changed && last.to == tw_state::Open, "half of 4 calls failed: {last:?}");
+
+    type Breakage = fn(&mut tw_breaker_config);
+    let cases: [(Breakage, &str); 3] = [
+        (|c| c.window_buckets = 0, "window_buckets = 0, expected 1 to 32"),
+        (|c| c.slow_rate = 0.5, "slow_rate = 0.5, expected"),
+        (|c| c.failure_rate = 1.5, "failure_rate = 1.5, expected"),
+    ];
+    for (break_it, want) in cases {
+        let mut c = default_config();
+        break_it(&mut c);
+        // SAFETY:
+        // - `c` is readable.
+        assert_eq!(unsafe { tw_breaker_config_validate(&c) }, tw_status::InvalidConfig);
+        let msg = last_error();
+        assert!(
+            msg.starts_with(&format!("tw_breaker_config_validate: invalid breaker config: {want}")),
+            "{msg}"
+        );
+    }
+}

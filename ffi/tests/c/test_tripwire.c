@@ -75,7 +75,15 @@ static void test_config(void) {
     CHECK(c.failure_threshold == 5 && c.half_open_max == 1 && c.half_open_successes == 1);
     CHECK(c.open_timeout_ns == 30000000000ull && c.open_timeout_max_ns == 0);
     CHECK(c.open_timeout_growth == 1.0 && c.open_timeout_jitter == 0.0 && c.count_successes == 1);
+    CHECK(c.window_buckets == 10 && c.window_bucket_ns == 1000000000ull && c.min_calls == 10);
+    CHECK(c.failure_rate == 0.0 && c.slow_call_ns == 0 && c.slow_rate == 0.0);
     CHECK_STATUS(tw_breaker_config_validate(&c), TW_STATUS_OK);
+
+    tw_breaker_config w = c;
+    w.window_buckets = 0;
+    CHECK_STATUS(tw_breaker_config_validate(&w), TW_STATUS_INVALID_CONFIG);
+    CHECK_MESSAGE("tw_breaker_config_validate: invalid breaker config: window_buckets = 0, "
+                  "expected 1 to 32");
 
     c.half_open_max = 0;
     CHECK_STATUS(tw_breaker_config_validate(&c), TW_STATUS_INVALID_CONFIG);
@@ -257,6 +265,29 @@ static void test_breaker_lifecycle(void) {
     tw_breaker_free(b);
 }
 
+static void test_rolling_window(void) {
+    tw_breaker_config c;
+    CHECK_STATUS(tw_breaker_config_default(&c), TW_STATUS_OK);
+    c.failure_threshold = 0; /* only the rate trips it */
+    c.failure_rate = 0.5;
+    c.min_calls = 4;
+    c.window_buckets = 4;
+    c.window_bucket_ns = 1000000000ull;
+    tw_breaker *b = NULL;
+    CHECK_STATUS(tw_breaker_new(&c, &b), TW_STATUS_OK);
+    const uint32_t outcomes[4] = {TW_OUTCOME_SUCCESS, TW_OUTCOME_FAILURE, TW_OUTCOME_SUCCESS,
+                                  TW_OUTCOME_FAILURE};
+    tw_transition tr = {0};
+    for (int i = 0; i < 4; i++) {
+        tw_ticket t;
+        CHECK_STATUS(tw_breaker_try_acquire_at(b, 1000 + (uint64_t)i, &t, NULL), TW_STATUS_OK);
+        CHECK_STATUS(tw_breaker_record_at(b, 1000 + (uint64_t)i, t, outcomes[i], &tr), TW_STATUS_OK);
+        CHECK(tr.changed == (i == 3));
+    }
+    CHECK(tr.to == TW_STATE_OPEN);
+    tw_breaker_free(b);
+}
+
 static void test_shared_regions(void) {
     size_t size = 0, align = 0;
     CHECK_STATUS(tw_breaker_layout(&size, &align), TW_STATUS_OK);
@@ -326,6 +357,7 @@ int main(void) {
     test_config();
     test_nulls();
     test_breaker_lifecycle();
+    test_rolling_window();
     test_shared_regions();
     if (failures != 0) {
         fprintf(stderr, "%d check(s) failed\n", failures);

@@ -58,6 +58,11 @@ static void test_errors() {
     tripwire::breaker good{tripwire::config{}, ec};
     CHECK(!ec);
     CHECK(good);
+    tripwire::breaker windowed{tripwire::config{}.failure_threshold(0).failure_rate(0.5).min_calls(2).window(4, 1s), ec};
+    CHECK(!ec);
+    CHECK(windowed.current_config().raw().min_calls == 2);
+    tripwire::breaker slow{tripwire::config{}.slow_rate(0.5), ec};
+    CHECK(ec == TW_STATUS_INVALID_CONFIG);
 }
 
 static void test_permits() {
