@@ -138,6 +138,36 @@ typedef enum tw_outcome {
 } tw_outcome;
 
 /**
+ * How a backoff spreads the delays it computes.
+ */
+typedef enum tw_jitter {
+    /**
+     * The exponential curve itself: every client retries in step.
+     */
+    TW_JITTER_NONE = 0,
+    /**
+     * Anywhere between zero and the curve: the least total work.
+     */
+    TW_JITTER_FULL = 1,
+    /**
+     * At least half the curve: never retries almost at once.
+     */
+    TW_JITTER_EQUAL = 2,
+    /**
+     * Grows from the previous delay rather than the attempt count
+     * (`factor` is not used).
+     */
+    TW_JITTER_DECORRELATED = 3,
+} tw_jitter;
+
+/**
+ * Computes the delays between attempts of one operation. Opaque; made by
+ * `tw_backoff_new`, freed by `tw_backoff_free`. A backoff is a small
+ * piece of per-operation state: one thread uses it at a time.
+ */
+typedef struct tw_backoff tw_backoff;
+
+/**
  * A circuit breaker. Opaque: only ever handled through a pointer.
  *
  * Made by `tw_breaker_new` (freed with `tw_breaker_free`) or placed in
@@ -147,6 +177,21 @@ typedef enum tw_outcome {
  * thread-safe and, for a shared breaker, process-safe.
  */
 typedef struct tw_breaker tw_breaker;
+
+/**
+ * A cap on concurrent calls. Opaque; made by `tw_bulkhead_new`, freed by
+ * `tw_bulkhead_free`. Every function taking a `const tw_bulkhead *` is
+ * thread-safe.
+ */
+typedef struct tw_bulkhead tw_bulkhead;
+
+/**
+ * Retries allowed as a fraction of recent calls, shared by every caller of
+ * one dependency. Opaque; made by `tw_retry_budget_new`, freed by
+ * `tw_retry_budget_free`. Every function taking a
+ * `const tw_retry_budget *` is thread-safe.
+ */
+typedef struct tw_retry_budget tw_retry_budget;
 
 /**
  * How a breaker decides to trip and to recover. Durations are `uint64_t`
@@ -329,6 +374,79 @@ typedef struct tw_snapshot {
     uint64_t transitions;
 } tw_snapshot;
 
+/**
+ * A bulkhead's counters at one moment.
+ */
+typedef struct tw_bulkhead_stats {
+    /**
+     * Slots handed out since the bulkhead was made.
+     */
+    uint64_t acquired;
+    /**
+     * Calls refused.
+     */
+    uint64_t rejected;
+    /**
+     * Calls in flight now.
+     */
+    uint32_t in_flight;
+    /**
+     * The most calls ever in flight at once.
+     */
+    uint32_t peak_in_flight;
+} tw_bulkhead_stats;
+
+/**
+ * How a backoff spaces retries. Durations are `uint64_t` nanoseconds.
+ * Start from `tw_backoff_config_default()`.
+ */
+typedef struct tw_backoff_config {
+    /**
+     * The first delay, before jitter (1 ns up to the cap; default 100 ms).
+     */
+    uint64_t base_ns;
+    /**
+     * The longest delay (default 30 s).
+     */
+    uint64_t cap_ns;
+    /**
+     * Growth per attempt (1.0 to 100.0; default 2.0).
+     */
+    double factor;
+    /**
+     * Mixed into each instance's random generator (default 0).
+     */
+    uint64_t seed;
+    /**
+     * A `tw_jitter` (default `TW_JITTER_FULL`).
+     */
+    uint32_t jitter;
+    /**
+     * Must be 0: keeps the struct free of padding for later fields.
+     */
+    uint32_t reserved;
+} tw_backoff_config;
+
+/**
+ * How a retry budget limits retries. Start from
+ * `tw_retry_budget_config_default()`.
+ */
+typedef struct tw_retry_budget_config {
+    /**
+     * The share of a token each call deposits: 0.2 lets retries add 20% to
+     * the load (0.0 to 100.0; default 0.2).
+     */
+    double ratio;
+    /**
+     * Retries per second allowed however few calls there are (default 10.0).
+     */
+    double min_retries_per_sec;
+    /**
+     * How long a deposit counts, on average (100 ms to 7 days; default 10 s).
+     */
+    uint64_t ttl_ns;
+} tw_retry_budget_config;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -495,6 +613,62 @@ enum tw_status tw_breaker_disable(const struct tw_breaker *breaker, struct tw_tr
 enum tw_status tw_breaker_reset(const struct tw_breaker *breaker, struct tw_transition *transition);
 
 /**
+ * Makes a bulkhead that lets at most `max` calls be in flight at once (0
+ * refuses every call: a kill switch) and writes its handle to `*out`.
+ *
+ * `out` must not be NULL. Thread-safe.
+ *
+ * # Safety
+ * `out` is NULL or points to a writable `tw_bulkhead *`.
+ */
+enum tw_status tw_bulkhead_new(uint32_t max, struct tw_bulkhead **out);
+
+/**
+ * Frees a bulkhead. NULL is allowed and does nothing. No other thread may
+ * use it during or after this call.
+ *
+ * # Safety
+ * `bulkhead` is NULL or a live handle from `tw_bulkhead_new`, not used
+ * again afterwards.
+ */
+void tw_bulkhead_free(struct tw_bulkhead *bulkhead);
+
+/**
+ * Takes a slot if one is free, without waiting: `TW_STATUS_OK` (make the
+ * call, then `tw_bulkhead_release` exactly once) or `TW_STATUS_REJECTED`
+ * (all `max` slots are taken; no message is set). Never more than `max`
+ * calls are in flight, not even for an instant.
+ *
+ * `bulkhead` must not be NULL. Thread-safe.
+ *
+ * # Safety
+ * `bulkhead` is NULL or a live handle.
+ */
+enum tw_status tw_bulkhead_try_acquire(const struct tw_bulkhead *bulkhead);
+
+/**
+ * Frees a slot taken by `tw_bulkhead_try_acquire`. Releasing when no call
+ * is in flight changes nothing and returns `TW_STATUS_INVALID_ARGUMENT`
+ * (a release without an acquire): the count never goes below zero.
+ *
+ * `bulkhead` must not be NULL. Thread-safe.
+ *
+ * # Safety
+ * `bulkhead` is NULL or a live handle.
+ */
+enum tw_status tw_bulkhead_release(const struct tw_bulkhead *bulkhead);
+
+/**
+ * Writes the bulkhead's counters to `*out`.
+ *
+ * Neither pointer may be NULL. Thread-safe.
+ *
+ * # Safety
+ * `bulkhead` is NULL or a live handle; `out` is NULL or writable.
+ */
+enum tw_status tw_bulkhead_snapshot(const struct tw_bulkhead *bulkhead, struct tw_bulkhead_stats *out);
+
+/**
  * Fills `*out` with the default config: 5 consecutive failures trip the
  * breaker, 30 s cool-down without growth or jitter, one probe that closes
  * it on success, successes counted; no rate conditions (a 10 × 1 s window
@@ -531,6 +705,129 @@ enum tw_status tw_breaker_config_validate(const struct tw_breaker_config *config
  * writable `tw_breaker_config`.
  */
 enum tw_status tw_breaker_get_config(const struct tw_breaker *breaker, struct tw_breaker_config *out);
+
+/**
+ * Fills `*out` with the default backoff config: 100 ms doubling up to
+ * 30 s, full jitter. `out` must not be NULL.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tw_status tw_backoff_config_default(struct tw_backoff_config *out);
+
+/**
+ * Makes a backoff from `*config` and writes its handle to `*out`;
+ * `TW_STATUS_INVALID_CONFIG` with a message naming the field if the config
+ * is out of range. Each backoff gets its own random sequence. Neither
+ * pointer may be NULL.
+ *
+ * # Safety
+ * `config` is NULL or readable; `out` is NULL or writable.
+ */
+enum tw_status tw_backoff_new(const struct tw_backoff_config *config, struct tw_backoff **out);
+
+/**
+ * Frees a backoff. NULL is allowed and does nothing.
+ *
+ * # Safety
+ * `backoff` is NULL or a live handle from `tw_backoff_new`, not used again.
+ */
+void tw_backoff_free(struct tw_backoff *backoff);
+
+/**
+ * Writes the delay before the next attempt (nanoseconds) to `*delay_ns`
+ * and moves on to the following attempt. Neither pointer may be NULL. Not
+ * thread-safe for one backoff: use one per operation.
+ *
+ * # Safety
+ * `backoff` is NULL or a live handle no other thread uses meanwhile;
+ * `delay_ns` is NULL or writable.
+ */
+enum tw_status tw_backoff_next_delay(struct tw_backoff *backoff, uint64_t *delay_ns);
+
+/**
+ * Starts the backoff over from the first delay (after a success).
+ * `backoff` must not be NULL. Not thread-safe for one backoff.
+ *
+ * # Safety
+ * As for `tw_backoff_next_delay`.
+ */
+enum tw_status tw_backoff_reset(struct tw_backoff *backoff);
+
+/**
+ * Fills `*out` with the default budget config (20% of calls over 10 s,
+ * at least 10 retries per second). `out` must not be NULL.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum tw_status tw_retry_budget_config_default(struct tw_retry_budget_config *out);
+
+/**
+ * Makes a retry budget from `*config` and writes its handle to `*out`;
+ * `TW_STATUS_INVALID_CONFIG` with a message if the config is out of
+ * range. Neither pointer may be NULL.
+ *
+ * # Safety
+ * `config` is NULL or readable; `out` is NULL or writable.
+ */
+enum tw_status tw_retry_budget_new(const struct tw_retry_budget_config *config, struct tw_retry_budget **out);
+
+/**
+ * Frees a retry budget. NULL is allowed and does nothing. No other thread
+ * may use it during or after this call.
+ *
+ * # Safety
+ * `budget` is NULL or a live handle from `tw_retry_budget_new`, not used again.
+ */
+void tw_retry_budget_free(struct tw_retry_budget *budget);
+
+/**
+ * Counts one call (first attempts and retries alike), adding `ratio` of a
+ * token, at `CLOCK_MONOTONIC` time. `budget` must not be NULL. Thread-safe.
+ *
+ * # Safety
+ * `budget` is NULL or a live handle.
+ */
+enum tw_status tw_retry_budget_deposit(const struct tw_retry_budget *budget);
+
+/**
+ * `tw_retry_budget_deposit` at the caller's own time (`now_ns`, one clock
+ * per budget).
+ *
+ * # Safety
+ * As for `tw_retry_budget_deposit`.
+ */
+enum tw_status tw_retry_budget_deposit_at(const struct tw_retry_budget *budget, uint64_t now_ns);
+
+/**
+ * Takes one token for a retry: `TW_STATUS_OK` (retry) or
+ * `TW_STATUS_REJECTED` (less than a whole token left: do not retry; no
+ * message is set). Reads `CLOCK_MONOTONIC`. `budget` must not be NULL.
+ * Thread-safe.
+ *
+ * # Safety
+ * `budget` is NULL or a live handle.
+ */
+enum tw_status tw_retry_budget_try_withdraw(const struct tw_retry_budget *budget);
+
+/**
+ * `tw_retry_budget_try_withdraw` at the caller's own time.
+ *
+ * # Safety
+ * As for `tw_retry_budget_try_withdraw`.
+ */
+enum tw_status tw_retry_budget_try_withdraw_at(const struct tw_retry_budget *budget, uint64_t now_ns);
+
+/**
+ * Writes the balance at `now_ns` (thousandths of a token) to `*out`: a
+ * report, which another thread may change at once. Neither pointer may be
+ * NULL. Thread-safe.
+ *
+ * # Safety
+ * `budget` is NULL or a live handle; `out` is NULL or writable.
+ */
+enum tw_status tw_retry_budget_available_at(const struct tw_retry_budget *budget, uint64_t now_ns, uint32_t *out);
 
 /**
  * Writes the size and alignment (bytes) of the memory a shared breaker

@@ -352,6 +352,69 @@ static void test_shared_regions(void) {
     free(mem);
 }
 
+static void test_bulkhead_backoff_budget(void) {
+    tw_bulkhead *bh = NULL;
+    CHECK_STATUS(tw_bulkhead_new(1, &bh), TW_STATUS_OK);
+    CHECK_STATUS(tw_bulkhead_try_acquire(bh), TW_STATUS_OK);
+    CHECK_STATUS(tw_bulkhead_try_acquire(bh), TW_STATUS_REJECTED);
+    CHECK_STATUS(tw_bulkhead_release(bh), TW_STATUS_OK);
+    CHECK_STATUS(tw_bulkhead_release(bh), TW_STATUS_INVALID_ARGUMENT);
+    CHECK_MESSAGE("tw_bulkhead_release: no call is in flight (a release without an acquire)");
+    tw_bulkhead_stats bs;
+    CHECK_STATUS(tw_bulkhead_snapshot(bh, &bs), TW_STATUS_OK);
+    CHECK(bs.acquired == 1 && bs.rejected == 1 && bs.in_flight == 0 && bs.peak_in_flight == 1);
+    CHECK_STATUS(tw_bulkhead_snapshot(NULL, &bs), TW_STATUS_NULL_ARGUMENT);
+    CHECK_STATUS(tw_bulkhead_new(1, NULL), TW_STATUS_NULL_ARGUMENT);
+    tw_bulkhead_free(bh);
+    tw_bulkhead_free(NULL);
+
+    tw_backoff_config bc;
+    CHECK_STATUS(tw_backoff_config_default(&bc), TW_STATUS_OK);
+    CHECK(bc.base_ns == 100000000ull && bc.jitter == TW_JITTER_FULL);
+    bc.jitter = TW_JITTER_NONE;
+    bc.base_ns = 1000;
+    bc.cap_ns = 3000;
+    tw_backoff *bo = NULL;
+    CHECK_STATUS(tw_backoff_new(&bc, &bo), TW_STATUS_OK);
+    uint64_t d = 0;
+    CHECK_STATUS(tw_backoff_next_delay(bo, &d), TW_STATUS_OK);
+    CHECK(d == 1000);
+    CHECK_STATUS(tw_backoff_next_delay(bo, &d), TW_STATUS_OK);
+    CHECK(d == 2000);
+    CHECK_STATUS(tw_backoff_next_delay(bo, &d), TW_STATUS_OK);
+    CHECK(d == 3000);
+    CHECK_STATUS(tw_backoff_reset(bo), TW_STATUS_OK);
+    CHECK_STATUS(tw_backoff_next_delay(bo, &d), TW_STATUS_OK);
+    CHECK(d == 1000);
+    CHECK_STATUS(tw_backoff_reset(NULL), TW_STATUS_NULL_ARGUMENT);
+    tw_backoff_free(bo);
+    bc.cap_ns = 10;
+    tw_backoff *none = NULL;
+    CHECK_STATUS(tw_backoff_new(&bc, &none), TW_STATUS_INVALID_CONFIG);
+    CHECK(none == NULL);
+
+    tw_retry_budget_config rc;
+    CHECK_STATUS(tw_retry_budget_config_default(&rc), TW_STATUS_OK);
+    CHECK(rc.ratio == 0.2 && rc.ttl_ns == 10000000000ull);
+    rc.min_retries_per_sec = 0.0;
+    rc.ratio = 1.0;
+    tw_retry_budget *rb = NULL;
+    CHECK_STATUS(tw_retry_budget_new(&rc, &rb), TW_STATUS_OK);
+    CHECK_STATUS(tw_retry_budget_try_withdraw_at(rb, 5), TW_STATUS_REJECTED);
+    CHECK_STATUS(tw_retry_budget_deposit_at(rb, 5), TW_STATUS_OK);
+    uint32_t milli = 0;
+    CHECK_STATUS(tw_retry_budget_available_at(rb, 5, &milli), TW_STATUS_OK);
+    CHECK(milli == 1000);
+    CHECK_STATUS(tw_retry_budget_try_withdraw_at(rb, 5), TW_STATUS_OK);
+    CHECK_STATUS(tw_retry_budget_deposit(rb), TW_STATUS_OK);
+    CHECK_STATUS(tw_retry_budget_try_withdraw(NULL), TW_STATUS_NULL_ARGUMENT);
+    tw_retry_budget_free(rb);
+    rc.ttl_ns = 1;
+    tw_retry_budget *rnone = NULL;
+    CHECK_STATUS(tw_retry_budget_new(&rc, &rnone), TW_STATUS_INVALID_CONFIG);
+    CHECK(strncmp(tw_last_error_message(), "tw_retry_budget_new: invalid retry budget config: ttl", 53) == 0);
+}
+
 int main(void) {
     test_strings();
     test_config();
@@ -359,6 +422,7 @@ int main(void) {
     test_breaker_lifecycle();
     test_rolling_window();
     test_shared_regions();
+    test_bulkhead_backoff_budget();
     if (failures != 0) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
