@@ -6,6 +6,8 @@
 //   value that records TW_OUTCOME_IGNORED when destroyed unless an outcome
 //   was recorded, so an early return or an exception never leaves a probe
 //   slot taken. No allocation, no exception on the hot path.
+// - tripwire::bulkhead (with an RAII slot), tripwire::backoff and
+//   tripwire::retry_budget wrap the other C types the same way.
 // - Errors (bad config, bad shared region) throw tripwire::error (a
 //   std::system_error carrying the tw_status and tw_last_error_message()),
 //   or, with the overloads taking a std::error_code&, set it instead.
@@ -335,6 +337,136 @@ private:
 
     tw_breaker *owned_ = nullptr;
     const tw_breaker *handle_ = nullptr;
+};
+
+
+/// A cap on calls in flight. Move-only; try_acquire() returns a slot that
+/// frees itself when destroyed.
+class bulkhead {
+public:
+    /// Holds one slot while alive (if it got one). Move-only.
+    class slot {
+    public:
+        slot(slot &&other) noexcept : b_(std::exchange(other.b_, nullptr)) {}
+        slot &operator=(slot &&other) noexcept {
+            if (this != &other) {
+                release();
+                b_ = std::exchange(other.b_, nullptr);
+            }
+            return *this;
+        }
+        slot(const slot &) = delete;
+        slot &operator=(const slot &) = delete;
+        ~slot() { release(); }
+        /// Whether a slot was taken (and is still held).
+        explicit operator bool() const noexcept { return b_ != nullptr; }
+        /// Frees the slot now (once).
+        void release() noexcept {
+            if (b_ != nullptr) {
+                tw_bulkhead_release(std::exchange(b_, nullptr));
+            }
+        }
+
+    private:
+        friend class bulkhead;
+        explicit slot(const tw_bulkhead *b) noexcept : b_(b) {}
+        const tw_bulkhead *b_;
+    };
+
+    explicit bulkhead(std::uint32_t max) {
+        detail::throw_if_failed(make_error_code(tw_bulkhead_new(max, &h_)));
+    }
+    bulkhead(bulkhead &&other) noexcept : h_(std::exchange(other.h_, nullptr)) {}
+    bulkhead &operator=(bulkhead &&other) noexcept {
+        if (this != &other) {
+            tw_bulkhead_free(h_);
+            h_ = std::exchange(other.h_, nullptr);
+        }
+        return *this;
+    }
+    bulkhead(const bulkhead &) = delete;
+    bulkhead &operator=(const bulkhead &) = delete;
+    ~bulkhead() { tw_bulkhead_free(h_); }
+
+    /// Takes a slot if one is free, without waiting.
+    slot try_acquire() const noexcept {
+        return slot(tw_bulkhead_try_acquire(h_) == TW_STATUS_OK ? h_ : nullptr);
+    }
+    tw_bulkhead_stats stats() const noexcept {
+        tw_bulkhead_stats s{};
+        tw_bulkhead_snapshot(h_, &s);
+        return s;
+    }
+
+private:
+    tw_bulkhead *h_ = nullptr;
+};
+
+/// The delays between attempts of one operation. Move-only; one thread at a time.
+class backoff {
+public:
+    explicit backoff(const tw_backoff_config &c) { detail::throw_if_failed(make_error_code(tw_backoff_new(&c, &h_))); }
+    backoff() : backoff(defaults()) {}
+    backoff(backoff &&other) noexcept : h_(std::exchange(other.h_, nullptr)) {}
+    backoff &operator=(backoff &&other) noexcept {
+        if (this != &other) {
+            tw_backoff_free(h_);
+            h_ = std::exchange(other.h_, nullptr);
+        }
+        return *this;
+    }
+    backoff(const backoff &) = delete;
+    backoff &operator=(const backoff &) = delete;
+    ~backoff() { tw_backoff_free(h_); }
+
+    static tw_backoff_config defaults() noexcept {
+        tw_backoff_config c;
+        tw_backoff_config_default(&c);
+        return c;
+    }
+    /// The delay before the next attempt.
+    std::chrono::nanoseconds next_delay() noexcept {
+        std::uint64_t ns = 0;
+        tw_backoff_next_delay(h_, &ns);
+        return std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(ns));
+    }
+    void reset() noexcept { tw_backoff_reset(h_); }
+
+private:
+    tw_backoff *h_ = nullptr;
+};
+
+/// Retries as a share of recent calls. Move-only; thread-safe members.
+class retry_budget {
+public:
+    explicit retry_budget(const tw_retry_budget_config &c) {
+        detail::throw_if_failed(make_error_code(tw_retry_budget_new(&c, &h_)));
+    }
+    retry_budget() : retry_budget(defaults()) {}
+    retry_budget(retry_budget &&other) noexcept : h_(std::exchange(other.h_, nullptr)) {}
+    retry_budget &operator=(retry_budget &&other) noexcept {
+        if (this != &other) {
+            tw_retry_budget_free(h_);
+            h_ = std::exchange(other.h_, nullptr);
+        }
+        return *this;
+    }
+    retry_budget(const retry_budget &) = delete;
+    retry_budget &operator=(const retry_budget &) = delete;
+    ~retry_budget() { tw_retry_budget_free(h_); }
+
+    static tw_retry_budget_config defaults() noexcept {
+        tw_retry_budget_config c;
+        tw_retry_budget_config_default(&c);
+        return c;
+    }
+    /// Counts one call.
+    void deposit() const noexcept { tw_retry_budget_deposit(h_); }
+    /// Takes a token for a retry; false: do not retry.
+    bool try_withdraw() const noexcept { return tw_retry_budget_try_withdraw(h_) == TW_STATUS_OK; }
+
+private:
+    tw_retry_budget *h_ = nullptr;
 };
 
 }  // namespace tripwire

@@ -164,10 +164,48 @@ static void test_shared() {
     ::operator delete(mem, std::align_val_t(align));
 }
 
+static void test_bulkhead_backoff_budget() {
+    tripwire::bulkhead orders{1};
+    {
+        auto a = orders.try_acquire();
+        CHECK(a);
+        auto b = orders.try_acquire();
+        CHECK(!b);
+        tripwire::bulkhead::slot moved = std::move(a);
+        CHECK(moved && !a);
+        CHECK(orders.stats().in_flight == 1);
+    }
+    CHECK(orders.stats().in_flight == 0 && orders.stats().acquired == 1 && orders.stats().rejected == 1);
+
+    tw_backoff_config c = tripwire::backoff::defaults();
+    c.jitter = TW_JITTER_NONE;
+    c.base_ns = 100;
+    c.cap_ns = 150;
+    tripwire::backoff delays{c};
+    CHECK(delays.next_delay() == 100ns);
+    CHECK(delays.next_delay() == 150ns);
+    delays.reset();
+    CHECK(delays.next_delay() == 100ns);
+    c.factor = 0.0;
+    bool thrown = false;
+    try {
+        tripwire::backoff bad{c};
+    } catch (const tripwire::error &e) {
+        thrown = true;
+        CHECK(std::string(e.what()).find("factor = 0") != std::string::npos);
+    }
+    CHECK(thrown);
+
+    tripwire::retry_budget budget;
+    budget.deposit();
+    CHECK(budget.try_withdraw());  // the default reserve allows retries at once
+}
+
 int main() {
     test_errors();
     test_permits();
     test_shared();
+    test_bulkhead_backoff_budget();
     if (failures != 0) {
         std::fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
