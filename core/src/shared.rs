@@ -112,7 +112,8 @@ struct Header {
 /// ```
 ///
 /// # Size and alignment
-/// About 1.4 KiB on x86-64, aligned like the breaker (128 bytes there).
+/// About 3.4 KiB on x86-64 (most of it the striped counters and the
+/// rolling window), aligned like the breaker (128 bytes there).
 #[repr(C)]
 pub struct SharedRegion {
     header: Header,
