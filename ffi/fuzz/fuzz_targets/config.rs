@@ -1,6 +1,7 @@
 //! Arbitrary `tw_breaker_config` values: validation and construction agree,
 //! every refusal is `TW_STATUS_INVALID_CONFIG` with a message, and a breaker
 //! built from an accepted config survives arbitrary calls at arbitrary times.
+//! Backoff and retry budget configs likewise: refused cleanly, or working.
 #![no_main]
 
 use core::ffi::CStr;
@@ -45,10 +46,50 @@ fuzz_target!(|data: &[u8]| {
         jitter_seed: input.u64(),
         half_open_successes: small(input.u32()),
         count_successes: input.u32() % 3,
+        window_bucket_ns: input.u64(),
+        failure_rate: input.f64(),
+        slow_call_ns: input.u64(),
+        slow_rate: input.f64(),
+        window_buckets: small(input.u32()),
+        min_calls: small(input.u32()),
     };
+    let backoff = tw_backoff_config {
+        base_ns: input.u64(),
+        cap_ns: input.u64(),
+        factor: input.f64(),
+        seed: input.u64(),
+        jitter: input.u32() % 5,
+        reserved: input.u32() % 2,
+    };
+    let budget =
+        tw_retry_budget_config { ratio: input.f64(), min_retries_per_sec: input.f64(), ttl_ns: input.u64() };
     // SAFETY:
-    // - Every pointer passed is valid for the call; the handle is freed once.
+    // - Every pointer passed is valid for the call; each handle is freed once.
     unsafe {
+        let mut bo = null_mut();
+        match tw_backoff_new(&backoff, &mut bo) {
+            tw_status::Ok => {
+                let mut d = 0;
+                for _ in 0..8 {
+                    assert_eq!(tw_backoff_next_delay(bo, &mut d), tw_status::Ok);
+                    assert!(d <= backoff.cap_ns, "{d} above the cap");
+                }
+                tw_backoff_free(bo);
+            }
+            other => assert_eq!(other, tw_status::InvalidConfig),
+        }
+        let mut rb = null_mut();
+        match tw_retry_budget_new(&budget, &mut rb) {
+            tw_status::Ok => {
+                for t in 0..8u64 {
+                    assert_eq!(tw_retry_budget_deposit_at(rb, t << 20), tw_status::Ok);
+                    let s = tw_retry_budget_try_withdraw_at(rb, t << 20);
+                    assert!(matches!(s, tw_status::Ok | tw_status::Rejected));
+                }
+                tw_retry_budget_free(rb);
+            }
+            other => assert_eq!(other, tw_status::InvalidConfig),
+        }
         let valid = tw_breaker_config_validate(&config);
         let mut b = null_mut();
         let made = tw_breaker_new(&config, &mut b);
