@@ -6,6 +6,8 @@
  *    generation never exceed half_open_max across all processes (counted
  *    in an extra shared atomic array, per generation, because a probe that
  *    outlives the cool-down is taken over by the next generation by design).
+ * 0. N processes race to initialise one fresh region: exactly one wins the
+ *    claim, every other one ends up attached to the same breaker.
  * 2. A process is killed while it holds the only probe ticket: the others
  *    keep running, exactly one of them takes the probe over after the
  *    cool-down (a new generation), and the breaker closes again.
@@ -44,6 +46,9 @@ struct control {
     atomic_uint took_over;
     atomic_uint took_over_generation;
     atomic_uint rejected_half_open;
+    atomic_uint init_go;
+    atomic_uint init_wins;
+    atomic_uint init_attached;
 };
 
 static uint64_t now_ns(void) {
@@ -164,6 +169,34 @@ static void survivor(const tw_breaker *b, struct control *ctl) {
     fail("the breaker did not close again within 5 s");
 }
 
+/* Phase 0: race to initialise `mem`; attach if another process won. */
+static void race_to_init(void *mem, size_t size, struct control *ctl) {
+    tw_breaker_config c;
+    tw_breaker_config_default(&c);
+    c.failure_threshold = 7;
+    while (atomic_load(&ctl->init_go) == 0) {
+    }
+    const tw_breaker *b = NULL;
+    for (;;) {
+        tw_status s = tw_breaker_init_in(mem, size, &c, &b);
+        if (s == TW_STATUS_OK) {
+            atomic_fetch_add(&ctl->init_wins, 1);
+            break;
+        }
+        if (s == TW_STATUS_REGION_ALREADY_INITIALISED && tw_breaker_attach(mem, size, &b) == TW_STATUS_OK) {
+            break;
+        }
+        if (s != TW_STATUS_REGION_INITIALISING && s != TW_STATUS_REGION_ALREADY_INITIALISED) {
+            fail("init_in failed");
+        }
+    }
+    tw_breaker_config got;
+    if (tw_breaker_get_config(b, &got) != TW_STATUS_OK || got.failure_threshold != 7) {
+        fail("attached to a breaker with another config");
+    }
+    atomic_fetch_add(&ctl->init_attached, 1);
+}
+
 static void wait_all(pid_t *pids, int n, const char *phase) {
     for (int i = 0; i < n; i++) {
         int status = 0;
@@ -181,14 +214,35 @@ int main(void) {
     }
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t slot = (size + page - 1) / page * page;
-    size_t total = 2 * slot + sizeof(struct control);
+    size_t total = 3 * slot + sizeof(struct control);
     unsigned char *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) {
         fail("mmap");
     }
     void *region_a = map;
     void *region_b = map + slot;
-    struct control *ctl = (struct control *)(map + 2 * slot);
+    void *region_c = map + 2 * slot;
+    struct control *ctl = (struct control *)(map + 3 * slot);
+    pid_t pids[WORKERS];
+
+    /* Phase 0. */
+    for (unsigned i = 0; i < WORKERS; i++) {
+        pids[i] = fork();
+        if (pids[i] < 0) {
+            fail("fork");
+        }
+        if (pids[i] == 0) {
+            race_to_init(region_c, size, ctl);
+            _exit(0);
+        }
+    }
+    atomic_store(&ctl->init_go, 1);
+    wait_all(pids, WORKERS, "phase 0");
+    printf("phase 0: %u of %u racing processes initialised the region, %u attached\n",
+           atomic_load(&ctl->init_wins), WORKERS, atomic_load(&ctl->init_attached));
+    if (atomic_load(&ctl->init_wins) != 1 || atomic_load(&ctl->init_attached) != WORKERS) {
+        fail("not exactly one initialiser");
+    }
 
     /* Phase 1. */
     tw_breaker_config c;
@@ -201,7 +255,6 @@ int main(void) {
     if (tw_breaker_init_in(region_a, size, &c, &a) != TW_STATUS_OK) {
         fail("init_in");
     }
-    pid_t pids[WORKERS];
     for (unsigned i = 0; i < WORKERS; i++) {
         pids[i] = fork();
         if (pids[i] < 0) {
