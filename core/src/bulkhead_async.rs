@@ -35,8 +35,8 @@ impl Drop for Waiting<'_> {
 }
 
 impl Bulkhead {
-    /// Takes a slot, waiting up to `timeout` for one to be freed, on
-    /// `timer`'s clock. Dropping the future stops the wait at once.
+    /// Takes a slot, waiting until `deadline` at the latest for one to be
+    /// freed, on `timer`'s clock; see [`acquire_async`](Self::acquire_async).
     ///
     /// # Examples
     /// ```
@@ -47,12 +47,23 @@ impl Bulkhead {
     ///
     /// let bulkhead = Bulkhead::new(1);
     /// let held = bulkhead.try_acquire().unwrap();
-    /// let full = bulkhead.acquire_async(&TokioTimer, Duration::from_millis(5)).await;
+    /// let soon = std::time::Instant::now() + Duration::from_millis(5);
+    /// let full = bulkhead.acquire_async_before(&TokioTimer, soon).await;
     /// assert!(full.is_err());
     /// drop(held);
     /// assert!(bulkhead.acquire_async(&TokioTimer, Duration::from_millis(5)).await.is_ok());
     /// # });
     /// ```
+    pub async fn acquire_async_before<T: Timer>(
+        &self,
+        timer: &T,
+        deadline: std::time::Instant,
+    ) -> Result<BulkheadPermit<'_>, BulkheadFull> {
+        self.acquire_async(timer, deadline.saturating_duration_since(std::time::Instant::now())).await
+    }
+
+    /// Takes a slot, waiting up to `timeout` for one to be freed, on
+    /// `timer`'s clock. Dropping the future stops the wait at once.
     pub async fn acquire_async<T: Timer>(
         &self,
         timer: &T,

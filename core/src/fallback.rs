@@ -174,6 +174,15 @@ impl<K: Eq + Hash, V: Clone, C: Clock> StaleCache<K, V, C> {
         self.map.write().unwrap_or_else(PoisonError::into_inner).insert(key, (now, value));
     }
 
+    /// Forgets the value for `key` (a delisted symbol, a closed account).
+    pub fn remove<Q>(&self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Eq + Hash + ?Sized,
+    {
+        self.map.write().unwrap_or_else(PoisonError::into_inner).remove(key);
+    }
+
     /// The last good value for `key` and its age.
     pub fn get<Q>(&self, key: &Q) -> Option<(V, Duration)>
     where

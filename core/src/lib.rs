@@ -51,9 +51,10 @@
 //! - [`Pipeline`] and [`PipelineBuilder`]: fallback → retry → breaker →
 //!   bulkhead → timeout → call, sync and async (feature `async`), with
 //!   [`PipelineError`] naming the layer that answered; [`Nesting`].
-//! - Async waits (feature `async`): `Bulkhead::acquire_async` with a
-//!   deadline, woken on release; `retry_async`, which sleeps on a
-//!   [`Timer`] and stops at once when dropped or at its deadline.
+//! - Async waits (feature `async`): `Bulkhead::acquire_async` and
+//!   `acquire_async_before`, woken on release, given up at a timeout or a
+//!   deadline; `retry_async`, which sleeps on a [`Timer`] and stops at once
+//!   when dropped or at its deadline.
 //! - Timeouts (feature `async`): [`Timer`], [`timeout`], [`Timeout`],
 //!   [`Elapsed`]; [`TokioTimer`] (feature `tokio`).
 //! - Stale fallback: [`StaleCache`] with a [`StalePolicy`] per endpoint,
@@ -116,6 +117,8 @@ mod retry_blocking;
 mod retry_budget;
 mod retry_config;
 mod retry_error;
+#[cfg(not(loom))]
+mod shared;
 mod state;
 mod sync;
 mod ticket;
@@ -143,7 +146,7 @@ mod prometheus;
 mod registry;
 #[cfg(feature = "async")]
 mod retry_async;
-#[cfg(feature = "async")]
+#[cfg(feature = "std")]
 mod retry_loop;
 #[cfg(feature = "async")]
 mod timeout;
@@ -171,6 +174,8 @@ pub use retry_budget::{
 };
 pub use retry_config::{MAX_RETRY_DURATION, RetryConfigError};
 pub use retry_error::RetryError;
+#[cfg(not(loom))]
+pub use shared::{SharedError, SharedRegion};
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
 pub use window::MAX_BUCKETS;

@@ -168,7 +168,8 @@ impl<C: Clock> NamedBreaker<C> {
     }
 
     /// A Forced-Open refusal: a live hold refuses with the time it has
-    /// left; an expired one is ended and the call tried again.
+    /// left; an expired one is ended and the call tried again (the core has
+    /// already counted that first try as rejected).
     #[cold]
     fn held(&self, rejected: Rejected) -> Result<Ticket, Rejected> {
         // Acquire pairs with the Release store that ends a hold (see the
@@ -264,7 +265,7 @@ impl<C: Clock> NamedBreaker<C> {
     /// calls are refused with `retry_after` equal to the time left, and the
     /// first call after it closes the breaker with fresh counts. A longer
     /// hold already in place is kept. Returns the transition it caused, if
-    /// any; does nothing to a breaker an operator forced open.
+    /// any; does nothing to a breaker an operator forced open or disabled.
     pub fn open_for(&self, d: Duration) -> Option<Transition> {
         let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         let until = self.clock.now().saturating_add(ns).max(1);
@@ -272,9 +273,10 @@ impl<C: Clock> NamedBreaker<C> {
             let _manual = self.manual.lock().unwrap_or_else(PoisonError::into_inner);
             // Relaxed: the mutex orders writers; readers, see the module's Orderings.
             let current = self.hold_until.load(Ordering::Relaxed);
-            let forced = self.breaker.state() == State::ForcedOpen;
-            // Forced open by an operator? Their decision stands.
-            if forced && current == 0 {
+            let state = self.breaker.state();
+            let forced = state == State::ForcedOpen;
+            // Forced open or disabled by an operator? Their decision stands.
+            if (forced && current == 0) || state == State::Disabled {
                 return None;
             }
             self.hold_until.store(current.max(until), Ordering::Relaxed);

@@ -1,6 +1,8 @@
-//! The decisions of an async retry loop, apart from the waiting: shared by
-//! [`retry_async`](crate::retry_async) and the async pipeline, which await
-//! their attempts and sleeps themselves (so their futures stay `Send`).
+//! The decisions of a retry loop, apart from the waiting: shared by the
+//! pipeline (sync and async) and `retry_async`, which run their attempts
+//! and sleeps themselves (so async futures stay `Send`). Unlike the core's
+//! blocking `retry`, the backoff is made at the first failure, so a call
+//! that succeeds at once pays nothing for it.
 
 use core::time::Duration;
 use std::time::Instant;
@@ -36,6 +38,7 @@ impl<'p, 'b, K: Classify<E>, E: Refusal> RetryLoop<'p, 'b, K, E> {
     }
 
     /// The loop's deadline, if it has one.
+    #[cfg(feature = "async")]
     pub(crate) fn deadline(&self) -> Option<Instant> {
         self.deadline
     }

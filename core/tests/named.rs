@@ -53,6 +53,10 @@ fn holds_keep_the_longer_deadline_and_never_end_an_operators_force_open() {
     assert_eq!((r.state, r.retry_after), (State::ForcedOpen, None));
     b.reset();
     assert!(b.try_acquire().is_ok());
+
+    b.disable();
+    assert_eq!(b.open_for(Duration::from_secs(1)), None, "a disabled breaker stays disabled");
+    assert_eq!(b.state(), State::Disabled);
 }
 
 #[test]

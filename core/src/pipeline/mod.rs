@@ -35,9 +35,9 @@ use crate::bulkhead::{Bulkhead, BulkheadPermit};
 use crate::clock::{Clock, MonotonicClock};
 use crate::named::{NamedBreaker, NamedPermit};
 use crate::retry::{Refusal, RetryAll, RetryPolicy, Verdict};
-use crate::retry_blocking::{Stop, retry};
 use crate::retry_budget::RetryBudget;
 use crate::retry_error::RetryError;
+use crate::retry_loop::RetryLoop;
 
 /// Where the breaker sits relative to the retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -332,7 +332,7 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         assess: impl Fn(&Result<T, E>) -> Assessment,
         f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, PipelineError<E>> {
-        self.run_sync(&Stop::never(), assess, f)
+        self.run_sync(None, assess, f)
     }
 
     /// [`call_with`](Self::call_with) that starts no attempt after
@@ -344,17 +344,17 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         assess: impl Fn(&Result<T, E>) -> Assessment,
         f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, PipelineError<E>> {
-        self.run_sync(&Stop::at(deadline), assess, f)
+        self.run_sync(Some(deadline), assess, f)
     }
 
     fn run_sync<T, E>(
         &self,
-        stop: &Stop<'_>,
+        deadline: Option<Instant>,
         assess: impl Fn(&Result<T, E>) -> Assessment,
         mut f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, PipelineError<E>> {
         match self.nesting {
-            Nesting::RetryOutsideBreaker => self.retry_sync(stop, |_| {
+            Nesting::RetryOutsideBreaker => self.retry_sync(deadline, |_| {
                 let permit = self.admit()?;
                 let _slot = self.slot_sync()?;
                 let result = f();
@@ -363,7 +363,7 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
             Nesting::BreakerOutsideRetry => {
                 let permit = self.admit().map_err(|f| f.error)?;
                 let mut last = Assessment::Ignored;
-                let result = self.retry_sync(stop, |_| {
+                let result = self.retry_sync(deadline, |_| {
                     let _slot = self.slot_sync()?;
                     let result = f();
                     last = assess(&result);
@@ -377,15 +377,16 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         }
     }
 
-    /// The retry layer around `attempt`, if there is one.
+    /// The retry layer around `attempt`, if there is one; sleeps the
+    /// thread between attempts.
     fn retry_sync<T, E>(
         &self,
-        stop: &Stop<'_>,
+        deadline: Option<Instant>,
         mut attempt: impl FnMut(u32) -> Result<T, Failed<E>>,
     ) -> Result<T, PipelineError<E>> {
         let Some(policy) = self.retry else {
             // Past the deadline already?
-            if stop.deadline().is_some_and(|d| Instant::now() >= d) {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(PipelineError::Deadline { attempts: 0, last: None });
             }
             return attempt(1).map_err(|f| f.error);
@@ -395,7 +396,16 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
             Some(b) => policy.budget(b),
             None => policy,
         };
-        retry(&policy, stop, attempt).map_err(from_retry)
+        let mut run = RetryLoop::new(&policy, deadline);
+        loop {
+            let n = run.start().map_err(from_retry)?;
+            let failed = match attempt(n) {
+                Ok(value) => return Ok(value),
+                Err(failed) => failed,
+            };
+            let delay = run.failed(failed).map_err(from_retry)?;
+            std::thread::sleep(delay);
+        }
     }
 
     /// The breaker's admission, if there is a breaker.
