@@ -6,10 +6,9 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use core::time::Duration;
 use std::time::Instant;
 
-use crate::backoff::Backoff;
-use crate::clock::MonotonicClock;
-use crate::retry::{Classify, Next, Refusal, RetryPolicy};
+use crate::retry::{Classify, Refusal, RetryPolicy};
 use crate::retry_error::RetryError;
+use crate::retry_loop::RetryLoop;
 
 /// The longest the executor sleeps before it looks at the cancel flag
 /// again. A canceller that also unparks the retrying thread wakes it at
@@ -104,47 +103,19 @@ where
     K: Classify<E>,
     E: Refusal,
 {
-    let total = policy.max_total().and_then(|t| Instant::now().checked_add(t));
-    let deadline = match (stop.deadline, total) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    let mut backoff = Backoff::new(*policy.backoff_config());
-    if let Some(budget) = policy.retry_budget() {
-        budget.deposit(&MonotonicClock);
-    }
-    let (mut attempts, mut last) = (0, None);
+    let mut state = RetryLoop::new(policy, stop.deadline);
     loop {
         // Did the caller give up while we were away?
         if stop.cancelled() {
-            return Err(RetryError::Cancelled { attempts, last });
+            return Err(state.cancelled());
         }
-        // Has the deadline passed?
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(RetryError::Deadline { attempts, last });
-        }
-        attempts += 1;
-        let error = match attempt(attempts) {
+        let n = state.start()?;
+        let error = match attempt(n) {
             Ok(value) => return Ok(value),
             Err(e) => e,
         };
-        match policy.next(attempts, &error) {
-            Next::Final => return Err(RetryError::Final { attempts, error }),
-            Next::Exhausted => return Err(RetryError::Exhausted { attempts, last: error }),
-            Next::Retry(Some(after)) => backoff.override_next(after),
-            Next::Retry(None) => {}
-        }
-        let wake_at = Instant::now().checked_add(backoff.next_delay());
-        // Would the wait end past the deadline?
-        if deadline.is_some_and(|d| wake_at.is_none_or(|w| w > d)) {
-            return Err(RetryError::Deadline { attempts, last: Some(error) });
-        }
-        // Is there a token left for this retry?
-        if policy.retry_budget().is_some_and(|b| !b.try_withdraw(&MonotonicClock)) {
-            return Err(RetryError::BudgetExhausted { attempts, last: error });
-        }
-        last = Some(error);
-        sleep_until(wake_at, stop);
+        let delay = state.failed(error)?;
+        sleep_until(Instant::now().checked_add(delay), stop);
     }
 }
 

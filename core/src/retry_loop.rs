@@ -1,7 +1,7 @@
 //! The decisions of a retry loop, apart from the waiting: shared by the
 //! pipeline (sync and async) and `retry_async`, which run their attempts
-//! and sleeps themselves (so async futures stay `Send`). Unlike the core's
-//! blocking `retry`, the backoff is made at the first failure, so a call
+//! and sleeps themselves (so async futures stay `Send`), and by the
+//! blocking `retry`. The backoff is made at the first failure, so a call
 //! that succeeds at once pays nothing for it.
 
 use core::time::Duration;
@@ -41,6 +41,11 @@ impl<'p, 'b, K: Classify<E>, E: Refusal> RetryLoop<'p, 'b, K, E> {
     #[cfg(feature = "async")]
     pub(crate) fn deadline(&self) -> Option<Instant> {
         self.deadline
+    }
+
+    /// The error for a caller who gave up: the attempts made, the last error.
+    pub(crate) fn cancelled(&mut self) -> RetryError<E> {
+        RetryError::Cancelled { attempts: self.attempts, last: self.last.take() }
     }
 
     /// Before an attempt: its number, or why none may start.
