@@ -18,8 +18,8 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tripwire::{
-    Assessment, BackoffConfig, BreakerConfig, Bulkhead, Jitter, NamedBreaker, Pipeline, RetryBudget,
-    RetryBudgetConfig, RetryPolicy, Served, StaleCache, StalePolicy, TokioTimer,
+    Assessment, BackoffConfig, BreakerConfig, Bulkhead, Jitter, NamedBreaker, Pipeline, PipelineError,
+    RetryBudget, RetryBudgetConfig, RetryPolicy, Served, StaleCache, StalePolicy, TokioTimer,
 };
 
 use crate::exchange::CLIENT_HEADER;
@@ -225,7 +225,13 @@ impl Call<'_> {
     async fn guarded(self, guard: &Guard) {
         let started = Instant::now();
         let _waiting = self.stats().start();
-        let fetch = guard.pipeline.call_async_with(assess, || self.fetch());
+        let fetch = async {
+            let got = guard.pipeline.call_async_with(assess, || self.fetch()).await;
+            if matches!(got, Err(PipelineError::Full(_))) {
+                self.stats().bulkhead_full.fetch_add(1, Ordering::Relaxed);
+            }
+            got
+        };
         let served = if self.balance {
             guard.balances.serve_async("USDT", StalePolicy::Never, fetch).await
         } else {

@@ -11,6 +11,25 @@
 //! reported is on the scenario's clock.
 //!
 //! [`run`] returns a [`Report`]: a [`table`] and a [`chart`] of it.
+//!
+//! - the script: [`timeline::Timeline`], [`timeline::Pattern`], [`timeline::Phase`]
+//! - the exchange: [`exchange::Exchange`]
+//! - the clients: [`clients::Kind`], [`clients::Guard`] (tripwire's layers)
+//! - what they saw: [`stats::ClientStats`], [`Summary`], [`memory::CountingAlloc`]
+//! - the output: [`table::render`], [`chart::render`], [`progress::show`]
+//!
+//! # Examples
+//! ```no_run
+//! use std::time::Duration;
+//! use tripwire_demo::{Config, run, table};
+//!
+//! // A 3-minute outage replayed in about 3 seconds.
+//! let config = Config { outage: Duration::from_secs(180), scale: 100.0, out: None, ..Config::default() };
+//! let report = run(config)?;
+//! assert!(report.tripwire.hits_down < report.naive.hits_down / 10);
+//! println!("{}", table::render(&report));
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 pub mod args;
 pub mod chart;
@@ -178,6 +197,8 @@ pub struct Summary {
     pub stale_balances: u64,
     /// Balance requests answered with an error.
     pub balance_errors: u64,
+    /// Calls refused by a full bulkhead.
+    pub bulkhead_full: u64,
     /// From the exchange's recovery to the first fresh answer.
     pub recovery: Option<Duration>,
 }
@@ -205,6 +226,7 @@ impl Summary {
             stale_max_age: ns(n(&stats.stale_max_age)),
             stale_balances: n(&stats.stale_balances),
             balance_errors: n(&stats.balance_errors),
+            bulkhead_full: n(&stats.bulkhead_full),
             recovery: (first != u64::MAX).then(|| ns(first)),
         }
     }

@@ -60,6 +60,8 @@ pub struct ClientStats {
     pub slow_failures: AtomicU64,
     /// Balance requests answered with an error.
     pub balance_errors: AtomicU64,
+    /// Calls refused by a full bulkhead.
+    pub bulkhead_full: AtomicU64,
     /// The first fresh answer after the exchange recovered, ns of the
     /// scenario's clock after the recovery (`u64::MAX`: none).
     pub first_success_after_recovery: AtomicU64,
@@ -89,6 +91,7 @@ impl ClientStats {
             fast_failures: AtomicU64::new(0),
             slow_failures: AtomicU64::new(0),
             balance_errors: AtomicU64::new(0),
+            bulkhead_full: AtomicU64::new(0),
             first_success_after_recovery: AtomicU64::new(u64::MAX),
             latencies: (0..requests).map(|_| AtomicU64::new(0)).collect(),
             next_latency: AtomicU64::new(0),

@@ -23,6 +23,7 @@ pub fn render(r: &Report) -> String {
     row("failures answered slowly", &|s| fmt_num(s.slow_failures));
     row("peak requests in flight to the exchange", &|s| fmt_num(s.peak_in_flight));
     row("peak caller requests waiting", &|s| fmt_num(s.peak_waiting));
+    row("calls refused by the full bulkhead", &|s| fmt_num(s.bulkhead_full));
     row("peak heap of the client's runtime", &|s| s.peak_heap.map_or("not measured".into(), fmt_bytes));
     row("caller latency p50 / p99 / max", &|s| {
         format!("{} / {} / {}", fmt_dur(s.p50), fmt_dur(s.p99), fmt_dur(s.max))
