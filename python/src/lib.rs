@@ -1,0 +1,45 @@
+//! The `tripwire._tripwire` extension module: the core's breaker behind a
+//! Python API (`import tripwire`).
+//!
+//! - [`breaker::Breaker`]: the breaker, usable as a decorator, a context
+//!   manager (`with` / `async with`) and through `call`.
+//! - [`guarded::Guarded`]: what decorating a plain function returns; its
+//!   `__call__` is the whole hot path, in Rust.
+//! - [`clock::ManualClock`]: a clock that only moves when told to, for tests.
+//! - [`errors`]: raising the exceptions of `tripwire/_errors.py`.
+//! - [`registry`]: named breakers and their Prometheus export.
+//! - [`bulkhead::Bulkhead`]: a cap on calls in flight.
+//!
+//! Nothing here takes a lock on a call's path or holds one across a call:
+//! admission and recording are the core's atomic operations, done while the
+//! calling thread is attached to the interpreter; the guarded call runs
+//! between them like any other Python call.
+
+mod breaker;
+mod bulkhead;
+mod classify;
+mod clock;
+mod config;
+mod errors;
+mod guarded;
+mod registry;
+mod snapshot;
+
+use pyo3::prelude::*;
+
+/// The extension module.
+#[pymodule]
+fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<breaker::Breaker>()?;
+    m.add_class::<guarded::Guarded>()?;
+    m.add_class::<clock::ManualClock>()?;
+    m.add_class::<snapshot::Snapshot>()?;
+    m.add_class::<breaker::Ticket>()?;
+    m.add_class::<bulkhead::Bulkhead>()?;
+    m.add_function(wrap_pyfunction!(registry::prometheus_text, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::breaker_names, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    let _ = py;
+    Ok(())
+}
