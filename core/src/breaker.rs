@@ -7,23 +7,28 @@
 //!   `Acquire` (in `try_acquire`) and pair with that `Release`; since every
 //!   later change of the word is a read-modify-write, they still pair with it
 //!   when they read a later value (the release sequence).
-//! - `entered_at` only grows (`fetch_max`), and is only written with a time
-//!   read *before* the word that justified the transition was loaded, so a
-//!   thread delayed mid-transition cannot move it past the moment the
-//!   winning CAS happened. Its own accesses are `Relaxed`: their ordering
-//!   comes from the word.
+//! - The time a state was entered lives in one of two slots, chosen by the
+//!   parity of the state's generation: a thread moving the breaker to the
+//!   next generation writes the *other* slot, so readers of the current
+//!   state never see a time meant for the next one, even while that
+//!   transition is half done. A slot only grows (`fetch_max`) and is only
+//!   written with a time read *before* the word that justified the
+//!   transition was loaded, so a racing or delayed thread cannot move it past
+//!   the moment the winning CAS happened. Slot accesses are `Relaxed`: their
+//!   ordering comes from the word.
 //! - Updates that change counts but not the generation (a failure counted, a
 //!   probe slot taken or freed) carry no other data and are `Relaxed`.
 
 use crossbeam_utils::CachePadded;
 
-use crate::clock::Clock;
+use crate::clock::{Clock, FixedClock};
 use crate::config::BreakerConfig;
 use crate::cooldown::cooldown_ns;
 use crate::counters::{Counters, Event, Snapshot};
 use crate::state::{self, Admission, State, Word};
 use crate::sync::{AtomicU64, Ordering};
 use crate::ticket::{FROM_OPEN, Outcome, PROBE, Rejected, TOOK_OVER, Ticket, Transition};
+use crate::window::Window;
 
 /// A lock-free circuit breaker.
 ///
@@ -68,11 +73,12 @@ use crate::ticket::{FROM_OPEN, Outcome, PROBE, Rejected, TOOK_OVER, Ticket, Tran
 #[derive(Debug)]
 pub struct Breaker {
     word: CachePadded<AtomicU64>,
-    /// When the current Open or Half-Open state was entered (ns). Read-mostly,
-    /// next to the config, off the word's line.
-    entered_at: AtomicU64,
+    /// When the Open or Half-Open state of generation `g` was entered (ns),
+    /// in slot `g & 1`. Read-mostly, next to the config, off the word's line.
+    entered_at: [AtomicU64; 2],
     config: BreakerConfig,
     counters: Counters,
+    window: Window,
 }
 
 impl Breaker {
@@ -80,9 +86,10 @@ impl Breaker {
     pub fn new(config: BreakerConfig) -> Self {
         Self {
             word: CachePadded::new(AtomicU64::new(Word::CLOSED.0)),
-            entered_at: AtomicU64::new(0),
+            entered_at: [AtomicU64::new(0), AtomicU64::new(0)],
             config,
             counters: Counters::new(),
+            window: Window::new(),
         }
     }
 
@@ -125,7 +132,7 @@ impl Breaker {
         loop {
             // Can the word alone decide?
             let next = match state::admit(w, self.config.half_open_max) {
-                Admission::Pass => return Ok(self.ticket(w, 0)),
+                Admission::Pass => return Ok(self.ticket(w, 0, now, clock)),
                 Admission::Refuse => return Err(self.reject(w, None)),
                 Admission::Probe(next) => next,
                 Admission::NeedsTime => {
@@ -138,7 +145,7 @@ impl Breaker {
                         continue;
                     };
                     // Relaxed: the Acquire load of `w` ordered it.
-                    let entered = self.entered_at.load(Ordering::Relaxed);
+                    let entered = self.entered_at(w).load(Ordering::Relaxed);
                     let cooldown = cooldown_ns(&self.config, w.count(), w.generation(), entered);
                     let elapsed = now.saturating_sub(entered);
                     // Has the cool-down passed?
@@ -148,7 +155,7 @@ impl Breaker {
                     }
                     let Some(next) = state::admit_after_cooldown(w) else { unreachable!() };
                     // Relaxed: published by the Release CAS below.
-                    self.entered_at.fetch_max(now, Ordering::Relaxed);
+                    self.entered_at(next).fetch_max(now, Ordering::Relaxed);
                     next
                 }
             };
@@ -166,16 +173,24 @@ impl Breaker {
                     if flags != PROBE {
                         self.counters.add(Event::Transition);
                     }
-                    return Ok(self.ticket(next, flags));
+                    return Ok(self.ticket(next, flags, now, clock));
                 }
                 Err(actual) => w = Word(actual),
             }
         }
     }
 
+    /// The slot holding the time `w`'s state was entered.
     #[inline]
-    fn ticket(&self, w: Word, flags: u32) -> Ticket {
-        Ticket { started_at: 0, generation: w.generation(), flags }
+    fn entered_at(&self, w: Word) -> &AtomicU64 {
+        &self.entered_at[(w.generation() & 1) as usize]
+    }
+
+    /// A ticket for `w`, stamped with its start time if calls are timed.
+    #[inline]
+    fn ticket(&self, w: Word, flags: u32, now: Option<u64>, clock: &impl Clock) -> Ticket {
+        let started_at = if self.config.slow_call_ns == 0 { 0 } else { now.unwrap_or_else(|| clock.now()) };
+        Ticket { started_at, generation: w.generation(), flags }
     }
 
     #[cold]
@@ -188,10 +203,21 @@ impl Breaker {
     /// outcome caused, if any: exactly one caller learns of each transition.
     ///
     /// An outcome whose ticket comes from an older generation is counted but
-    /// never changes the state. Reads `clock` only if the outcome trips the
-    /// breaker.
+    /// never changes the state, nor enters the rolling window. Reads `clock`
+    /// only if the outcome trips the breaker, or when a rolling window or
+    /// slow-call measurement is configured.
     #[inline]
     pub fn record(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
+        if !self.config.measures() {
+            return self.record_word(ticket, outcome, clock);
+        }
+        self.record_measured(ticket, outcome, clock.now())
+    }
+
+    /// The state word's part of recording: counters, consecutive failures,
+    /// probes.
+    #[inline]
+    fn record_word(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
         let generation = ticket.generation;
         match outcome {
             Outcome::Success => {
@@ -211,6 +237,50 @@ impl Breaker {
                 self.apply(clock, |w| state::on_ignored(w, generation))
             }
         }
+    }
+
+    /// Recording when calls are timed or a window is kept: the word first,
+    /// then, for a call admitted while Closed whose generation still holds,
+    /// the window and its rate conditions.
+    fn record_measured(&self, ticket: Ticket, outcome: Outcome, now: u64) -> Option<Transition> {
+        let cfg = &self.config;
+        let slow = outcome != Outcome::Ignored
+            && cfg.slow_call_ns != 0
+            && ticket.started_at != 0
+            && now.saturating_sub(ticket.started_at) >= cfg.slow_call_ns;
+        if slow {
+            self.counters.add(Event::Slow);
+        }
+        let clock = FixedClock(now);
+        if let Some(t) = self.record_word(ticket, outcome, &clock) {
+            return Some(t);
+        }
+        // Does this outcome belong in the window?
+        if outcome == Outcome::Ignored || !cfg.windowed() || ticket.is_probe() {
+            return None;
+        }
+        // Relaxed: the window orders no other data (see `window`).
+        let w = Word(self.word.load(Ordering::Relaxed));
+        if w.generation() != ticket.generation || w.state() != State::Closed {
+            return None;
+        }
+        let failed = outcome == Outcome::Failure;
+        let epoch = now / cfg.window_bucket_ns;
+        self.window.add(epoch, cfg.window_buckets, failed, slow);
+        // Can this outcome have raised a rate? Successes that were not slow cannot.
+        if !failed && !slow {
+            return None;
+        }
+        let t = self.window.totals(epoch, cfg.window_buckets);
+        let calls = t.calls as f64;
+        let trips = t.calls >= u64::from(cfg.min_calls)
+            && ((cfg.failure_rate > 0.0 && t.failures as f64 >= cfg.failure_rate * calls)
+                || (cfg.slow_rate > 0.0 && t.slow as f64 >= cfg.slow_rate * calls));
+        if !trips {
+            return None;
+        }
+        let generation = ticket.generation;
+        self.apply(&clock, |w| state::trip(w, generation))
     }
 
     /// Applies `step` to the word until a CAS succeeds or `step` declines.
@@ -233,7 +303,10 @@ impl Breaker {
                     continue;
                 };
                 // Relaxed: published by the Release CAS below.
-                self.entered_at.fetch_max(now, Ordering::Relaxed);
+                self.entered_at(next).fetch_max(now, Ordering::Relaxed);
+            }
+            if transition && next.state() == State::Closed {
+                self.clear_window();
             }
             // Release publishes `entered_at`; count-only updates need no
             // more, but one ordering for both keeps the loop simple and costs
@@ -243,6 +316,15 @@ impl Breaker {
                 Ok(_) => return None,
                 Err(actual) => w = Word(actual),
             }
+        }
+    }
+
+    /// Empties the window before the CAS that closes the breaker, so the
+    /// closed state starts from an empty window.
+    #[cold]
+    fn clear_window(&self) {
+        if self.config.windowed() {
+            self.window.clear();
         }
     }
 
@@ -270,12 +352,15 @@ impl Breaker {
     }
 
     fn set(&self, to: State) -> Transition {
+        if to == State::Closed {
+            self.clear_window();
+        }
         // Relaxed: manual states need no `entered_at`.
         let mut w = Word(self.word.load(Ordering::Relaxed));
         loop {
             let next = w.enter(to, 0);
-            // Relaxed: see above.
-            match self.word.compare_exchange_weak(w.0, next.0, Ordering::Relaxed, Ordering::Relaxed) {
+            // Release publishes the cleared window to whoever records next.
+            match self.word.compare_exchange_weak(w.0, next.0, Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => return self.transitioned(w, next),
                 Err(actual) => w = Word(actual),
             }

@@ -15,6 +15,12 @@ pub const MIN_OPEN_TIMEOUT: Duration = Duration::from_micros(1);
 pub const MAX_OPEN_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The largest cool-down growth factor.
 pub const MAX_GROWTH: f64 = 1000.0;
+/// The narrowest rolling-window bucket.
+pub const MIN_BUCKET_WIDTH: Duration = Duration::from_millis(1);
+/// The widest rolling-window bucket.
+pub const MAX_BUCKET_WIDTH: Duration = Duration::from_secs(3600);
+/// The largest `min_calls`.
+pub const MAX_MIN_CALLS: u32 = 1_000_000;
 
 /// How a breaker decides to trip and to recover.
 ///
@@ -45,6 +51,12 @@ pub struct BreakerConfig {
     pub(crate) open_timeout_growth: f64,
     pub(crate) open_timeout_jitter: f64,
     pub(crate) jitter_seed: u64,
+    pub(crate) window_bucket_ns: u64,
+    pub(crate) slow_call_ns: u64,
+    pub(crate) failure_rate: f64,
+    pub(crate) slow_rate: f64,
+    pub(crate) window_buckets: u32,
+    pub(crate) min_calls: u32,
     pub(crate) failure_threshold: u32,
     pub(crate) half_open_max: u32,
     pub(crate) half_open_successes: u32,
@@ -54,7 +66,9 @@ pub struct BreakerConfig {
 
 impl Default for BreakerConfig {
     /// 5 consecutive failures trip it; 30 s cool-down, no growth, no
-    /// jitter; one probe, which closes it on success.
+    /// jitter; one probe, which closes it on success. No rate conditions
+    /// (their window, when turned on, defaults to 10 × 1 s buckets and 10
+    /// calls at least); no slow-call measurement.
     fn default() -> Self {
         Self {
             open_timeout_ns: 30_000_000_000,
@@ -62,6 +76,12 @@ impl Default for BreakerConfig {
             open_timeout_growth: 1.0,
             open_timeout_jitter: 0.0,
             jitter_seed: 0,
+            window_bucket_ns: 1_000_000_000,
+            slow_call_ns: 0,
+            failure_rate: 0.0,
+            slow_rate: 0.0,
+            window_buckets: 10,
+            min_calls: 10,
             failure_threshold: 5,
             half_open_max: 1,
             half_open_successes: 1,
@@ -116,12 +136,71 @@ impl BreakerConfig {
         self.count_successes != 0
     }
 
+    /// The rolling window: bucket count and bucket width.
+    pub fn window(&self) -> (u32, Duration) {
+        (self.window_buckets, Duration::from_nanos(self.window_bucket_ns))
+    }
+
+    /// Calls the window must hold before a rate can trip the breaker.
+    pub fn min_calls(&self) -> u32 {
+        self.min_calls
+    }
+
+    /// Failure rate over the window that trips the breaker (0: off).
+    pub fn failure_rate(&self) -> f64 {
+        self.failure_rate
+    }
+
+    /// Calls at least this long count as slow (zero: not measured).
+    pub fn slow_call(&self) -> Duration {
+        Duration::from_nanos(self.slow_call_ns)
+    }
+
+    /// Slow-call rate over the window that trips the breaker (0: off).
+    pub fn slow_rate(&self) -> f64 {
+        self.slow_rate
+    }
+
+    /// Whether a rate condition needs the rolling window.
+    #[inline]
+    pub(crate) fn windowed(&self) -> bool {
+        self.failure_rate > 0.0 || self.slow_rate > 0.0
+    }
+
+    /// Whether recording an outcome needs the time.
+    #[inline]
+    pub(crate) fn measures(&self) -> bool {
+        self.slow_call_ns != 0 || self.windowed()
+    }
+
     /// Checks every field and every relation between fields.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let c = self;
-        check_range_u64("failure_threshold", c.failure_threshold.into(), 1, MAX_FAILURE_THRESHOLD.into())?;
-        check_duration("open_timeout", c.open_timeout_ns)?;
-        check_duration("open_timeout_max", c.open_timeout_max_ns)?;
+        check_rate("failure_rate", c.failure_rate)?;
+        check_rate("slow_rate", c.slow_rate)?;
+        // Zero turns the consecutive condition off, if another one trips.
+        if c.failure_threshold != 0 || !c.windowed() {
+            check_range_u64(
+                "failure_threshold",
+                c.failure_threshold.into(),
+                1,
+                MAX_FAILURE_THRESHOLD.into(),
+            )?;
+        }
+        check_range_u64("window_buckets", c.window_buckets.into(), 1, crate::window::MAX_BUCKETS.into())?;
+        check_duration("window_bucket_width", c.window_bucket_ns, MIN_BUCKET_WIDTH, MAX_BUCKET_WIDTH)?;
+        check_range_u64("min_calls", c.min_calls.into(), 1, MAX_MIN_CALLS.into())?;
+        if c.slow_call_ns != 0 {
+            check_duration("slow_call", c.slow_call_ns, MIN_OPEN_TIMEOUT, MAX_OPEN_TIMEOUT)?;
+        } else if c.slow_rate > 0.0 {
+            return Err(ConfigError {
+                field: "slow_rate",
+                value: Value::Float(c.slow_rate),
+                rule: Rule::Needs("slow_call"),
+            });
+        }
+        check_duration("open_timeout", c.open_timeout_ns, MIN_OPEN_TIMEOUT, MAX_OPEN_TIMEOUT)?;
+        check_duration("open_timeout_max", c.open_timeout_max_ns, MIN_OPEN_TIMEOUT, MAX_OPEN_TIMEOUT)?;
         if c.open_timeout_max_ns < c.open_timeout_ns {
             return Err(ConfigError {
                 field: "open_timeout_max",
@@ -175,8 +254,16 @@ fn check_range_f64(
     })
 }
 
-fn check_duration(field: &'static str, ns: u64) -> Result<(), ConfigError> {
-    let (min, max) = (duration_ns(MIN_OPEN_TIMEOUT), duration_ns(MAX_OPEN_TIMEOUT));
+fn check_rate(field: &'static str, v: f64) -> Result<(), ConfigError> {
+    // NaN fails the comparison, so it is rejected here too.
+    if (0.0..=1.0).contains(&v) {
+        return Ok(());
+    }
+    Err(ConfigError { field, value: Value::Float(v), rule: Rule::Rate })
+}
+
+fn check_duration(field: &'static str, ns: u64, min: Duration, max: Duration) -> Result<(), ConfigError> {
+    let (min, max) = (duration_ns(min), duration_ns(max));
     if (min..=max).contains(&ns) {
         return Ok(());
     }
@@ -200,7 +287,8 @@ pub struct BreakerConfigBuilder {
 }
 
 impl BreakerConfigBuilder {
-    /// Consecutive failures that trip a Closed breaker (1 to 65535; default 5).
+    /// Consecutive failures that trip a Closed breaker (1 to 65535; default
+    /// 5; 0 turns this condition off when a rate condition is set).
     pub fn failure_threshold(mut self, n: u32) -> Self {
         self.config.failure_threshold = n;
         self
@@ -273,6 +361,48 @@ impl BreakerConfigBuilder {
         self
     }
 
+    /// Trip when the failure rate over the rolling window reaches `rate`
+    /// (above 0, at most 1; 0 turns it off), once the window holds at least
+    /// `min_calls` calls. Any configured condition trips the breaker. Rates
+    /// are checked when a failure or a slow call is recorded: a plain
+    /// success never trips a breaker, and its path stays one atomic add.
+    pub fn failure_rate(mut self, rate: f64) -> Self {
+        self.config.failure_rate = rate;
+        self
+    }
+
+    /// Calls at least `threshold` long count as slow (1 µs to 7 days; zero
+    /// turns measuring off). Measuring reads the clock when a call is
+    /// admitted and when it is recorded.
+    pub fn slow_call(mut self, threshold: Duration) -> Self {
+        self.config.slow_call_ns = duration_ns(threshold);
+        self
+    }
+
+    /// Trip when the rate of slow calls over the rolling window reaches
+    /// `rate` (above 0, at most 1; 0 turns it off), with the same
+    /// `min_calls` rule. Needs [`slow_call`](Self::slow_call).
+    pub fn slow_rate(mut self, rate: f64) -> Self {
+        self.config.slow_rate = rate;
+        self
+    }
+
+    /// The rolling window: `buckets` buckets (1 to 32) of `width` each
+    /// (1 ms to 1 h); default 10 × 1 s. A bucket counts up to 1,048,575
+    /// calls, then stops counting (the rates become those of a sample).
+    pub fn window(mut self, buckets: u32, width: Duration) -> Self {
+        self.config.window_buckets = buckets;
+        self.config.window_bucket_ns = duration_ns(width);
+        self
+    }
+
+    /// Calls the window must hold before a rate can trip (1 to 1,000,000;
+    /// default 10).
+    pub fn min_calls(mut self, n: u32) -> Self {
+        self.config.min_calls = n;
+        self
+    }
+
     /// Validates and returns the config, or the first field that is wrong.
     pub fn build(self) -> Result<BreakerConfig, ConfigError> {
         self.config.validate()?;
@@ -313,9 +443,23 @@ enum Value {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Rule {
-    Range { min: Value, max: Value, max_inclusive: bool },
-    AtMost { field: &'static str, value: Value },
-    AtLeast { field: &'static str, value: Value },
+    Range {
+        min: Value,
+        max: Value,
+        max_inclusive: bool,
+    },
+    AtMost {
+        field: &'static str,
+        value: Value,
+    },
+    AtLeast {
+        field: &'static str,
+        value: Value,
+    },
+    /// A rate: above 0 and at most 1, or 0 for off.
+    Rate,
+    /// Set, but meaningless without this other field.
+    Needs(&'static str),
 }
 
 impl fmt::Display for Value {
@@ -336,6 +480,8 @@ impl fmt::Display for ConfigError {
             Rule::Range { min, max, max_inclusive: false } => write!(f, "at least {min} and below {max}"),
             Rule::AtMost { field, value } => write!(f, "at most {field} ({value})"),
             Rule::AtLeast { field, value } => write!(f, "at least {field} ({value})"),
+            Rule::Rate => f.write_str("a rate above 0 and at most 1 (0 turns it off)"),
+            Rule::Needs(other) => write!(f, "{other} to be set as well"),
         }
     }
 }
@@ -385,10 +531,44 @@ mod tests {
                 err(b().half_open_max(2).half_open_successes(3)),
                 "half_open_successes = 3, expected at most half_open_max (2)",
             ),
+            (
+                err(b().failure_rate(1.5)),
+                "failure_rate = 1.5, expected a rate above 0 and at most 1 (0 turns it off)",
+            ),
+            (
+                err(b().failure_rate(f64::NAN)),
+                "failure_rate = NaN, expected a rate above 0 and at most 1 (0 turns it off)",
+            ),
+            (err(b().slow_rate(0.5)), "slow_rate = 0.5, expected slow_call to be set as well"),
+            (
+                err(b().failure_rate(0.5).window(0, Duration::from_secs(1))),
+                "window_buckets = 0, expected 1 to 32",
+            ),
+            (
+                err(b().failure_rate(0.5).window(33, Duration::from_secs(1))),
+                "window_buckets = 33, expected 1 to 32",
+            ),
+            (
+                err(b().failure_rate(0.5).window(10, Duration::from_micros(10))),
+                "window_bucket_width = 10µs, expected 1ms to 3600s",
+            ),
+            (err(b().failure_rate(0.5).min_calls(0)), "min_calls = 0, expected 1 to 1000000"),
+            (err(b().slow_call(Duration::from_nanos(10))), "slow_call = 10ns, expected 1µs to 604800s"),
         ];
         for (e, want) in cases {
             assert_eq!(e.to_string(), format!("invalid breaker config: {want}"));
         }
+    }
+
+    #[test]
+    fn a_rate_condition_may_replace_the_consecutive_one() {
+        assert!(BreakerConfig::builder().failure_threshold(0).failure_rate(0.5).build().is_ok());
+        let c = BreakerConfig::builder()
+            .failure_threshold(0)
+            .slow_call(Duration::from_secs(1))
+            .slow_rate(0.8)
+            .build();
+        assert!(c.is_ok());
     }
 
     #[test]

@@ -15,12 +15,11 @@ use crossbeam_utils::CachePadded;
 use crate::sync::{AtomicU64, Ordering};
 
 #[cfg(not(loom))]
-const STRIPE_BITS: u32 = 3;
+const STRIPES: usize = 8;
 // One stripe keeps loom's state space small; striping is no part of any
 // protocol loom checks.
 #[cfg(loom)]
-const STRIPE_BITS: u32 = 0;
-const STRIPES: usize = 1 << STRIPE_BITS;
+const STRIPES: usize = 1;
 
 /// Which counter of a stripe.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +50,7 @@ impl Counters {
     #[inline]
     pub(crate) fn add(&self, event: Event) {
         // Relaxed: see the module's Orderings.
-        self.stripes[stripe()][event as usize].fetch_add(1, Ordering::Relaxed);
+        self.stripes[stripe(STRIPES)][event as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn total(&self, event: Event) -> u64 {
@@ -63,17 +62,18 @@ impl Counters {
     }
 }
 
-/// This thread's stripe: a hash of its stack address at 4 KiB granularity
-/// (threads' stacks lie megabytes apart; one thread stays on one stripe at
-/// similar call depths).
+/// This thread's stripe of `stripes` (a power of two): a hash of its stack
+/// address at 4 KiB granularity (threads' stacks lie megabytes apart; one
+/// thread stays on one stripe at similar call depths).
 #[inline(always)]
-fn stripe() -> usize {
-    if STRIPES == 1 {
+pub(crate) fn stripe(stripes: usize) -> usize {
+    debug_assert!(stripes.is_power_of_two());
+    if stripes == 1 {
         return 0;
     }
     let marker = 0u8;
     let page = (core::ptr::addr_of!(marker).addr() >> 12) as u64;
-    (page.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - STRIPE_BITS)) as usize
+    ((page.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) & (stripes - 1)
 }
 
 /// The breaker's counters at one moment (each counter read separately, so a

@@ -10,6 +10,8 @@
 //!   [`Breaker::call_with`]. A refusal is a [`Rejected`] carrying
 //!   `retry_after`; a change of state is a [`Transition`], reported to
 //!   exactly one caller.
+//! - Trip conditions, any that is configured: consecutive failures, failure
+//!   rate or slow-call rate over a rolling window of time buckets.
 //! - Manual modes: [`Breaker::force_open`], [`Breaker::disable`],
 //!   [`Breaker::reset`]. Counters: [`Breaker::snapshot`] → [`Snapshot`].
 //!
@@ -40,6 +42,8 @@
 //! global spinlock array: still correct, no longer lock-free.
 #![no_std]
 #![warn(missing_docs)]
+// Only the no_std crate needs these; its tests and the std crates do not.
+#![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
 
 #[cfg(any(test, feature = "std"))]
 extern crate std;
@@ -53,16 +57,23 @@ mod permit;
 mod state;
 mod sync;
 mod ticket;
+mod window;
 
 pub use breaker::Breaker;
 pub use clock::{Clock, FixedClock, ManualClock};
 #[cfg(feature = "std")]
 pub use clock::{CoarseClock, MonotonicClock};
 pub use config::{
-    BreakerConfig, BreakerConfigBuilder, ConfigError, MAX_FAILURE_THRESHOLD, MAX_GROWTH, MAX_HALF_OPEN,
-    MAX_OPEN_TIMEOUT, MIN_OPEN_TIMEOUT,
+    BreakerConfig, BreakerConfigBuilder, ConfigError, MAX_BUCKET_WIDTH, MAX_FAILURE_THRESHOLD, MAX_GROWTH,
+    MAX_HALF_OPEN, MAX_MIN_CALLS, MAX_OPEN_TIMEOUT, MIN_BUCKET_WIDTH, MIN_OPEN_TIMEOUT,
 };
 pub use counters::Snapshot;
 pub use permit::{CallError, Permit};
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
+pub use window::MAX_BUCKETS;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

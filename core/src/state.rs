@@ -233,6 +233,11 @@ pub(crate) fn on_failure(w: Word, ticket_gen: u32, failure_threshold: u32) -> Op
     }
 }
 
+/// A Closed breaker tripped by a rate over the rolling window.
+pub(crate) fn trip(w: Word, ticket_gen: u32) -> Option<Word> {
+    (w.generation() == ticket_gen && w.state() == State::Closed).then(|| w.enter(State::Open, 0))
+}
+
 /// An ignored outcome: frees the probe slot of a Half-Open ticket, nothing else.
 pub(crate) fn on_ignored(w: Word, ticket_gen: u32) -> Option<Word> {
     if w.generation() != ticket_gen || w.state() != State::HalfOpen || w.probes() == 0 {
@@ -296,6 +301,7 @@ mod tests {
             assert_eq!(on_failure(w, stale, 1), None, "{w:?}");
             assert_eq!(on_success(w, stale, 1), None, "{w:?}");
             assert_eq!(on_ignored(w, stale), None, "{w:?}");
+            assert_eq!(trip(w, stale), None, "{w:?}");
         }
     }
 

@@ -1,0 +1,79 @@
+//! Every breaker path, transitions included, allocates nothing: a counting
+//! global allocator sees no allocation between the first and last call.
+
+use core::time::Duration;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tripwire::{Breaker, BreakerConfig, CallError, ManualClock, Outcome, State};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged, so `System`'s guarantees carry over; the counter is a side effect.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `alloc` above with this `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller upholds `GlobalAlloc::realloc`'s contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn no_path_allocates() {
+    let clock = ManualClock::new(0);
+    let breaker = Breaker::new(
+        BreakerConfig::builder()
+            .failure_threshold(2)
+            .open_timeout(Duration::from_millis(1))
+            .open_timeout_max(Duration::from_millis(8))
+            .open_timeout_growth(2.0)
+            .open_timeout_jitter(0.5)
+            .half_open_max(2)
+            .half_open_successes(2)
+            .build()
+            .unwrap(),
+    );
+    let rounds = if cfg!(miri) { 5 } else { 100_000 };
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    for round in 0..rounds {
+        // Closed: successes, failures, a trip.
+        breaker.permit(&clock).unwrap().success();
+        for _ in 0..2 {
+            let _ = breaker.call(&clock, || Err::<(), _>("503"));
+        }
+        assert!(matches!(breaker.call(&clock, || Ok::<_, ()>(())), Err(CallError::Rejected(_))));
+        // Half-Open: one probe fails (re-open), then two succeed (close).
+        clock.advance(Duration::from_millis(10));
+        breaker.permit(&clock).unwrap().failure();
+        clock.advance(Duration::from_millis(10));
+        let (a, b) = (breaker.permit(&clock).unwrap(), breaker.permit(&clock).unwrap());
+        drop(a); // dropped unrecorded: ignored, frees its slot
+        b.success();
+        breaker.permit(&clock).unwrap().record(Outcome::Success);
+        assert_eq!(breaker.state(), State::Closed, "round {round}");
+        // Manual modes.
+        breaker.force_open();
+        let _ = breaker.try_acquire(&clock);
+        breaker.disable();
+        breaker.permit(&clock).unwrap().failure();
+        breaker.reset();
+        let _ = breaker.snapshot();
+    }
+    let allocated = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    assert_eq!(allocated, 0, "allocations over {rounds} rounds of every path");
+}
