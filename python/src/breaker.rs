@@ -208,6 +208,11 @@ impl Breaker {
         open_timeout_jitter = None,
         half_open_max = None,
         half_open_successes = None,
+        window = None,
+        min_calls = None,
+        failure_rate = None,
+        slow_call = None,
+        slow_rate = None,
         name = None,
         failure_on = None,
         ignore_on = None,
@@ -226,6 +231,11 @@ impl Breaker {
         open_timeout_jitter: Option<&Bound<'_, PyAny>>,
         half_open_max: Option<&Bound<'_, PyAny>>,
         half_open_successes: Option<&Bound<'_, PyAny>>,
+        window: Option<&Bound<'_, PyAny>>,
+        min_calls: Option<&Bound<'_, PyAny>>,
+        failure_rate: Option<&Bound<'_, PyAny>>,
+        slow_call: Option<&Bound<'_, PyAny>>,
+        slow_rate: Option<&Bound<'_, PyAny>>,
         name: Option<&Bound<'_, PyAny>>,
         failure_on: Option<&Bound<'_, PyAny>>,
         ignore_on: Option<&Bound<'_, PyAny>>,
@@ -234,18 +244,19 @@ impl Breaker {
         listeners: Option<&Bound<'_, PyAny>>,
         clock: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let int = |v: u32| v.into_pyobject(py).map(|v| v.into_any());
-        let float = |v: f64| v.into_pyobject(py).map(|v| v.into_any());
-        let (d_thr, d_ot, d_g, d_j, d_hm, d_hs) =
-            (int(5)?, float(30.0)?, float(1.0)?, float(0.0)?, int(1)?, int(1)?);
         let config = ConfigArgs {
-            failure_threshold: failure_threshold.unwrap_or(&d_thr),
-            open_timeout: open_timeout.unwrap_or(&d_ot),
+            failure_threshold,
+            open_timeout,
             open_timeout_max,
-            open_timeout_growth: open_timeout_growth.unwrap_or(&d_g),
-            open_timeout_jitter: open_timeout_jitter.unwrap_or(&d_j),
-            half_open_max: half_open_max.unwrap_or(&d_hm),
-            half_open_successes: half_open_successes.unwrap_or(&d_hs),
+            open_timeout_growth,
+            open_timeout_jitter,
+            half_open_max,
+            half_open_successes,
+            window,
+            min_calls,
+            failure_rate,
+            slow_call,
+            slow_rate,
         }
         .build()?;
 
@@ -372,6 +383,38 @@ impl Breaker {
     #[getter]
     fn half_open_successes(&self) -> u32 {
         self.core().config().half_open_successes()
+    }
+
+    /// The rolling window: (buckets, bucket width in seconds).
+    #[getter]
+    fn window(&self) -> (u32, f64) {
+        let (n, width) = self.core().config().window();
+        (n, width.as_secs_f64())
+    }
+
+    /// Calls the window must hold before a rate can trip the breaker.
+    #[getter]
+    fn min_calls(&self) -> u32 {
+        self.core().config().min_calls()
+    }
+
+    /// Failure rate over the window that trips the breaker (0: off).
+    #[getter]
+    fn failure_rate(&self) -> f64 {
+        self.core().config().failure_rate()
+    }
+
+    /// Calls at least this long (seconds) count as slow; None: not measured.
+    #[getter]
+    fn slow_call(&self) -> Option<f64> {
+        let d = self.core().config().slow_call();
+        (!d.is_zero()).then_some(d.as_secs_f64())
+    }
+
+    /// Slow-call rate over the window that trips the breaker (0: off).
+    #[getter]
+    fn slow_rate(&self) -> f64 {
+        self.core().config().slow_rate()
     }
 
     /// The `ManualClock` the breaker reads, or None for the host's clock.

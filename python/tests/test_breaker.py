@@ -337,7 +337,8 @@ def test_monotonic_clock_breaker_recovers_in_real_time():
     assert b.state == "closed"
 
 
-def test_manual_clock(clock):
+def test_manual_clock():
+    clock = tripwire.ManualClock()
     assert clock.now() == 0.0
     clock.advance(1.5)
     clock.set(1.0)  # never goes back
