@@ -9,6 +9,7 @@
 //! - [`errors`]: raising the exceptions of `tripwire/_errors.py`.
 //! - [`registry`]: named breakers and their Prometheus export.
 //! - [`bulkhead::Bulkhead`]: a cap on calls in flight.
+//! - [`budget::RetryBudget`]: retries limited to a fraction of calls.
 //!
 //! Nothing here takes a lock on a call's path or holds one across a call:
 //! admission and recording are the core's atomic operations, done while the
@@ -16,6 +17,7 @@
 //! between them like any other Python call.
 
 mod breaker;
+mod budget;
 mod bulkhead;
 mod classify;
 mod clock;
@@ -37,6 +39,7 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::Snapshot>()?;
     m.add_class::<breaker::Ticket>()?;
     m.add_class::<bulkhead::Bulkhead>()?;
+    m.add_class::<budget::RetryBudget>()?;
     m.add_function(wrap_pyfunction!(registry::prometheus_text, m)?)?;
     m.add_function(wrap_pyfunction!(registry::breaker_names, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

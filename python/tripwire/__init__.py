@@ -5,35 +5,50 @@
 >>> @breaker
 ... def fetch_price(symbol): ...
 
-The breaker, its clock and the registry live in the Rust extension
-``tripwire._tripwire``; this package re-exports them.
+The breaker, the bulkhead, the retry budget, the clock and the registry
+live in the Rust extension ``tripwire._tripwire``; retry policies and the
+stale-data fallback are Python (``_retry``, ``_fallback``): they wait
+between attempts, where microseconds of bookkeeping do not matter.
 """
 
 from ._errors import BulkheadFullError, CircuitOpenError, RetryBudgetExhausted, TripwireError
+from ._fallback import Cached, StaleCache
+from ._retry import Retry, retry, retry_after_attribute
 from ._tripwire import (
     Breaker,
     Bulkhead,
     Guarded,
     ManualClock,
+    RetryBudget,
     Snapshot,
     Ticket,
     __version__,
     breaker_names,
     prometheus_text,
 )
+from ._types import ExceptionClasses, Seconds, StateName
 
 __all__ = [
     "Breaker",
     "Bulkhead",
     "BulkheadFullError",
+    "Cached",
     "CircuitOpenError",
+    "ExceptionClasses",
     "Guarded",
     "ManualClock",
+    "Retry",
+    "RetryBudget",
     "RetryBudgetExhausted",
+    "Seconds",
     "Snapshot",
+    "StaleCache",
+    "StateName",
     "Ticket",
     "TripwireError",
     "__version__",
     "breaker_names",
     "prometheus_text",
+    "retry",
+    "retry_after_attribute",
 ]

@@ -1,21 +1,30 @@
 """Stubs of the Rust extension ``tripwire._tripwire``."""
 
-from collections.abc import Awaitable, Callable, Iterable
-from datetime import timedelta
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from types import TracebackType
 from typing import Any, Generic, Literal, TypeVar, final, overload
 
 from typing_extensions import ParamSpec, Self
 
-P = ParamSpec("P")
-R = TypeVar("R")
+from ._types import ExceptionClasses, Seconds, StateName
 
-StateName = Literal["closed", "open", "half_open", "forced_open", "disabled"]
-Seconds = float | int | timedelta
-ExceptionClasses = type[BaseException] | tuple[type[BaseException], ...]
-Listener = Callable[[Breaker, StateName, StateName], object]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_Listener = Callable[[Breaker, StateName, StateName], object]
 
 __version__: str
+__all__ = [
+    "Breaker",
+    "Bulkhead",
+    "Guarded",
+    "ManualClock",
+    "RetryBudget",
+    "Snapshot",
+    "Ticket",
+    "__version__",
+    "breaker_names",
+    "prometheus_text",
+]
 
 @final
 class ManualClock:
@@ -53,11 +62,11 @@ class Ticket:
     """Proof that a call was admitted (used by the asyncio helpers)."""
 
 @final
-class Guarded(Generic[P, R]):
+class Guarded(Generic[_P, _R]):
     """A plain function guarded by a breaker (what ``@breaker`` returns)."""
 
-    __wrapped__: Callable[P, R]
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R: ...
+    __wrapped__: Callable[_P, _R]
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
     def __get__(self, obj: object, owner: type | None = None, /) -> Any: ...
     @property
     def breaker(self) -> Breaker: ...
@@ -85,8 +94,8 @@ class Breaker:
         failure_on: ExceptionClasses | None = None,
         ignore_on: ExceptionClasses | None = None,
         failure_if: Callable[[Any], object] | None = None,
-        on_state_change: Listener | None = None,
-        listeners: Iterable[Listener] | None = None,
+        on_state_change: _Listener | None = None,
+        listeners: Iterable[_Listener] | None = None,
         clock: ManualClock | None = None,
     ) -> Self: ...
     @property
@@ -121,12 +130,16 @@ class Breaker:
     def force_open(self) -> None: ...
     def disable(self) -> None: ...
     def reset(self) -> None: ...
-    def call(self, func: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
-    def call_async(self, func: Callable[P, Awaitable[R]], /, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]: ...
+    def call(self, func: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+    def call_async(
+        self, func: Callable[_P, Awaitable[_R]], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> Coroutine[Any, Any, _R]: ...
     @overload
-    def __call__(self, func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]: ...
+    def __call__(  # type: ignore[overload-overlap]
+        self, func: Callable[_P, Coroutine[Any, Any, _R]]
+    ) -> Callable[_P, Coroutine[Any, Any, _R]]: ...
     @overload
-    def __call__(self, func: Callable[P, R]) -> Guarded[P, R]: ...
+    def __call__(self, func: Callable[_P, _R]) -> Guarded[_P, _R]: ...
     def __enter__(self) -> Self: ...
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
@@ -157,9 +170,11 @@ class Bulkhead:
     def available(self) -> int: ...
     def try_acquire(self) -> bool: ...
     def release(self) -> None: ...
-    def call(self, func: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
-    def call_async(self, func: Callable[P, Awaitable[R]], /, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]: ...
-    def __call__(self, func: Callable[P, R]) -> Callable[P, R]: ...
+    def call(self, func: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+    def call_async(
+        self, func: Callable[_P, Awaitable[_R]], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> Coroutine[Any, Any, _R]: ...
+    def __call__(self, func: Callable[_P, _R]) -> Callable[_P, _R]: ...
     def __enter__(self) -> Self: ...
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
@@ -169,6 +184,29 @@ class Bulkhead:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> Awaitable[bool]: ...
     def _full(self) -> BaseException: ...
+
+@final
+class RetryBudget:
+    """Retries limited to a fraction of calls: a lock-free token bucket."""
+
+    def __new__(
+        cls,
+        ratio: float | None = None,
+        *,
+        min_per_second: float | None = None,
+        capacity: int | None = None,
+        clock: ManualClock | None = None,
+    ) -> Self: ...
+    def deposit(self) -> None: ...
+    def try_withdraw(self) -> bool: ...
+    @property
+    def available(self) -> float: ...
+    @property
+    def ratio(self) -> float: ...
+    @property
+    def min_per_second(self) -> float: ...
+    @property
+    def capacity(self) -> int: ...
 
 def prometheus_text() -> str:
     """Every named breaker's state and counters, Prometheus text format."""
