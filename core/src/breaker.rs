@@ -22,7 +22,7 @@
 use crossbeam_utils::CachePadded;
 
 use crate::clock::{Clock, FixedClock};
-use crate::config::BreakerConfig;
+use crate::config::{BreakerConfig, COUNT_SUCCESSES, TIMED};
 use crate::cooldown::cooldown_ns;
 use crate::counters::{Counters, Event, Snapshot};
 use crate::state::{self, Admission, State, Word};
@@ -128,6 +128,10 @@ impl Breaker {
         // Acquire pairs with the Release CAS that entered Open or Half-Open,
         // so `entered_at` read below is at least the one it published.
         let mut w = Word(self.word.load(Ordering::Acquire));
+        // Closed, the common case: admitted without a write.
+        if w.state_bits() == State::Closed as u64 {
+            return Ok(self.ticket(w, 0, None, clock));
+        }
         let mut now: Option<u64> = None;
         loop {
             // Can the word alone decide?
@@ -189,7 +193,7 @@ impl Breaker {
     /// A ticket for `w`, stamped with its start time if calls are timed.
     #[inline]
     fn ticket(&self, w: Word, flags: u32, now: Option<u64>, clock: &impl Clock) -> Ticket {
-        let started_at = if self.config.slow_call_ns == 0 { 0 } else { now.unwrap_or_else(|| clock.now()) };
+        let started_at = if self.config.flags & TIMED == 0 { 0 } else { now.unwrap_or_else(|| clock.now()) };
         Ticket { started_at, generation: w.generation(), flags }
     }
 
@@ -221,8 +225,14 @@ impl Breaker {
         let generation = ticket.generation;
         match outcome {
             Outcome::Success => {
-                if self.config.count_successes != 0 {
+                if self.config.flags & COUNT_SUCCESSES != 0 {
                     self.counters.add(Event::Success);
+                }
+                // Relaxed: deciding that there is nothing to write orders nothing.
+                let w = self.word.load(Ordering::Relaxed);
+                // Closed with no failure to forget, in the ticket's generation?
+                if w == Word::closed_at(generation).0 {
+                    return None;
                 }
                 let needed = self.config.half_open_successes;
                 self.apply(clock, |w| state::on_success(w, generation, needed))

@@ -22,6 +22,13 @@ pub const MAX_BUCKET_WIDTH: Duration = Duration::from_secs(3600);
 /// The largest `min_calls`.
 pub const MAX_MIN_CALLS: u32 = 1_000_000;
 
+/// Flag: successes are counted in the snapshot.
+pub(crate) const COUNT_SUCCESSES: u32 = 1;
+/// Flag: calls are timed (slow-call measurement).
+pub(crate) const TIMED: u32 = 2;
+/// Flag: a rate condition keeps the rolling window.
+pub(crate) const WINDOWED: u32 = 4;
+
 /// How a breaker decides to trip and to recover.
 ///
 /// Build one with [`BreakerConfig::builder`]; every field is validated there,
@@ -60,11 +67,13 @@ pub struct BreakerConfig {
     pub(crate) failure_threshold: u32,
     pub(crate) half_open_max: u32,
     pub(crate) half_open_successes: u32,
-    /// 1 when successes are counted in the snapshot, 0 when not.
-    pub(crate) count_successes: u32,
+    /// [`COUNT_SUCCESSES`], plus [`TIMED`] and [`WINDOWED`], which are
+    /// derived from the other fields so that the hot path tests one word.
+    pub(crate) flags: u32,
 }
 
 impl Default for BreakerConfig {
+    #[inline]
     /// 5 consecutive failures trip it; 30 s cool-down, no growth, no
     /// jitter; one probe, which closes it on success. No rate conditions
     /// (their window, when turned on, defaults to 10 × 1 s buckets and 10
@@ -85,77 +94,91 @@ impl Default for BreakerConfig {
             failure_threshold: 5,
             half_open_max: 1,
             half_open_successes: 1,
-            count_successes: 1,
+            flags: COUNT_SUCCESSES,
         }
     }
 }
 
 impl BreakerConfig {
+    #[inline]
     /// A builder starting from [`BreakerConfig::default`].
     pub fn builder() -> BreakerConfigBuilder {
         BreakerConfigBuilder { config: Self::default() }
     }
 
+    #[inline]
     /// Consecutive failures that trip a Closed breaker.
     pub fn failure_threshold(&self) -> u32 {
         self.failure_threshold
     }
 
+    #[inline]
     /// The first cool-down after a trip.
     pub fn open_timeout(&self) -> Duration {
         Duration::from_nanos(self.open_timeout_ns)
     }
 
+    #[inline]
     /// The cap on the cool-down as it grows on each re-open from Half-Open.
     pub fn open_timeout_max(&self) -> Duration {
         Duration::from_nanos(self.open_timeout_max_ns)
     }
 
+    #[inline]
     /// The factor the cool-down grows by on each re-open from Half-Open.
     pub fn open_timeout_growth(&self) -> f64 {
         self.open_timeout_growth
     }
 
+    #[inline]
     /// The fraction of the cool-down that jitter may take off.
     pub fn open_timeout_jitter(&self) -> f64 {
         self.open_timeout_jitter
     }
 
+    #[inline]
     /// Probes allowed in flight at once in Half-Open.
     pub fn half_open_max(&self) -> u32 {
         self.half_open_max
     }
 
+    #[inline]
     /// Successful probes needed to close a Half-Open breaker.
     pub fn half_open_successes(&self) -> u32 {
         self.half_open_successes
     }
 
+    #[inline]
     /// Whether successes are counted in [`Snapshot`](crate::Snapshot).
     pub fn count_successes(&self) -> bool {
-        self.count_successes != 0
+        self.flags & COUNT_SUCCESSES != 0
     }
 
+    #[inline]
     /// The rolling window: bucket count and bucket width.
     pub fn window(&self) -> (u32, Duration) {
         (self.window_buckets, Duration::from_nanos(self.window_bucket_ns))
     }
 
+    #[inline]
     /// Calls the window must hold before a rate can trip the breaker.
     pub fn min_calls(&self) -> u32 {
         self.min_calls
     }
 
+    #[inline]
     /// Failure rate over the window that trips the breaker (0: off).
     pub fn failure_rate(&self) -> f64 {
         self.failure_rate
     }
 
+    #[inline]
     /// Calls at least this long count as slow (zero: not measured).
     pub fn slow_call(&self) -> Duration {
         Duration::from_nanos(self.slow_call_ns)
     }
 
+    #[inline]
     /// Slow-call rate over the window that trips the breaker (0: off).
     pub fn slow_rate(&self) -> f64 {
         self.slow_rate
@@ -164,15 +187,23 @@ impl BreakerConfig {
     /// Whether a rate condition needs the rolling window.
     #[inline]
     pub(crate) fn windowed(&self) -> bool {
-        self.failure_rate > 0.0 || self.slow_rate > 0.0
+        self.flags & WINDOWED != 0
     }
 
     /// Whether recording an outcome needs the time.
     #[inline]
     pub(crate) fn measures(&self) -> bool {
-        self.slow_call_ns != 0 || self.windowed()
+        self.flags & (TIMED | WINDOWED) != 0
     }
 
+    /// The flags the fields imply, besides [`COUNT_SUCCESSES`].
+    fn derived_flags(&self) -> u32 {
+        let timed = if self.slow_call_ns != 0 { TIMED } else { 0 };
+        let windowed = if self.failure_rate > 0.0 || self.slow_rate > 0.0 { WINDOWED } else { 0 };
+        timed | windowed
+    }
+
+    #[inline]
     /// Checks every field and every relation between fields.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let c = self;
@@ -219,11 +250,24 @@ impl BreakerConfig {
                 rule: Rule::AtMost { field: "half_open_max", value: Value::Int(c.half_open_max.into()) },
             });
         }
-        check_range_u64("count_successes", c.count_successes.into(), 0, 1)?;
+        // Only a config read from a corrupted shared region can fail this.
+        let want = c.derived_flags() | (c.flags & COUNT_SUCCESSES);
+        if c.flags != want {
+            return Err(ConfigError {
+                field: "flags",
+                value: Value::Int(c.flags.into()),
+                rule: Rule::Range {
+                    min: Value::Int(want.into()),
+                    max: Value::Int(want.into()),
+                    max_inclusive: true,
+                },
+            });
+        }
         Ok(())
     }
 }
 
+#[inline]
 fn check_range_u64(field: &'static str, v: u64, min: u64, max: u64) -> Result<(), ConfigError> {
     if (min..=max).contains(&v) {
         return Ok(());
@@ -235,6 +279,7 @@ fn check_range_u64(field: &'static str, v: u64, min: u64, max: u64) -> Result<()
     })
 }
 
+#[inline]
 fn check_range_f64(
     field: &'static str,
     v: f64,
@@ -254,6 +299,7 @@ fn check_range_f64(
     })
 }
 
+#[inline]
 fn check_rate(field: &'static str, v: f64) -> Result<(), ConfigError> {
     // NaN fails the comparison, so it is rejected here too.
     if (0.0..=1.0).contains(&v) {
@@ -262,6 +308,7 @@ fn check_rate(field: &'static str, v: f64) -> Result<(), ConfigError> {
     Err(ConfigError { field, value: Value::Float(v), rule: Rule::Rate })
 }
 
+#[inline]
 fn check_duration(field: &'static str, ns: u64, min: Duration, max: Duration) -> Result<(), ConfigError> {
     let (min, max) = (duration_ns(min), duration_ns(max));
     if (min..=max).contains(&ns) {
@@ -274,6 +321,7 @@ fn check_duration(field: &'static str, ns: u64, min: Duration, max: Duration) ->
     })
 }
 
+#[inline]
 /// A duration in nanoseconds, saturating at `u64::MAX` (584 years).
 pub(crate) fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
@@ -287,6 +335,7 @@ pub struct BreakerConfigBuilder {
 }
 
 impl BreakerConfigBuilder {
+    #[inline]
     /// Consecutive failures that trip a Closed breaker (1 to 65535; default
     /// 5; 0 turns this condition off when a rate condition is set).
     pub fn failure_threshold(mut self, n: u32) -> Self {
@@ -294,6 +343,7 @@ impl BreakerConfigBuilder {
         self
     }
 
+    #[inline]
     /// The cool-down after a trip (1 µs to 7 days; default 30 s). Also sets
     /// `open_timeout_max` if that was below it, so that a cool-down without
     /// growth needs one call.
@@ -308,6 +358,7 @@ impl BreakerConfigBuilder {
         self
     }
 
+    #[inline]
     /// The cap on the growing cool-down (at least `open_timeout`, at most 7
     /// days; default: equal to `open_timeout`).
     pub fn open_timeout_max(mut self, d: Duration) -> Self {
@@ -315,6 +366,7 @@ impl BreakerConfigBuilder {
         self
     }
 
+    #[inline]
     /// Factor applied to the cool-down on each re-open from Half-Open (1.0
     /// to 1000.0; default 1.0, no growth). The cool-down returns to
     /// `open_timeout` once the breaker closes.
@@ -323,6 +375,7 @@ impl BreakerConfigBuilder {
         self
     }
 
+    #[inline]
     /// Fraction of the cool-down that jitter may take off, so that many
     /// processes tripped by one outage do not probe in the same instant (0.0
     /// to below 1.0; default 0.0). The jitter is a hash of the breaker's
@@ -333,6 +386,7 @@ impl BreakerConfigBuilder {
         self
     }
 
+    #[inline]
     /// Seed mixed into the cool-down jitter (default 0). Give separate
     /// breakers different seeds (e.g. the process id) when they read a
     /// coarse clock, whose readings collide more often.
@@ -341,12 +395,14 @@ impl BreakerConfigBuilder {
         self
     }
 
+    #[inline]
     /// Probes allowed in flight at once in Half-Open (1 to 63; default 1).
     pub fn half_open_max(mut self, n: u32) -> Self {
         self.config.half_open_max = n;
         self
     }
 
+    #[inline]
     /// Successful probes that close a Half-Open breaker (1 to
     /// `half_open_max`; default 1).
     pub fn half_open_successes(mut self, n: u32) -> Self {
@@ -354,13 +410,16 @@ impl BreakerConfigBuilder {
         self
     }
 
+    #[inline]
     /// Whether successes are counted in the snapshot (default true). Off, a
     /// Closed breaker's success path is loads only: no write at all.
     pub fn count_successes(mut self, on: bool) -> Self {
-        self.config.count_successes = on.into();
+        self.config.flags =
+            if on { self.config.flags | COUNT_SUCCESSES } else { self.config.flags & !COUNT_SUCCESSES };
         self
     }
 
+    #[inline]
     /// Trip when the failure rate over the rolling window reaches `rate`
     /// (above 0, at most 1; 0 turns it off), once the window holds at least
     /// `min_calls` calls. Any configured condition trips the breaker. Rates
@@ -371,6 +430,7 @@ impl BreakerConfigBuilder {
         self
     }
 
+    #[inline]
     /// Calls at least `threshold` long count as slow (1 µs to 7 days; zero
     /// turns measuring off). Measuring reads the clock when a call is
     /// admitted and when it is recorded.
@@ -379,6 +439,7 @@ impl BreakerConfigBuilder {
         self
     }
 
+    #[inline]
     /// Trip when the rate of slow calls over the rolling window reaches
     /// `rate` (above 0, at most 1; 0 turns it off), with the same
     /// `min_calls` rule. Needs [`slow_call`](Self::slow_call).
@@ -387,6 +448,7 @@ impl BreakerConfigBuilder {
         self
     }
 
+    #[inline]
     /// The rolling window: `buckets` buckets (1 to 32) of `width` each
     /// (1 ms to 1 h); default 10 × 1 s. A bucket counts up to 1,048,575
     /// calls, then stops counting (the rates become those of a sample).
@@ -396,6 +458,7 @@ impl BreakerConfigBuilder {
         self
     }
 
+    #[inline]
     /// Calls the window must hold before a rate can trip (1 to 1,000,000;
     /// default 10).
     pub fn min_calls(mut self, n: u32) -> Self {
@@ -403,8 +466,10 @@ impl BreakerConfigBuilder {
         self
     }
 
+    #[inline]
     /// Validates and returns the config, or the first field that is wrong.
-    pub fn build(self) -> Result<BreakerConfig, ConfigError> {
+    pub fn build(mut self) -> Result<BreakerConfig, ConfigError> {
+        self.config.flags = (self.config.flags & COUNT_SUCCESSES) | self.config.derived_flags();
         self.config.validate()?;
         Ok(self.config)
     }
@@ -427,6 +492,7 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
+    #[inline]
     /// The name of the offending field, as the builder method is named.
     pub fn field(&self) -> &'static str {
         self.field

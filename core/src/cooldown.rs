@@ -8,6 +8,7 @@
 
 use crate::config::BreakerConfig;
 
+#[inline]
 /// The cool-down in nanoseconds for a state entered at `entered_at` in
 /// generation `generation` after `reopens` re-opens from Half-Open.
 pub(crate) fn cooldown_ns(cfg: &BreakerConfig, reopens: u32, generation: u32, entered_at: u64) -> u64 {
@@ -22,6 +23,7 @@ pub(crate) fn cooldown_ns(cfg: &BreakerConfig, reopens: u32, generation: u32, en
     base - (cut as u64).min(base - 1)
 }
 
+#[inline]
 /// `open_timeout × growth^reopens`, capped, without `powi` (which needs libm).
 fn grown(cfg: &BreakerConfig, reopens: u32) -> u64 {
     let (base, max) = (cfg.open_timeout_ns, cfg.open_timeout_max_ns);
@@ -39,6 +41,7 @@ fn grown(cfg: &BreakerConfig, reopens: u32) -> u64 {
     t as u64
 }
 
+#[inline]
 /// Sebastiano Vigna's splitmix64 finaliser: a cheap, well-mixed hash.
 pub(crate) fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);

@@ -41,6 +41,7 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
+    #[inline]
     pub(crate) fn new() -> Self {
         Self {
             stripes: core::array::from_fn(|_| CachePadded::new(core::array::from_fn(|_| AtomicU64::new(0)))),
@@ -53,6 +54,7 @@ impl Counters {
         self.stripes[stripe(STRIPES)][event as usize].fetch_add(1, Ordering::Relaxed);
     }
 
+    #[inline]
     pub(crate) fn total(&self, event: Event) -> u64 {
         self.stripes
             .iter()
@@ -96,11 +98,13 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    #[inline]
     /// Calls admitted and recorded: successes + failures + ignored.
     pub fn calls(&self) -> u64 {
         self.successes.wrapping_add(self.failures).wrapping_add(self.ignored)
     }
 
+    #[inline]
     pub(crate) fn of(c: &Counters) -> Self {
         Self {
             successes: c.total(Event::Success),

@@ -15,6 +15,28 @@
 //! - Manual modes: [`Breaker::force_open`], [`Breaker::disable`],
 //!   [`Breaker::reset`]. Counters: [`Breaker::snapshot`] → [`Snapshot`].
 //!
+//! # Bulkhead, backoff and retry
+//! - [`Bulkhead`]: at most `max` calls in flight, one atomic counter moved
+//!   by compare-and-swap; [`Bulkhead::try_acquire`] → RAII
+//!   [`BulkheadPermit`] or [`BulkheadFull`]; raw calls for a C ABI;
+//!   [`Bulkhead::acquire_timeout`] parks until a slot is freed (feature
+//!   `std`); counters in [`BulkheadSnapshot`].
+//! - [`Backoff`]: exponential delays with a cap and [`Jitter`] (none, full,
+//!   equal, decorrelated), a random generator per instance, and
+//!   [`Backoff::override_next`] for a server's `Retry-After`;
+//!   [`BackoffConfig`] and its [`BackoffConfigBuilder`].
+//! - [`RetryBudget`]: retries kept to a share of recent calls, a lock-free
+//!   token bucket whose tokens expire; [`RetryBudgetConfig`] and its
+//!   [`RetryBudgetConfigBuilder`].
+//! - [`RetryPolicy`] ([`RetryPolicyBuilder`]): attempts, total time,
+//!   backoff, budget, and a [`Classify`] (any `Fn(&E) -> `[`Verdict`], or
+//!   [`RetryAll`]); [`RetryPolicy::next`] → [`Next`]. A [`Refusal`] (a
+//!   breaker's [`Rejected`], a [`BulkheadFull`]) is never retried.
+//! - [`retry()`] with a [`Stop`] (deadline, cancel flag; feature `std`):
+//!   the blocking executor, which ends with a [`RetryError`] saying why.
+//! - [`RetryConfigError`]: the field, value and accepted range of a bad
+//!   backoff, budget or policy setting.
+//!
 //! # Time
 //! - [`Clock`]: monotonic nanoseconds, read only when a decision needs it.
 //! - [`MonotonicClock`] and [`CoarseClock`] (feature `std`), [`ManualClock`]
@@ -48,18 +70,32 @@
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+mod backoff;
+mod backoff_config;
 mod breaker;
+mod bulkhead;
+#[cfg(feature = "std")]
+mod bulkhead_wait;
 mod clock;
 mod config;
 mod cooldown;
 mod counters;
 mod permit;
+mod retry;
+#[cfg(feature = "std")]
+mod retry_blocking;
+mod retry_budget;
+mod retry_config;
+mod retry_error;
 mod state;
 mod sync;
 mod ticket;
 mod window;
 
+pub use backoff::Backoff;
+pub use backoff_config::{BackoffConfig, BackoffConfigBuilder, Jitter, MAX_BACKOFF_FACTOR};
 pub use breaker::Breaker;
+pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, FixedClock, ManualClock};
 #[cfg(feature = "std")]
 pub use clock::{CoarseClock, MonotonicClock};
@@ -69,6 +105,14 @@ pub use config::{
 };
 pub use counters::Snapshot;
 pub use permit::{CallError, Permit};
+pub use retry::{Classify, MAX_ATTEMPTS, Next, Refusal, RetryAll, RetryPolicy, RetryPolicyBuilder, Verdict};
+#[cfg(feature = "std")]
+pub use retry_blocking::{CANCEL_CHECK, Stop, retry};
+pub use retry_budget::{
+    MAX_RATIO, MAX_RESERVE_TOKENS, MIN_BUDGET_TTL, RetryBudget, RetryBudgetConfig, RetryBudgetConfigBuilder,
+};
+pub use retry_config::{MAX_RETRY_DURATION, RetryConfigError};
+pub use retry_error::RetryError;
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
 pub use window::MAX_BUCKETS;

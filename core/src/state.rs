@@ -38,6 +38,7 @@ pub enum State {
 }
 
 impl State {
+    #[inline]
     /// The state's name in snake case, as exported in metrics.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -49,6 +50,7 @@ impl State {
         }
     }
 
+    #[inline]
     /// The state with this discriminant, if there is one.
     pub const fn from_u8(v: u8) -> Option<State> {
         Some(match v {
@@ -96,28 +98,47 @@ impl Word {
     /// A Closed word with zero counts at generation 0.
     pub(crate) const CLOSED: Word = Word(0);
 
+    /// A Closed word with zero counts at `generation`: the word of a healthy
+    /// breaker, which a success leaves unchanged.
+    #[inline]
+    pub(crate) const fn closed_at(generation: u32) -> Word {
+        Word((generation as u64) << GEN_SHIFT)
+    }
+
+    /// The raw state bits, for fast paths that compare them with one state.
+    #[inline]
+    pub(crate) fn state_bits(self) -> u64 {
+        self.0 & KIND_MASK
+    }
+
+    #[inline]
     pub(crate) fn state(self) -> State {
         // An invalid kind can only come from a corrupted shared region,
         // which attaching rejects; treat it as Forced-Open, the safe side.
         State::from_u8((self.0 & KIND_MASK) as u8).unwrap_or(State::ForcedOpen)
     }
 
+    #[inline]
     pub(crate) fn generation(self) -> u32 {
         (self.0 >> GEN_SHIFT) as u32
     }
 
+    #[inline]
     pub(crate) fn count(self) -> u32 {
         ((self.0 >> COUNT_SHIFT) & COUNT_MAX) as u32
     }
 
+    #[inline]
     pub(crate) fn probes(self) -> u32 {
         ((self.0 >> PROBES_SHIFT) & SIX_BITS) as u32
     }
 
+    #[inline]
     pub(crate) fn passed(self) -> u32 {
         ((self.0 >> PASSED_SHIFT) & SIX_BITS) as u32
     }
 
+    #[inline]
     fn pack(state: State, generation: u32, count: u32, probes: u32, passed: u32) -> Word {
         debug_assert!(u64::from(probes) <= SIX_BITS && u64::from(passed) <= SIX_BITS);
         Word(
@@ -129,17 +150,20 @@ impl Word {
         )
     }
 
+    #[inline]
     /// The same generation with the counts replaced.
     fn with_counts(self, count: u32, probes: u32, passed: u32) -> Word {
         Word::pack(self.state(), self.generation(), count, probes, passed)
     }
 
+    #[inline]
     /// A transition: the next generation, in `state`, with the given re-open
     /// count and no probes.
     pub(crate) fn enter(self, state: State, count: u32) -> Word {
         Word::pack(state, self.generation().wrapping_add(1), count, 0, 0)
     }
 
+    #[inline]
     /// Whether leaving this word for `next` is a transition (a new generation).
     pub(crate) fn is_transition_to(self, next: Word) -> bool {
         self.generation() != next.generation()
@@ -160,6 +184,7 @@ pub(crate) enum Admission {
     NeedsTime,
 }
 
+#[inline]
 /// Admission decided from the word alone.
 pub(crate) fn admit(w: Word, half_open_max: u32) -> Admission {
     match w.state() {
@@ -174,6 +199,7 @@ pub(crate) fn admit(w: Word, half_open_max: u32) -> Admission {
     }
 }
 
+#[inline]
 /// Admission once the cool-down of the current state has passed: Open
 /// becomes Half-Open with this caller as its first probe; a Half-Open whose
 /// probes were all lost (never recorded) is taken over by a new generation.
@@ -188,6 +214,7 @@ pub(crate) fn admit_after_cooldown(w: Word) -> Option<Word> {
     }
 }
 
+#[inline]
 /// A success recorded with a ticket of generation `ticket_gen`.
 pub(crate) fn on_success(w: Word, ticket_gen: u32, half_open_successes: u32) -> Option<Word> {
     // Was the ticket issued in the state that still holds?
@@ -210,6 +237,7 @@ pub(crate) fn on_success(w: Word, ticket_gen: u32, half_open_successes: u32) -> 
     }
 }
 
+#[inline]
 /// A failure recorded with a ticket of generation `ticket_gen`.
 /// `trips_closed` says whether a Closed breaker should trip on it (the
 /// consecutive threshold is checked here; window conditions are the caller's).
@@ -233,11 +261,13 @@ pub(crate) fn on_failure(w: Word, ticket_gen: u32, failure_threshold: u32) -> Op
     }
 }
 
+#[inline]
 /// A Closed breaker tripped by a rate over the rolling window.
 pub(crate) fn trip(w: Word, ticket_gen: u32) -> Option<Word> {
     (w.generation() == ticket_gen && w.state() == State::Closed).then(|| w.enter(State::Open, 0))
 }
 
+#[inline]
 /// An ignored outcome: frees the probe slot of a Half-Open ticket, nothing else.
 pub(crate) fn on_ignored(w: Word, ticket_gen: u32) -> Option<Word> {
     if w.generation() != ticket_gen || w.state() != State::HalfOpen || w.probes() == 0 {

@@ -6,9 +6,15 @@
 //! `thumbv7em-none-eabihf`) portable-atomic emulates `AtomicU64` with a
 //! seqlock guarded by a small global spinlock array: correct, but not
 //! lock-free there.
+//!
+//! [`GlobalAtomicU64`] is always portable-atomic's: it backs process-wide
+//! statics, which need a `const fn new` that loom's types lack, and which no
+//! loom model checks (they hand out seeds, not a protocol).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 #[cfg(not(loom))]
-pub(crate) use portable_atomic::{AtomicU64, Ordering};
+pub(crate) use portable_atomic::{AtomicU32, AtomicU64, Ordering};
+
+pub(crate) use portable_atomic::AtomicU64 as GlobalAtomicU64;

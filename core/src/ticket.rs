@@ -33,17 +33,20 @@ pub(crate) const FROM_OPEN: u32 = 2;
 pub(crate) const TOOK_OVER: u32 = 4;
 
 impl Ticket {
+    #[inline]
     /// The generation of the state the ticket was issued in.
     pub fn generation(&self) -> u32 {
         self.generation
     }
 
+    #[inline]
     /// Whether the ticket is a Half-Open probe (its outcome decides the
     /// breaker's next state).
     pub fn is_probe(&self) -> bool {
         self.flags & PROBE != 0
     }
 
+    #[inline]
     /// The transition that issuing this ticket caused, if any: Open →
     /// Half-Open when the cool-down had passed, or Half-Open → Half-Open (a
     /// new generation) when lost probes were taken over. Exactly one caller

@@ -68,20 +68,24 @@ pub(crate) struct Window {
     rings: [CachePadded<[Bucket; MAX_BUCKETS as usize]>; STRIPES],
 }
 
+#[inline]
 fn tag(word: u64) -> u64 {
     word >> TAG_SHIFT
 }
 
+#[inline]
 /// Epochs from `word`'s tag to `epoch`, modulo the tag's range.
 fn age(word: u64, epoch: u64) -> u64 {
     epoch.wrapping_sub(tag(word)) & TAG_MASK
 }
 
+#[inline]
 fn fresh(epoch: u64) -> u64 {
     (epoch & TAG_MASK) << TAG_SHIFT
 }
 
 impl Window {
+    #[inline]
     pub(crate) fn new() -> Self {
         Self {
             rings: core::array::from_fn(|_| {
@@ -107,6 +111,7 @@ impl Window {
         }
     }
 
+    #[inline]
     /// Sums the buckets of every stripe that lie within the `buckets`
     /// epochs ending at `epoch`.
     pub(crate) fn totals(&self, epoch: u64, buckets: u32) -> Totals {
@@ -129,6 +134,7 @@ impl Window {
         t
     }
 
+    #[inline]
     /// Empties every bucket. Only called while no outcome may enter the
     /// window (the breaker is not Closed), before the CAS that closes it.
     pub(crate) fn clear(&self) {

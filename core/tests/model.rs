@@ -263,12 +263,13 @@ fn clock_now(clock: &ManualClock) -> u64 {
 
 /// Cases per run: 2000 natively, a handful under miri (which is ~1000× slower).
 const CASES: u32 = if cfg!(miri) { 6 } else { 2000 };
+const MAX_OPS: usize = if cfg!(miri) { 40 } else { 120 };
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
-    fn breaker_matches_the_reference_model(p in params(), ops in prop::collection::vec(op(), 1..120)) {
+    fn breaker_matches_the_reference_model(p in params(), ops in prop::collection::vec(op(), 1..MAX_OPS)) {
         run(p, ops)?;
     }
 }

@@ -108,6 +108,7 @@ fn run(
 }
 
 const CASES: u32 = if cfg!(miri) { 4 } else { 1000 };
+const MAX_OPS: usize = if cfg!(miri) { 40 } else { 150 };
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() })]
@@ -118,7 +119,7 @@ proptest! {
         min_calls in 1u32..12,
         failure_rate in prop_oneof![Just(0.0), 0.2f64..1.0],
         slow_rate in prop_oneof![Just(0.0), 0.2f64..1.0],
-        ops in prop::collection::vec(op(), 1..150),
+        ops in prop::collection::vec(op(), 1..MAX_OPS),
     ) {
         prop_assume!(failure_rate > 0.0 || slow_rate > 0.0);
         run(buckets, min_calls, failure_rate, slow_rate, ops)?;
