@@ -1,19 +1,11 @@
-//! A bulkhead: an atomic count of calls in flight, capped.
+//! The core's bulkhead: a capped count of calls in flight.
 //!
-//! Admission is one compare-and-swap; a full bulkhead either refuses at
-//! once or, with `max_wait`, polls until a slot frees or the deadline
-//! passes. The sync wait sleeps detached from the interpreter (other
-//! threads run meanwhile); the asyncio wait lives in `tripwire/_aio.py`.
-//! No lock anywhere.
-//!
-//! # Orderings
-//! The count guards no other data: the calls it admits share nothing
-//! through it. `Relaxed` is enough for every access; the CAS alone keeps
-//! the count at or below the cap.
+//! Admission is one compare-and-swap. With `max_wait`, a sync caller parks
+//! in the core (detached from the interpreter, so other threads run) until
+//! a release wakes it or the deadline passes; an asyncio caller polls from
+//! `tripwire/_aio.py` with `asyncio.sleep`, never blocking the event loop.
 
-use core::sync::atomic::{AtomicU32, Ordering};
 use core::time::Duration;
-use std::time::Instant;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -23,10 +15,6 @@ use pyo3::{PyTraverseError, PyVisit, intern};
 use crate::config::{count, seconds};
 use crate::errors;
 
-/// The first and the longest pause between two looks at a full bulkhead.
-const FIRST_PAUSE: Duration = Duration::from_micros(50);
-const LONGEST_PAUSE: Duration = Duration::from_millis(2);
-
 /// A cap on the calls in flight to one dependency.
 ///
 /// `with bulkhead:` / `async with bulkhead:`, as a decorator (plain and
@@ -35,7 +23,7 @@ const LONGEST_PAUSE: Duration = Duration::from_millis(2);
 /// seconds for a slot.
 #[pyclass(module = "tripwire", frozen, weakref)]
 pub struct Bulkhead {
-    in_flight: AtomicU32,
+    core: tripwire::Bulkhead,
     max_concurrent: u32,
     max_wait: Option<Duration>,
     /// `str` or `None`.
@@ -46,12 +34,7 @@ impl Bulkhead {
     /// Takes a slot if one is free.
     #[inline]
     fn take(&self) -> bool {
-        // Relaxed: see the module's Orderings.
-        self.in_flight
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                (n < self.max_concurrent).then_some(n + 1)
-            })
-            .is_ok()
+        self.core.try_acquire_raw()
     }
 
     /// Takes a slot, waiting up to `max_wait`; `BulkheadFullError` if none.
@@ -62,29 +45,23 @@ impl Bulkhead {
         let Some(max_wait) = self.max_wait else {
             return Err(errors::bulkhead_full(py, &self.name, self.max_concurrent));
         };
-        let deadline = Instant::now() + max_wait;
-        let mut pause = FIRST_PAUSE;
-        loop {
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(errors::bulkhead_full(py, &self.name, self.max_concurrent));
+        match py.detach(|| self.core.acquire_timeout(max_wait)) {
+            Ok(permit) => {
+                // The slot is released by `give_back`, on `__exit__` or
+                // when the call returns, not when this permit would drop.
+                core::mem::forget(permit);
+                Ok(())
             }
-            let nap = pause.min(deadline - now);
-            py.detach(|| std::thread::sleep(nap));
-            py.check_signals()?;
-            if self.take() {
-                return Ok(());
-            }
-            pause = (pause * 2).min(LONGEST_PAUSE);
+            Err(_) => Err(errors::bulkhead_full(py, &self.name, self.max_concurrent)),
         }
     }
 
     fn give_back(&self) -> PyResult<()> {
-        // Relaxed: see the module's Orderings.
-        self.in_flight
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-            .map(|_| ())
-            .map_err(|_| PyRuntimeError::new_err("Bulkhead.release() without a slot taken"))
+        if self.core.release_raw() {
+            Ok(())
+        } else {
+            Err(PyRuntimeError::new_err("Bulkhead.release() without a slot taken"))
+        }
     }
 }
 
@@ -115,7 +92,7 @@ impl Bulkhead {
                 return Err(PyTypeError::new_err(format!("name must be a str or None, got {}", n.repr()?)));
             }
         };
-        Ok(Self { in_flight: AtomicU32::new(0), max_concurrent: max, max_wait, name })
+        Ok(Self { core: tripwire::Bulkhead::new(max), max_concurrent: max, max_wait, name })
     }
 
     /// The most calls in flight at once.
@@ -139,8 +116,18 @@ impl Bulkhead {
     /// Calls in flight now.
     #[getter]
     fn in_flight(&self) -> u32 {
-        // Relaxed: a report.
-        self.in_flight.load(Ordering::Relaxed)
+        self.core.in_flight()
+    }
+
+    /// Counters: slots handed out, calls refused, in flight now, peak.
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.core.snapshot();
+        let d = PyDict::new(py);
+        d.set_item("acquired", s.acquired)?;
+        d.set_item("rejected", s.rejected)?;
+        d.set_item("in_flight", s.in_flight)?;
+        d.set_item("peak_in_flight", s.peak_in_flight)?;
+        Ok(d)
     }
 
     /// Free slots now.

@@ -9,13 +9,15 @@
 //! - [`errors`]: raising the exceptions of `tripwire/_errors.py`.
 //! - [`registry`]: named breakers and their Prometheus export.
 //! - [`bulkhead::Bulkhead`]: a cap on calls in flight.
-//! - [`budget::RetryBudget`]: retries limited to a fraction of calls.
+//! - [`budget::RetryBudget`], [`backoff::Backoff`]: the core's retry budget
+//!   and backoff, for `tripwire.retry` (Python, in `tripwire/_retry.py`).
 //!
 //! Nothing here takes a lock on a call's path or holds one across a call:
 //! admission and recording are the core's atomic operations, done while the
 //! calling thread is attached to the interpreter; the guarded call runs
 //! between them like any other Python call.
 
+mod backoff;
 mod breaker;
 mod budget;
 mod bulkhead;
@@ -40,6 +42,7 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<breaker::Ticket>()?;
     m.add_class::<bulkhead::Bulkhead>()?;
     m.add_class::<budget::RetryBudget>()?;
+    m.add_class::<backoff::Backoff>()?;
     m.add_function(wrap_pyfunction!(registry::prometheus_text, m)?)?;
     m.add_function(wrap_pyfunction!(registry::breaker_names, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

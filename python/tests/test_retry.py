@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import random
 
 import pytest
 
@@ -30,7 +29,7 @@ class Flaky:
 
 def test_retries_until_success_with_growing_pauses():
     pauses: list[float] = []
-    r = tripwire.retry(attempts=4, backoff=0.1, multiplier=2.0, jitter="none", sleep=pauses.append)
+    r = tripwire.retry(attempts=4, base=0.1, factor=2.0, jitter="none", sleep=pauses.append)
     f = Flaky(3)
     assert r.call(f, 7) == 7
     assert f.calls == 4
@@ -38,7 +37,7 @@ def test_retries_until_success_with_growing_pauses():
 
 
 def test_gives_up_after_the_last_attempt_with_the_original_error():
-    r = tripwire.retry(attempts=3, backoff=0.0, sleep=lambda s: None)
+    r = tripwire.retry(attempts=3, base=0.001, sleep=lambda s: None)
     f = Flaky(10)
     with pytest.raises(Boom) as info:
         r.call(f)
@@ -46,7 +45,7 @@ def test_gives_up_after_the_last_attempt_with_the_original_error():
 
 
 def test_full_jitter_stays_under_the_capped_ceiling():
-    r = tripwire.retry(attempts=8, backoff=0.5, backoff_max=2.0, rng=random.Random(7))
+    r = tripwire.retry(attempts=8, base=0.5, cap=2.0, seed=7)
     delays = list(r.delays())
     assert len(delays) == 7
     ceilings = [min(2.0, 0.5 * 2**n) for n in range(7)]
@@ -55,18 +54,19 @@ def test_full_jitter_stays_under_the_capped_ceiling():
 
 
 def test_decorrelated_jitter_stays_between_base_and_cap():
-    r = tripwire.retry(attempts=20, backoff=0.1, backoff_max=1.0, jitter="decorrelated", rng=random.Random(1))
+    r = tripwire.retry(attempts=20, base=0.1, cap=1.0, jitter="decorrelated", seed=1)
     assert all(0.1 <= d <= 1.0 for d in r.delays())
+    assert list(r.delays()) == list(r.delays()), "one seed, one sequence"
 
 
 def test_only_retryable_errors_are_retried():
-    r = tripwire.retry(attempts=5, backoff=0, retry_on=Boom, give_up_on=KeyError, sleep=lambda s: None)
+    r = tripwire.retry(attempts=5, base=0.001, retry_on=Boom, give_up_on=KeyError, sleep=lambda s: None)
     for exc in (ValueError("other"), KeyError("final")):
         f = Flaky(3, exc)
         with pytest.raises(type(exc)):
             r.call(f)
         assert f.calls == 1
-    r = tripwire.retry(attempts=5, backoff=0, retry_if=lambda e: e.args[0] < 2, sleep=lambda s: None)
+    r = tripwire.retry(attempts=5, base=0.001, retry_if=lambda e: e.args[0] < 2, sleep=lambda s: None)
     f = Flaky(3)
     with pytest.raises(Boom):
         r.call(f)
@@ -77,7 +77,7 @@ def test_a_breaker_rejection_ends_the_retries(make_breaker):
     b = make_breaker(failure_threshold=2)
     calls = []
 
-    @tripwire.retry(attempts=5, backoff=0, sleep=lambda s: None)
+    @tripwire.retry(attempts=5, base=0.001, sleep=lambda s: None)
     @b
     def down() -> None:
         calls.append(1)
@@ -93,19 +93,19 @@ def test_retry_after_hint_is_honoured():
         retry_after = 1.5
 
     pauses: list[float] = []
-    r = tripwire.retry(attempts=2, backoff=0.1, jitter="none", sleep=pauses.append)
+    r = tripwire.retry(attempts=2, base=0.1, jitter="none", sleep=pauses.append)
     assert r.call(Flaky(1, RateLimited())) == 1
     assert pauses == [1.5]
     pauses.clear()
     r = tripwire.retry(
-        attempts=2, backoff=0.1, jitter="none", sleep=pauses.append, retry_after=lambda e: 0.7
+        attempts=2, base=0.1, jitter="none", sleep=pauses.append, retry_after=lambda e: 0.7
     )
     r.call(Flaky(1))
     assert pauses == [0.7]
 
 
 def test_deadline_stops_retries_that_would_end_too_late():
-    r = tripwire.retry(attempts=5, backoff=10.0, jitter="none", deadline=1.0, sleep=lambda s: None)
+    r = tripwire.retry(attempts=5, base=10.0, jitter="none", deadline=1.0, sleep=lambda s: None)
     f = Flaky(3)
     with pytest.raises(Boom):
         r.call(f)
@@ -113,36 +113,50 @@ def test_deadline_stops_retries_that_would_end_too_late():
 
 
 def test_budget_limits_retries_to_a_fraction_of_calls(clock):
-    budget = tripwire.RetryBudget(0.5, min_per_second=0, capacity=2, clock=clock)
-    r = tripwire.retry(attempts=10, backoff=0, budget=budget, sleep=lambda s: None)
+    # A reserve of 2 tokens (0.2/s × 10 s); each call deposits half a token.
+    budget = tripwire.RetryBudget(0.5, ttl=10.0, min_retries_per_sec=0.2, clock=clock)
+    assert budget.available == pytest.approx(2.0)
+    r = tripwire.retry(attempts=10, base=0.001, budget=budget, sleep=lambda s: None)
     f = Flaky(100)
     with pytest.raises(tripwire.RetryBudgetExhausted) as info:
         r.call(f)
     assert isinstance(info.value.__cause__, Boom)
     assert isinstance(info.value, tripwire.TripwireError)
-    # The full bucket (2 tokens; the call's deposit overflowed it) paid for
-    # 2 retries: 3 attempts.
+    # 2.5 tokens (reserve and the call's deposit) paid for 2 retries.
     assert f.calls == 3
-    assert budget.available == 0.0
-    # Each call deposits half a token: two calls pay for one retry.
-    budget.deposit()
-    assert not budget.try_withdraw()
+    assert budget.available == pytest.approx(0.5)
     budget.deposit()
     assert budget.try_withdraw()
-
-
-def test_budget_trickles_back_with_time(clock):
-    budget = tripwire.RetryBudget(0.0, min_per_second=2.0, capacity=4, clock=clock)
-    assert (budget.capacity, budget.ratio, budget.min_per_second) == (4, 0.0, 2.0)
-    for _ in range(4):
-        assert budget.try_withdraw()
     assert not budget.try_withdraw()
-    clock.advance(1.0)
-    assert budget.available == pytest.approx(2.0)
+
+
+def test_budget_deposits_expire_back_to_the_reserve(clock):
+    budget = tripwire.RetryBudget(1.0, ttl=1.0, min_retries_per_sec=1.0, clock=clock)
+    assert (budget.ratio, budget.ttl, budget.min_retries_per_sec) == (1.0, 1.0, 1.0)
+    for _ in range(20):
+        budget.deposit()
+    assert budget.available == pytest.approx(21.0)
     clock.advance(10.0)
-    assert budget.available == pytest.approx(4.0), "capped at capacity"
-    budget.deposit()
+    assert budget.available == pytest.approx(1.0, abs=0.01)
     assert "RetryBudget(" in repr(budget)
+
+
+def test_backoff():
+    b = tripwire.Backoff(base=0.1, cap=1.0, factor=2.0, jitter="none")
+    assert [b.next_delay() for _ in range(5)] == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.0])
+    assert b.attempt == 5
+    b.override_next(7.5)
+    assert b.next_delay() == 7.5
+    b.reset()
+    assert b.next_delay() == pytest.approx(0.1)
+    assert (b.base, b.cap, b.factor, b.jitter) == (0.1, 1.0, 2.0, "none")
+    assert repr(b) == "Backoff(base=0.1, cap=1.0, factor=2.0, jitter=\"none\")"
+    e = tripwire.Backoff(base=1.0, factor=1.0, jitter="equal", seed=3)
+    assert all(0.5 <= e.next_delay() <= 1.0 for _ in range(50))
+    with pytest.raises(ValueError, match="jitter"):
+        tripwire.Backoff(jitter="wild")
+    with pytest.raises(ValueError, match="factor"):
+        tripwire.Backoff(factor=0.5)
 
 
 def test_bad_retry_arguments_name_the_argument():
@@ -150,11 +164,11 @@ def test_bad_retry_arguments_name_the_argument():
         tripwire.retry(attempts=0)
     with pytest.raises(TypeError, match="attempts must be an int"):
         tripwire.retry(attempts="3")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="backoff must be"):
-        tripwire.retry(backoff=-1)
-    with pytest.raises(ValueError, match="backoff_max = 0.01, expected at least backoff"):
-        tripwire.retry(backoff=0.1, backoff_max=0.01)
-    with pytest.raises(ValueError, match="jitter = 'wild'"):
+    with pytest.raises(ValueError, match="base must be"):
+        tripwire.retry(base=-1)
+    with pytest.raises(ValueError, match=r"cap = 10ms, expected at least base"):
+        tripwire.retry(base=0.1, cap=0.01)
+    with pytest.raises(ValueError, match='jitter = "wild"'):
         tripwire.retry(jitter="wild")
     with pytest.raises(TypeError, match="retry_on must be"):
         tripwire.retry(retry_on=3)
@@ -164,14 +178,14 @@ def test_bad_retry_arguments_name_the_argument():
         tripwire.RetryBudget(-1)
     with pytest.raises(TypeError, match="ratio must be a number"):
         tripwire.RetryBudget("x")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="capacity = 0"):
-        tripwire.RetryBudget(capacity=0)
+    with pytest.raises(ValueError, match="ttl"):
+        tripwire.RetryBudget(ttl=0.001)
 
 
 def test_decorator_sync_and_async():
     pauses: list[float] = []
 
-    @tripwire.retry(attempts=3, backoff=0.01, jitter="none", sleep=pauses.append)
+    @tripwire.retry(attempts=3, base=0.01, jitter="none", sleep=pauses.append)
     def fetch(x: int) -> int:
         """Fetches."""
         return flaky(x)
@@ -181,7 +195,7 @@ def test_decorator_sync_and_async():
 
     aflaky = Flaky(2)
 
-    @tripwire.retry(attempts=3, backoff=0.001)
+    @tripwire.retry(attempts=3, base=0.001)
     async def afetch(x: int) -> int:
         await asyncio.sleep(0)
         return aflaky(x)
@@ -196,7 +210,7 @@ def test_decorator_sync_and_async():
 def test_cancellation_is_never_retried():
     calls = []
 
-    @tripwire.retry(attempts=5, backoff=0)
+    @tripwire.retry(attempts=5, base=0.001)
     async def hang() -> None:
         calls.append(1)
         await asyncio.sleep(10)

@@ -15,6 +15,7 @@ from ._errors import BulkheadFullError, CircuitOpenError, RetryBudgetExhausted, 
 from ._fallback import Cached, StaleCache
 from ._retry import Retry, retry, retry_after_attribute
 from ._tripwire import (
+    Backoff,
     Breaker,
     Bulkhead,
     Guarded,
@@ -29,6 +30,7 @@ from ._tripwire import (
 from ._types import ExceptionClasses, Seconds, StateName
 
 __all__ = [
+    "Backoff",
     "Breaker",
     "Bulkhead",
     "BulkheadFullError",

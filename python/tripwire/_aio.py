@@ -89,7 +89,8 @@ async def _bulkhead_take(bulkhead: Any) -> None:
         if left <= 0:
             raise bulkhead._full()
         await asyncio.sleep(min(pause, left))
-        if bulkhead.try_acquire():
+        # Look before taking: a refused take counts as a rejection.
+        if bulkhead.available and bulkhead.try_acquire():
             return
         pause = min(pause * 2, _LONGEST_PAUSE)
 

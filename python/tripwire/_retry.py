@@ -1,10 +1,11 @@
 """Retry with exponential backoff, jitter, a retry budget and the server's
 own ``retry_after``.
 
-Written in Python: a retry waits milliseconds to seconds between attempts,
+The loop is Python: a retry waits milliseconds to seconds between attempts,
 so the microseconds of its own bookkeeping do not matter, and sleeping
 belongs to the caller's runtime (``time.sleep`` or ``asyncio.sleep``). The
-budget it draws on is the lock-free ``RetryBudget`` of the extension.
+delays come from the core's ``Backoff`` and the budget is the core's
+lock-free ``RetryBudget``, both through the extension.
 
 Composition, outermost first: fallback → retry → breaker → bulkhead →
 call. Each attempt then passes the breaker, and a rejection
@@ -16,17 +17,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import random
 import time
-from typing import Any, Awaitable, Callable, Iterator, Optional, TypeVar
+from typing import Any, Awaitable, Callable, Iterator, Literal, Optional, TypeVar
 
 from ._errors import CircuitOpenError, RetryBudgetExhausted
-from ._tripwire import RetryBudget
+from ._tripwire import Backoff, RetryBudget
 
 T = TypeVar("T")
-
-_JITTERS = ("full", "decorrelated", "none")
-
+JitterName = Literal["full", "equal", "decorrelated", "none"]
 
 def _exception_tuple(arg: str, value: Any) -> tuple[type[BaseException], ...]:
     items = value if isinstance(value, (tuple, list)) else (value,)
@@ -55,16 +53,29 @@ def retry_after_attribute(exc: BaseException) -> Optional[float]:
 
 class Retry:
     """A retry policy; ``retry(...)`` makes one. Use it as a decorator (plain
-    and ``async def`` functions) or through ``call`` / ``call_async``."""
+    and ``async def`` functions) or through ``call`` / ``call_async``.
+
+    ``attempts``: calls in all, the first included. ``base``, ``cap``,
+    ``factor``, ``jitter``, ``seed``: the ``Backoff`` between attempts
+    (seconds). ``retry_on``: exceptions worth retrying (``Exception``
+    subclasses; cancellation and interrupts never are); ``give_up_on``:
+    exceptions that are final; ``retry_if``: a further predicate on the
+    exception. ``retry_after``: reads a wait the failure asks for (default:
+    its ``retry_after`` attribute); the pause is at least that. ``budget``: a
+    shared ``RetryBudget``; a retry it refuses raises
+    ``RetryBudgetExhausted`` from the last error. ``deadline``: seconds
+    after which no new attempt starts. A breaker's ``CircuitOpenError`` is
+    never retried. ``sleep``: replaces ``time.sleep`` / ``asyncio.sleep``
+    (tests)."""
 
     def __init__(
         self,
         attempts: int = 3,
         *,
-        backoff: float = 0.1,
-        backoff_max: float = 10.0,
-        multiplier: float = 2.0,
-        jitter: str = "full",
+        base: float = 0.1,
+        cap: float = 10.0,
+        factor: float = 2.0,
+        jitter: JitterName = "full",
         retry_on: Any = (Exception,),
         give_up_on: Any = (),
         retry_if: Optional[Callable[[BaseException], bool]] = None,
@@ -72,24 +83,18 @@ class Retry:
         budget: Optional[RetryBudget] = None,
         deadline: Optional[float] = None,
         sleep: Optional[Callable[[float], Any]] = None,
-        rng: Optional[random.Random] = None,
+        seed: Optional[int] = None,
     ) -> None:
         if isinstance(attempts, bool) or not isinstance(attempts, int):
             raise TypeError(f"attempts must be an int, got {type(attempts).__name__}")
         if attempts < 1:
             raise ValueError(f"attempts = {attempts}, expected at least 1")
         self.attempts = attempts
-        self.backoff = _seconds("backoff", backoff)
-        self.backoff_max = _seconds("backoff_max", backoff_max)
-        if self.backoff_max < self.backoff:
-            raise ValueError(f"backoff_max = {backoff_max}, expected at least backoff ({backoff})")
-        if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)):
-            raise TypeError(f"multiplier must be a number, got {type(multiplier).__name__}")
-        if not 1.0 <= multiplier <= 1000.0:
-            raise ValueError(f"multiplier = {multiplier}, expected 1 to 1000")
-        self.multiplier = float(multiplier)
-        if jitter not in _JITTERS:
-            raise ValueError(f"jitter = {jitter!r}, expected one of {', '.join(map(repr, _JITTERS))}")
+        # Validates the backoff arguments once (errors name them).
+        Backoff(base=base, cap=cap, factor=factor, jitter=jitter)
+        self.base = float(base)
+        self.cap = float(cap)
+        self.factor = float(factor)
         self.jitter = jitter
         self.retry_on = _exception_tuple("retry_on", retry_on)
         self.give_up_on = _exception_tuple("give_up_on", give_up_on)
@@ -103,7 +108,7 @@ class Retry:
         self.budget = budget
         self.deadline = None if deadline is None else _seconds("deadline", deadline)
         self.sleep = sleep
-        self._rng = rng or random.Random()
+        self.seed = seed
 
     def _retryable(self, exc: BaseException) -> bool:
         """Whether an attempt that raised ``exc`` may be retried."""
@@ -113,28 +118,25 @@ class Retry:
             return False
         return self.retry_if is None or bool(self.retry_if(exc))
 
+    def _backoff(self) -> Backoff:
+        return Backoff(base=self.base, cap=self.cap, factor=self.factor, jitter=self.jitter, seed=self.seed)
+
     def delays(self) -> Iterator[float]:
         """The pauses before the 2nd, 3rd, … attempts (without hints)."""
-        prev = self.backoff
-        for n in range(self.attempts - 1):
-            ceiling = min(self.backoff_max, self.backoff * self.multiplier**n)
-            if self.jitter == "full":
-                d = self._rng.uniform(0.0, ceiling)
-            elif self.jitter == "decorrelated":
-                d = min(self.backoff_max, self._rng.uniform(self.backoff, prev * 3))
-            else:
-                d = ceiling
-            prev = d
-            yield d
+        backoff = self._backoff()
+        for _ in range(self.attempts - 1):
+            yield backoff.next_delay()
 
-    def _next_pause(self, exc: BaseException, delays: Iterator[float], started: float, now: float) -> Optional[float]:
+    def _next_pause(
+        self, exc: BaseException, attempt: int, backoff: Backoff, started: float, now: float
+    ) -> Optional[float]:
         """The pause before the next attempt; None when ``exc`` is final
         (the caller re-raises it); raises ``RetryBudgetExhausted`` when the
         budget is spent."""
-        pause: Optional[float] = next(delays, None)
-        if pause is None or not self._retryable(exc):
+        if attempt >= self.attempts or not self._retryable(exc):
             return None
         hint = self.retry_after(exc) if self.retry_after is not None else None
+        pause = backoff.next_delay()
         if hint is not None:
             pause = max(pause, hint)
         if self.deadline is not None and now + pause - started > self.deadline:
@@ -148,32 +150,36 @@ class Retry:
         if self.budget is not None:
             self.budget.deposit()
         sleep = self.sleep or time.sleep
-        delays = self.delays()
+        backoff = self._backoff()
+        attempt = 1
         started = time.monotonic()
         while True:
             try:
                 return func(*args, **kwargs)
             except Exception as exc:
-                pause = self._next_pause(exc, delays, started, time.monotonic())
+                pause = self._next_pause(exc, attempt, backoff, started, time.monotonic())
                 if pause is None:
                     raise
             sleep(pause)
+            attempt += 1
 
     async def call_async(self, func: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any) -> T:
         """Awaits ``func(*args, **kwargs)``, retrying as the policy says."""
         if self.budget is not None:
             self.budget.deposit()
         sleep = self.sleep or asyncio.sleep
-        delays = self.delays()
+        backoff = self._backoff()
+        attempt = 1
         started = time.monotonic()
         while True:
             try:
                 return await func(*args, **kwargs)
             except Exception as exc:
-                pause = self._next_pause(exc, delays, started, time.monotonic())
+                pause = self._next_pause(exc, attempt, backoff, started, time.monotonic())
                 if pause is None:
                     raise
             await sleep(pause)  # type: ignore[misc]
+            attempt += 1
 
     def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
         """Decorates a plain or ``async def`` function."""
@@ -197,12 +203,12 @@ class Retry:
 
     def __repr__(self) -> str:
         return (
-            f"Retry(attempts={self.attempts}, backoff={self.backoff}, backoff_max={self.backoff_max}, "
-            f"multiplier={self.multiplier}, jitter={self.jitter!r})"
+            f"Retry(attempts={self.attempts}, base={self.base}, cap={self.cap}, "
+            f"factor={self.factor}, jitter={self.jitter!r})"
         )
 
 
 def retry(attempts: int = 3, **kwargs: Any) -> Retry:
     """A retry policy, usable as a decorator: ``@tripwire.retry(attempts=4,
-    backoff=0.2, budget=budget)``. See ``Retry`` for the arguments."""
+    base=0.2, budget=budget)``. See ``Retry`` for the arguments."""
     return Retry(attempts, **kwargs)
