@@ -130,9 +130,14 @@ impl Refusal for BulkheadFull {
     }
 }
 
-impl<E> Refusal for CallError<E> {
+/// A breaker's rejection, or a refusal the guarded call itself reported
+/// (e.g. a bulkhead inside the breaker that was full).
+impl<E: Refusal> Refusal for CallError<E> {
     fn is_refusal(&self) -> bool {
-        matches!(self, CallError::Rejected(_))
+        match self {
+            CallError::Rejected(_) => true,
+            CallError::Inner(e) => e.is_refusal(),
+        }
     }
 }
 

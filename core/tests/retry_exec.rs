@@ -120,3 +120,27 @@ fn an_empty_budget_stops_the_retries() {
     let r = retry(&p, &Stop::never(), |_| Err::<(), _>(Http(503)));
     assert_eq!(r, Err(RetryError::BudgetExhausted { attempts: 2, last: Http(503) }));
 }
+
+#[test]
+fn a_refusal_inside_a_breaker_call_also_stops_at_once() {
+    #[derive(Debug, PartialEq)]
+    enum Guarded {
+        Full(BulkheadFull),
+        Status(u16),
+    }
+    impl Refusal for Guarded {
+        fn is_refusal(&self) -> bool {
+            matches!(self, Guarded::Full(_))
+        }
+    }
+    let breaker = Breaker::new(BreakerConfig::default());
+    let p = policy(5, Duration::from_millis(1));
+    let r = retry(&p, &Stop::never(), |_| {
+        breaker.call(&FixedClock(0), || Err::<(), _>(Guarded::Full(BulkheadFull { max: 2 })))
+    });
+    assert!(matches!(r, Err(RetryError::Final { attempts: 1, .. })), "{r:?}");
+    let breaker = Breaker::new(BreakerConfig::builder().failure_threshold(10).build().unwrap());
+    let r =
+        retry(&p, &Stop::never(), |_| breaker.call(&FixedClock(0), || Err::<(), _>(Guarded::Status(503))));
+    assert!(matches!(r, Err(RetryError::Exhausted { attempts: 5, .. })), "{r:?}");
+}
