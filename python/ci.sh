@@ -26,4 +26,5 @@ python -m pytest -q -p no:cacheprovider -c ../pyproject.toml --rootdir . .
 cd ..
 # stubtest imports the installed package; the allowlist names its known
 # false positives.
-(cd "$VENV" && python -m mypy.stubtest tripwire --allowlist "$OLDPWD/stubtest-allowlist.txt")
+(cd "$VENV" && python -m mypy.stubtest tripwire --allowlist "$OLDPWD/stubtest-allowlist.txt" &&
+  python -m mypy --strict --no-incremental -p tripwire)

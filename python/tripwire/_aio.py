@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 T = TypeVar("T")
 
 
-async def call_async(breaker: Any, func: Callable[..., Awaitable[T]], args: tuple, kwargs: dict | None) -> T:
+async def call_async(breaker: Any, func: Callable[..., Awaitable[T]], args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> T:
     """Awaits ``func(*args, **kwargs)`` under ``breaker``."""
     ticket = breaker._acquire()
     try:
@@ -101,7 +101,7 @@ async def bulkhead_enter(bulkhead: Any) -> Any:
 
 
 async def bulkhead_call_async(
-    bulkhead: Any, func: Callable[..., Awaitable[T]], args: tuple, kwargs: dict | None
+    bulkhead: Any, func: Callable[..., Awaitable[T]], args: tuple[Any, ...], kwargs: dict[str, Any] | None
 ) -> T:
     await _bulkhead_take(bulkhead)
     try:

@@ -178,7 +178,7 @@ class Retry:
                 pause = self._next_pause(exc, attempt, backoff, started, time.monotonic())
                 if pause is None:
                     raise
-            await sleep(pause)  # type: ignore[misc]
+            await sleep(pause)
             attempt += 1
 
     def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
