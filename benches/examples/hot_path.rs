@@ -6,7 +6,10 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tripwire::{Breaker, BreakerConfig, CoarseClock, FixedClock, MonotonicClock, Outcome};
+use tripwire::{
+    Backoff, BackoffConfig, Breaker, BreakerConfig, Bulkhead, CoarseClock, FixedClock, MonotonicClock,
+    Outcome, RetryBudget, RetryBudgetConfig,
+};
 use tripwire_benches::{failing, guarded};
 
 fn main() {
@@ -14,6 +17,10 @@ fn main() {
     let path = args.next().unwrap_or_else(|| "consecutive".into());
     let n: u64 = args.next().map(|s| s.parse().expect("iterations: a number")).unwrap_or(1_000_000);
     let consecutive = Breaker::new(BreakerConfig::default());
+    let uncounted = Breaker::new(BreakerConfig::builder().count_successes(false).build().unwrap());
+    let bulkhead = Bulkhead::new(8);
+    let budget = RetryBudget::new(RetryBudgetConfig::default());
+    let mut backoff = Backoff::new(BackoffConfig::default());
     let windowed = Breaker::new(
         BreakerConfig::builder().failure_threshold(0).failure_rate(0.5).build().expect("valid config"),
     );
@@ -30,16 +37,47 @@ fn main() {
     let repeat = |f: &mut dyn FnMut()| (0..n).for_each(|_| f());
     match path.as_str() {
         "bare" => repeat(&mut || _ = black_box(guarded(black_box(1)))),
-        "fetch_add" => repeat(&mut || _ = black_box(counter.fetch_add(1, Ordering::AcqRel))),
+        "fetch_add" => repeat(&mut || {
+            _ = black_box(counter.fetch_add(1, Ordering::AcqRel));
+            _ = black_box(guarded(black_box(1)));
+        }),
         "consecutive" => repeat(&mut || {
             let t = consecutive.try_acquire(&clock).unwrap();
             let r = guarded(black_box(1));
             black_box(consecutive.record(t, Outcome::Success, &clock));
             _ = black_box(r);
         }),
+        "consecutive_uncounted" => repeat(&mut || {
+            let t = uncounted.try_acquire(&clock).unwrap();
+            let r = guarded(black_box(1));
+            black_box(uncounted.record(t, Outcome::Success, &clock));
+            _ = black_box(r);
+        }),
+        "bulkhead" => repeat(&mut || {
+            let permit = bulkhead.try_acquire().unwrap();
+            _ = black_box(guarded(black_box(1)));
+            drop(permit);
+        }),
+        "budget" => repeat(&mut || {
+            budget.deposit(&clock);
+            _ = black_box(budget.try_withdraw(&clock));
+            _ = black_box(guarded(black_box(1)));
+        }),
+        "backoff" => repeat(&mut || {
+            _ = black_box(backoff.next_delay());
+            _ = black_box(guarded(black_box(1)));
+        }),
         "window" => repeat(&mut || _ = black_box(windowed.call(&clock, || guarded(black_box(1))))),
-        "reject_monotonic" => repeat(&mut || _ = black_box(open.try_acquire(&MonotonicClock))),
-        "reject_coarse" => repeat(&mut || _ = black_box(open.try_acquire(&CoarseClock))),
+        // Each path makes the guarded call once, so that the bare loop can be
+        // subtracted from all of them alike.
+        "reject_monotonic" => repeat(&mut || {
+            _ = black_box(open.try_acquire(&MonotonicClock));
+            _ = black_box(guarded(black_box(1)));
+        }),
+        "reject_coarse" => repeat(&mut || {
+            _ = black_box(open.try_acquire(&CoarseClock));
+            _ = black_box(guarded(black_box(1)));
+        }),
         other => panic!(
             "unknown path {other:?}: bare, fetch_add, consecutive, window, reject_monotonic, reject_coarse"
         ),

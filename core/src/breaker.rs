@@ -22,7 +22,7 @@
 use crossbeam_utils::CachePadded;
 
 use crate::clock::{Clock, FixedClock};
-use crate::config::{BreakerConfig, COUNT_SUCCESSES, TIMED};
+use crate::config::{BreakerConfig, COUNT_SUCCESSES, TIMED, WINDOWED};
 use crate::cooldown::cooldown_ns;
 use crate::counters::{Counters, Event, Snapshot};
 use crate::state::{self, Admission, State, Word};
@@ -126,12 +126,19 @@ impl Breaker {
     #[inline]
     pub fn try_acquire(&self, clock: &impl Clock) -> Result<Ticket, Rejected> {
         // Acquire pairs with the Release CAS that entered Open or Half-Open,
-        // so `entered_at` read below is at least the one it published.
-        let mut w = Word(self.word.load(Ordering::Acquire));
-        // Closed, the common case: admitted without a write.
-        if w.state_bits() == State::Closed as u64 {
-            return Ok(self.ticket(w, 0, None, clock));
+        // so `entered_at` read in the slow path is at least the one it published.
+        let w = Word(self.word.load(Ordering::Acquire));
+        // Closed and untimed, the common case: admitted without a write.
+        if w.state_bits() == State::Closed as u64 && self.config.flags & TIMED == 0 {
+            return Ok(Ticket { started_at: 0, generation: w.generation(), flags: 0 });
         }
+        self.try_acquire_slow(w, clock)
+    }
+
+    /// Every other admission, kept out of line so that the fast path above
+    /// stays a load and a compare.
+    #[inline(never)]
+    fn try_acquire_slow(&self, mut w: Word, clock: &impl Clock) -> Result<Ticket, Rejected> {
         let mut now: Option<u64> = None;
         loop {
             // Can the word alone decide?
@@ -212,27 +219,46 @@ impl Breaker {
     /// slow-call measurement is configured.
     #[inline]
     pub fn record(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
-        if !self.config.measures() {
-            return self.record_word(ticket, outcome, clock);
+        let flags = self.config.flags;
+        // A success on a healthy, untimed breaker: the common case.
+        if outcome == Outcome::Success && flags & (TIMED | WINDOWED) == 0 {
+            if flags & COUNT_SUCCESSES != 0 {
+                self.counters.add(Event::Success);
+            }
+            // Relaxed: deciding that there is nothing to write orders nothing.
+            let w = self.word.load(Ordering::Relaxed);
+            // Closed with no failure to forget, in the ticket's generation?
+            if w == Word::closed_at(ticket.generation).0 {
+                return None;
+            }
+            return self.record_success_slow(ticket, clock);
         }
-        self.record_measured(ticket, outcome, clock.now())
+        self.record_slow(ticket, outcome, clock)
+    }
+
+    #[inline(never)]
+    fn record_success_slow(&self, ticket: Ticket, clock: &impl Clock) -> Option<Transition> {
+        let (generation, needed) = (ticket.generation, self.config.half_open_successes);
+        self.apply(clock, |w| state::on_success(w, generation, needed))
+    }
+
+    /// Every outcome but a plain success, kept out of line.
+    #[inline(never)]
+    fn record_slow(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
+        if self.config.measures() {
+            return self.record_measured(ticket, outcome, clock.now());
+        }
+        self.record_word(ticket, outcome, clock)
     }
 
     /// The state word's part of recording: counters, consecutive failures,
     /// probes.
-    #[inline]
     fn record_word(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
         let generation = ticket.generation;
         match outcome {
             Outcome::Success => {
                 if self.config.flags & COUNT_SUCCESSES != 0 {
                     self.counters.add(Event::Success);
-                }
-                // Relaxed: deciding that there is nothing to write orders nothing.
-                let w = self.word.load(Ordering::Relaxed);
-                // Closed with no failure to forget, in the ticket's generation?
-                if w == Word::closed_at(generation).0 {
-                    return None;
                 }
                 let needed = self.config.half_open_successes;
                 self.apply(clock, |w| state::on_success(w, generation, needed))

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Builds benches/RESULTS.md and benches/chart.svg from one run's outputs:
+criterion's estimates under target/criterion, and the tables that
+benches/run.sh leaves under target/bench. Standard library only."""
+
+import html
+import json
+import os
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+CRITERION = TARGET / "criterion"
+TABLES = TARGET / "bench"
+COMMAND = "bash benches/run.sh"
+
+
+def sh(*cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine():
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
+
+
+def estimates():
+    """{(group, function, parameter): median ns} for the latest run."""
+    found = {}
+    for bench in CRITERION.glob("**/new/benchmark.json"):
+        meta = json.loads(bench.read_text())
+        est = json.loads((bench.parent / "estimates.json").read_text())
+        key = (meta["group_id"], meta["function_id"], meta.get("value_str") or "")
+        found[key] = est["median"]["point_estimate"]
+    return found
+
+
+def fmt_ns(ns):
+    return f"{ns / 1000:.2f} µs" if ns >= 1000 else f"{ns:.1f} ns"
+
+
+def group_table(est, group, unit_key):
+    rows = sorted(((k, v) for k, v in est.items() if k[0] == group), key=lambda kv: kv[1])
+    if not rows:
+        return ""
+    unit = est.get(unit_key)
+    out = [f"| {group} | median | × {unit_key[2]} |" if unit else f"| {group} | median | |", "| --- | --- | --- |"]
+    for (_, func, param), ns in rows:
+        ratio = f"{ns / unit:.2f}" if unit else ""
+        name = f"**{func}**, {param}" if func == "tripwire" else f"{func}, {param}"
+        out.append(f"| {name} | {fmt_ns(ns)} | {ratio} |")
+    return "\n".join(out) + "\n"
+
+
+def targets(est):
+    """The design's budgets as ratios measured in this run."""
+    def get(group, func, param):
+        return est.get((group, func, param))
+
+    checks = []
+
+    def check(name, value, base, limit):
+        if value is None or base is None:
+            checks.append(f"| {name} | not measured | ≤ {limit}× | — |")
+            return
+        ratio = value / base
+        verdict = "met" if ratio <= limit else "**missed**"
+        checks.append(f"| {name} | {ratio:.2f}× | ≤ {limit}× | {verdict} |")
+
+    fa = get("closed_success", "baseline", "fetch_add")
+    check("closed success, consecutive (no success count) ÷ fetch_add",
+          get("closed_success", "tripwire", "consecutive, no success count"), fa, 1)
+    check("closed success, consecutive (success counted) ÷ fetch_add",
+          get("closed_success", "tripwire", "consecutive"), fa, 1)
+    check("closed success, window, CoarseClock ÷ fetch_add",
+          get("closed_success", "tripwire", "window, CoarseClock"), fa, 2)
+    check("rejection, CoarseClock ÷ fetch_add",
+          get("rejection", "tripwire", "CoarseClock"), get("rejection", "baseline", "fetch_add"), 3)
+    check("two threads, tripwire consecutive ÷ two threads on one fetch_add",
+          get("two_threads_success", "tripwire", "consecutive"), get("two_threads_success", "baseline", "fetch_add"), 1)
+    return "| target | this run | budget | |\n| --- | --- | --- | --- |\n" + "\n".join(checks) + "\n"
+
+
+def chart(est, path):
+    """Horizontal bars, one panel per group, tripwire highlighted."""
+    panels = [("closed_success", "Closed, success path"), ("rejection", "Open, rejection"),
+              ("two_threads_success", "Two threads, success path")]
+    bar_h, gap, left, width = 18, 4, 330, 420
+    y, parts = 10, []
+    for group, title in panels:
+        rows = sorted(((k, v) for k, v in est.items() if k[0] == group), key=lambda kv: kv[1])
+        if not rows:
+            continue
+        top = max(v for _, v in rows)
+        parts.append(f'<text x="10" y="{y + 14}" font-weight="bold">{html.escape(title)} (ns, shorter is faster)</text>')
+        y += 24
+        for (_, func, param), ns in rows:
+            w = max(1.0, width * ns / top)
+            colour = "#d9480f" if func == "tripwire" else ("#868e96" if func == "baseline" else "#1c7ed6")
+            label = html.escape(f"{func}: {param}")
+            parts.append(f'<text x="{left - 6}" y="{y + 13}" text-anchor="end">{label}</text>')
+            parts.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour}"/>')
+            parts.append(f'<text x="{left + w + 4:.1f}" y="{y + 13}">{fmt_ns(ns)}</text>')
+            y += bar_h + gap
+        y += 14
+    legend = ('<text x="10" y="{0}"><tspan fill="#d9480f">■ tripwire</tspan>  '
+              '<tspan fill="#1c7ed6">■ peer crates</tspan>  <tspan fill="#868e96">■ baselines</tspan></text>').format(y + 6)
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 90}" height="{y + 20}" '
+           f'font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/>'
+           + "".join(parts) + legend + "</svg>\n")
+    path.write_text(svg)
+
+
+def table_file(name):
+    p = TABLES / name
+    return p.read_text() if p.exists() else f"(not produced in this run: `{p.relative_to(ROOT) if p.is_relative_to(ROOT) else p}` is missing)\n"
+
+
+def main():
+    est = estimates()
+    if not est:
+        sys.exit(f"no criterion results under {CRITERION}: run {COMMAND}")
+    chart(est, ROOT / "benches" / "chart.svg")
+    commit = sh("git", "-C", str(ROOT), "rev-parse", "--short", "HEAD")
+    dirty = " (with uncommitted changes)" if sh("git", "-C", str(ROOT), "status", "--porcelain") else ""
+    sections = [
+        "# Benchmark results\n",
+        "Produced by `" + COMMAND + "`; every figure below comes from that one run.\n",
+        "| | |\n| --- | --- |",
+        f"| machine | {machine()} |",
+        f"| rustc | {sh('rustc', '-V')} |",
+        f"| Python | {sh(os.environ.get('PYTHON', 'python3'), '-V')} |",
+        f"| commit | {commit}{dirty} |",
+        f"| date | {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} |",
+        f"| command | `{COMMAND}` |\n",
+        "Times are criterion medians; ratios divide by a baseline measured in the same group of the same run. "
+        "This machine is a shared 2-core VM: absolute times drift between runs, ratios much less, and the "
+        "instruction counts not at all.\n",
+        "![tripwire next to peer crates](chart.svg)\n",
+        "## Targets\n", targets(est),
+        "## One thread: Closed, success path\n", group_table(est, "closed_success", ("closed_success", "baseline", "fetch_add")),
+        "## One thread: Open, rejection\n", group_table(est, "rejection", ("rejection", "baseline", "fetch_add")),
+        "## Half-Open cycle\n", group_table(est, "half_open_cycle", ("", "", "")),
+        "## Through a tower service\n",
+        group_table(est, "tower_closed_success", ("tower_closed_success", "baseline", "bare service")),
+        "## Two threads on one shared object\n",
+        "Time per call on each thread while the other thread calls too.\n",
+        group_table(est, "two_threads_success", ("two_threads_success", "baseline", "fetch_add")),
+        "## Other core pieces\n", group_table(est, "pieces", ("pieces", "baseline", "fetch_add")),
+        "## Heap growth over one million transitions\n", table_file("heap.md"),
+        "## Instructions per call (callgrind)\n", table_file("callgrind.md"),
+        "## C ABI next to Rust\n", table_file("c_abi.md"),
+        "## Python\n", table_file("python.md"),
+    ]
+    (ROOT / "benches" / "RESULTS.md").write_text("\n".join(s for s in sections if s is not None))
+    print(f"wrote benches/RESULTS.md and benches/chart.svg from {len(est)} measurements")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every benchmark in one go and writes benches/RESULTS.md and
+# benches/chart.svg. Takes about 15 minutes on a 2-core machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${CARGO_TARGET_DIR:-target}
+mkdir -p "$target/bench"
+rm -rf "$target/criterion"
+quick=(--warm-up-time 1 --measurement-time 3)
+cargo bench -p tripwire-benches --bench breaker -- "${quick[@]}"
+cargo bench -p tripwire-benches --bench pieces -- "${quick[@]}"
+cargo bench -p tripwire-benches --bench contention
+cargo bench -p tripwire-benches --bench heap | grep '^|' > "$target/bench/heap.md"
+bash benches/callgrind.sh > "$target/bench/callgrind.md"
+if [ -x benches/c_abi.sh ]; then bash benches/c_abi.sh > "$target/bench/c_abi.md"; fi
+if [ -x benches/python/run.sh ]; then bash benches/python/run.sh > "$target/bench/python.md"; fi
+python3 benches/report.py
