@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple};
@@ -11,12 +11,13 @@ use pyo3::{PyTraverseError, PyVisit, intern};
 use tripwire::{Outcome, State, Transition};
 
 use crate::classify::Classifier;
-use crate::clock::{ClockSource, ManualClock};
+use crate::clock::{ClockSource, ManualClock, clock_arg};
 use crate::config::ConfigArgs;
 use crate::errors;
 use crate::guarded::Guarded;
 use crate::registry;
 use crate::snapshot::Snapshot;
+use crate::with_stack::WithStack;
 
 /// The part of a breaker that outlives its Python object while the
 /// registry exports it: the core breaker and its name.
@@ -40,14 +41,6 @@ pub struct Ticket {
     pub(crate) ticket: tripwire::Ticket,
 }
 
-/// One entry of a breaker's `with` stack: the ticket of the innermost
-/// `with breaker:` block in this context, and the one around it.
-#[pyclass(module = "tripwire", frozen)]
-struct Frame {
-    ticket: tripwire::Ticket,
-    prev: Option<Py<Frame>>,
-}
-
 /// A circuit breaker.
 ///
 /// Use it as a decorator on plain and `async def` functions, as a context
@@ -63,13 +56,10 @@ pub struct Breaker {
     listeners: Vec<Py<PyAny>>,
     /// `str` or `None`.
     name: Py<PyAny>,
-    /// `get` and `set` of a `contextvars.ContextVar` holding the `with`
-    /// stack of the current context (a thread, an asyncio task).
-    stack_get: Py<PyAny>,
-    stack_set: Py<PyAny>,
+    /// The tickets of the `with breaker:` blocks open in each context.
+    with_stack: WithStack,
 }
 
-static CONTEXT_VAR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static AIO: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 static ISCOROUTINEFUNCTION: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
@@ -297,27 +287,10 @@ impl Breaker {
             }
         }
 
-        let (clock, manual_clock) = match clock.filter(|c| !c.is_none()) {
-            None => (ClockSource::Monotonic, None),
-            Some(c) => match c.cast::<ManualClock>() {
-                Ok(m) => (ClockSource::Manual(m.get().inner.clone()), Some(m.clone().unbind())),
-                Err(_) => {
-                    return Err(PyTypeError::new_err(format!(
-                        "clock must be a tripwire.ManualClock or None, got {}",
-                        c.repr()?
-                    )));
-                }
-            },
-        };
+        let (clock, manual_clock) = clock_arg(clock)?;
 
         let classifier = Classifier::new(py, failure_on, ignore_on, failure_if)?;
-        let context_var = CONTEXT_VAR
-            .get_or_try_init(py, || py.import("contextvars")?.getattr("ContextVar").map(Bound::unbind))?;
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("default", py.None())?;
-        let with_stack = context_var.bind(py).call(("tripwire.Breaker.with_stack",), Some(&kwargs))?;
-        let stack_get = with_stack.getattr("get")?.unbind();
-        let stack_set = with_stack.getattr("set")?.unbind();
+        let with_stack = WithStack::new(py)?;
 
         let core = Arc::new(Core { breaker: tripwire::Breaker::new(config) });
         if let Ok(s) = name.cast::<PyString>() {
@@ -330,8 +303,7 @@ impl Breaker {
             classifier,
             listeners: all_listeners,
             name: name.unbind(),
-            stack_get,
-            stack_set,
+            with_stack,
         })
     }
 
@@ -492,7 +464,7 @@ impl Breaker {
 
     fn __enter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
         let ticket = Self::acquire(slf)?;
-        Self::push(slf, ticket)?;
+        slf.get().with_stack.push(slf.py(), ticket)?;
         Ok(slf.clone())
     }
 
@@ -504,7 +476,7 @@ impl Breaker {
         traceback: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
         let _ = (exc_type, traceback);
-        let ticket = Self::pop(slf)?;
+        let ticket = slf.get().with_stack.pop(slf.py())?;
         if exc.is_none() {
             Self::record(slf, ticket, Outcome::Success);
         } else {
@@ -579,35 +551,6 @@ impl Breaker {
             visit.call(c)?;
         }
         visit.call(&self.name)?;
-        visit.call(&self.stack_get)?;
-        visit.call(&self.stack_set)
-    }
-}
-
-impl Breaker {
-    fn push(slf: &Bound<'_, Self>, ticket: tripwire::Ticket) -> PyResult<()> {
-        let py = slf.py();
-        let this = slf.get();
-        let prev = this.stack_get.bind(py).call0()?;
-        let prev = if prev.is_none() { None } else { Some(prev.cast_into::<Frame>()?.unbind()) };
-        let frame = Py::new(py, Frame { ticket, prev })?;
-        this.stack_set.bind(py).call1((frame,))?;
-        Ok(())
-    }
-
-    fn pop(slf: &Bound<'_, Self>) -> PyResult<tripwire::Ticket> {
-        let py = slf.py();
-        let this = slf.get();
-        let top = this.stack_get.bind(py).call0()?;
-        if top.is_none() {
-            return Err(PyRuntimeError::new_err(
-                "Breaker.__exit__ without a matching __enter__ in this context",
-            ));
-        }
-        let top = top.cast_into::<Frame>()?;
-        let frame = top.get();
-        let prev = frame.prev.as_ref().map_or_else(|| py.None(), |p| p.clone_ref(py).into_any());
-        this.stack_set.bind(py).call1((prev,))?;
-        Ok(frame.ticket)
+        self.with_stack.traverse(&visit)
     }
 }

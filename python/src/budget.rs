@@ -1,11 +1,11 @@
 //! The core's retry budget: retries kept to a share of recent calls, so
 //! that retrying cannot multiply the load on a dependency that is down.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tripwire::RetryBudgetConfig;
 
-use crate::clock::{ClockSource, ManualClock};
+use crate::clock::{ClockSource, ManualClock, clock_arg};
 use crate::config::{number, seconds};
 
 /// A retry budget shared by the callers of one dependency: a lock-free
@@ -17,22 +17,6 @@ pub struct RetryBudget {
     core: tripwire::RetryBudget,
     clock: ClockSource,
     manual_clock: Option<Py<ManualClock>>,
-}
-
-/// `clock=`: a `ManualClock` or None (the host's monotonic clock).
-pub(crate) fn clock_arg(
-    clock: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(ClockSource, Option<Py<ManualClock>>)> {
-    match clock.filter(|c| !c.is_none()) {
-        None => Ok((ClockSource::Monotonic, None)),
-        Some(c) => match c.cast::<ManualClock>() {
-            Ok(m) => Ok((ClockSource::Manual(m.get().inner.clone()), Some(m.clone().unbind()))),
-            Err(_) => Err(PyTypeError::new_err(format!(
-                "clock must be a tripwire.ManualClock or None, got {}",
-                c.repr()?
-            ))),
-        },
-    }
 }
 
 #[pymethods]

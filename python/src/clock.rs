@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 /// The clock a breaker reads (only when a decision needs the time).
@@ -22,6 +22,22 @@ impl tripwire::Clock for ClockSource {
             ClockSource::Monotonic => tripwire::MonotonicClock.now(),
             ClockSource::Manual(c) => c.now(),
         }
+    }
+}
+
+/// `clock=`: a `ManualClock`, or None for the host's monotonic clock.
+pub(crate) fn clock_arg(
+    clock: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(ClockSource, Option<Py<ManualClock>>)> {
+    match clock.filter(|c| !c.is_none()) {
+        None => Ok((ClockSource::Monotonic, None)),
+        Some(c) => match c.cast::<ManualClock>() {
+            Ok(m) => Ok((ClockSource::Manual(m.get().inner.clone()), Some(m.clone().unbind()))),
+            Err(_) => Err(PyTypeError::new_err(format!(
+                "clock must be a tripwire.ManualClock or None, got {}",
+                c.repr()?
+            ))),
+        },
     }
 }
 

@@ -28,6 +28,7 @@ mod errors;
 mod guarded;
 mod registry;
 mod snapshot;
+mod with_stack;
 
 use pyo3::prelude::*;
 
