@@ -348,3 +348,19 @@ def test_manual_clock():
     assert repr(tripwire.ManualClock(2.0)) == "ManualClock(2.0)"
     with pytest.raises(ValueError, match="seconds"):
         clock.advance(-1.0)
+
+
+def test_listeners_may_use_the_breaker_they_hear_from(make_breaker, clock):
+    """Listeners run after the transition, outside any lock: a listener
+    that reads or drives the breaker itself does not deadlock."""
+    seen = []
+
+    def listener(breaker, old, new):
+        seen.append((new, breaker.snapshot().state))
+        if new == "open":
+            breaker.reset()
+
+    b = make_breaker(failure_threshold=1, on_state_change=listener)
+    trip(b)
+    assert seen == [("open", "open"), ("closed", "closed")]
+    assert b.state == "closed"
