@@ -403,3 +403,14 @@ impl Breaker {
         }
     }
 }
+
+impl Breaker {
+    /// Whether the state word decodes (see `Word::is_valid`): checked when
+    /// attaching to a breaker in memory someone else wrote.
+    #[cfg_attr(loom, allow(dead_code, reason = "only shared regions check words; loom builds have none"))]
+    pub(crate) fn has_valid_word(&self) -> bool {
+        // Relaxed: a check of one value; the caller's Acquire on the region's
+        // magic ordered the initialisation before it.
+        Word(self.word.load(Ordering::Relaxed)).is_valid()
+    }
+}

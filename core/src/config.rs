@@ -554,6 +554,13 @@ impl fmt::Display for ConfigError {
 
 impl core::error::Error for ConfigError {}
 
+impl BreakerConfig {
+    /// The seed mixed into the cool-down jitter.
+    pub fn jitter_seed(&self) -> u64 {
+        self.jitter_seed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

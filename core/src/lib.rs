@@ -87,6 +87,8 @@ mod retry_blocking;
 mod retry_budget;
 mod retry_config;
 mod retry_error;
+#[cfg(not(loom))]
+mod shared;
 mod state;
 mod sync;
 mod ticket;
@@ -113,6 +115,8 @@ pub use retry_budget::{
 };
 pub use retry_config::{MAX_RETRY_DURATION, RetryConfigError};
 pub use retry_error::RetryError;
+#[cfg(not(loom))]
+pub use shared::{SharedError, SharedRegion};
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
 pub use window::MAX_BUCKETS;

@@ -276,6 +276,17 @@ pub(crate) fn on_ignored(w: Word, ticket_gen: u32) -> Option<Word> {
     Some(w.with_counts(w.count(), w.probes() - 1, w.passed()))
 }
 
+impl Word {
+    /// Whether the word decodes: a known kind and the reserved bit clear.
+    /// Every word this crate writes passes; a word read from a shared
+    /// region written by someone else may not.
+    #[cfg_attr(loom, allow(dead_code, reason = "only shared regions check words; loom builds have none"))]
+    pub(crate) fn is_valid(self) -> bool {
+        const RESERVED_BIT: u64 = 1 << 3;
+        State::from_u8((self.0 & KIND_MASK) as u8).is_some() && self.0 & RESERVED_BIT == 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,5 +402,20 @@ mod tests {
         }
         assert_eq!(admit(Word::CLOSED.enter(State::ForcedOpen, 0), 1), Admission::Refuse);
         assert_eq!(admit(Word::CLOSED.enter(State::Disabled, 0), 1), Admission::Pass);
+    }
+}
+
+#[cfg(test)]
+mod validity_tests {
+    use super::*;
+
+    #[test]
+    fn written_words_are_valid_and_bad_kinds_or_the_reserved_bit_are_not() {
+        for s in [State::Closed, State::Open, State::HalfOpen, State::ForcedOpen, State::Disabled] {
+            assert!(Word::pack(s, u32::MAX, 0xFFFF, 63, 63).is_valid(), "{s:?}");
+        }
+        assert!(!Word(5).is_valid());
+        assert!(!Word(7).is_valid());
+        assert!(!Word(0b1000).is_valid());
     }
 }

@@ -24,10 +24,15 @@
 //! line; a trip decision sums every stripe.
 //!
 //! # Orderings
-//! All `Relaxed`. The window orders no other data: a trip decision reads it
-//! and then moves the state word by CAS, whose own orderings publish what
-//! the trip needs. Every count changes by one CAS on one word, so none is
-//! lost; a decision that reads a count a moment late trips a moment later.
+//! Every count changes by one CAS on one word, so none is lost. The CAS
+//! that counts an outcome and the loads that sum the window are `SeqCst`:
+//! they fall into one total order, so the outcome that brings a rate to its
+//! threshold sees every count before it, on every stripe, and trips the
+//! breaker then and there (with weaker orderings two threads counting on
+//! different stripes could each miss the other's count, and the trip would
+//! wait for the next failure). On x86 this costs nothing over `Relaxed`
+//! (a locked CAS and a plain load either way). The window orders no other
+//! data: the trip itself is published by the state word's CAS.
 
 use crossbeam_utils::CachePadded;
 
@@ -118,14 +123,14 @@ impl Window {
         let mut t = Totals::default();
         for ring in &self.rings {
             for b in &ring[..buckets as usize] {
-                // Relaxed: see the module's Orderings.
-                let calls = b.calls.load(Ordering::Relaxed);
+                // SeqCst: see the module's Orderings.
+                let calls = b.calls.load(Ordering::SeqCst);
                 if age(calls, epoch) < u64::from(buckets) {
                     t.calls += calls & COUNT_MAX;
                     t.failures += (calls >> COUNT_BITS) & COUNT_MAX;
                 }
-                // Relaxed: see the module's Orderings.
-                let slow = b.slow.load(Ordering::Relaxed);
+                // SeqCst: see the module's Orderings.
+                let slow = b.slow.load(Ordering::SeqCst);
                 if age(slow, epoch) < u64::from(buckets) {
                     t.slow += slow & COUNT_MAX;
                 }
@@ -152,7 +157,7 @@ impl Window {
 /// stale one with fresh counts for `epoch`.
 #[inline]
 fn bump(word: &AtomicU64, epoch: u64, add: impl Fn(u64) -> Option<u64>) {
-    // Relaxed: see the module's Orderings.
+    // Relaxed: only a guess for the CAS below, which checks it.
     let mut w = word.load(Ordering::Relaxed);
     loop {
         let a = age(w, epoch);
@@ -161,8 +166,8 @@ fn bump(word: &AtomicU64, epoch: u64, add: impl Fn(u64) -> Option<u64>) {
         // just before the rotation) takes the outcome as it is.
         let base = if a != 0 && a < TAG_MASK / 2 { fresh(epoch) } else { w };
         let Some(next) = add(base) else { return };
-        // Relaxed: see the module's Orderings.
-        match word.compare_exchange_weak(w, next, Ordering::Relaxed, Ordering::Relaxed) {
+        // SeqCst: see the module's Orderings; a failed CAS only refreshes the guess.
+        match word.compare_exchange_weak(w, next, Ordering::SeqCst, Ordering::Relaxed) {
             Ok(_) => return,
             Err(actual) => w = actual,
         }

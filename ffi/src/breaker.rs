@@ -1,0 +1,635 @@
+//! The breaker handle and its hot path: try-acquire, record, state,
+//! snapshot and the manual modes.
+
+use core::mem::{align_of, offset_of, size_of};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use tripwire::{
+    Breaker, Clock, FixedClock, MonotonicClock, Outcome, Rejected, SharedRegion, State, Ticket, Transition,
+};
+
+use crate::config::{to_core, tw_breaker_config};
+use crate::status::{arg, fail, ffi_body, tw_status};
+
+/// A circuit breaker. Opaque: only ever handled through a pointer.
+///
+/// Made by `tw_breaker_new` (freed with `tw_breaker_free`) or placed in
+/// shared memory by `tw_breaker_init_in` / `tw_breaker_attach` /
+/// `tw_breaker_open_in` (never freed: unmap the memory once no thread uses
+/// the handle). Every function taking a `const tw_breaker *` is
+/// thread-safe and, for a shared breaker, process-safe.
+pub struct tw_breaker {
+    _opaque: [u8; 0],
+}
+
+/// A breaker's state.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum tw_state {
+    /// Calls pass; outcomes are counted.
+    Closed = 0,
+    /// Calls are rejected until the cool-down has passed.
+    Open = 1,
+    /// A bounded number of probe calls decide between Closed and Open.
+    HalfOpen = 2,
+    /// Rejects every call until `tw_breaker_reset`.
+    ForcedOpen = 3,
+    /// Permits every call and never trips, until `tw_breaker_reset`.
+    Disabled = 4,
+}
+
+impl From<State> for tw_state {
+    fn from(s: State) -> Self {
+        match s {
+            State::Closed => tw_state::Closed,
+            State::Open => tw_state::Open,
+            State::HalfOpen => tw_state::HalfOpen,
+            State::ForcedOpen => tw_state::ForcedOpen,
+            State::Disabled => tw_state::Disabled,
+        }
+    }
+}
+
+/// How a call ended, as the caller classifies it. Passed to
+/// `tw_breaker_record` as a `uint32_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum tw_outcome {
+    /// The dependency did its job.
+    Success = 0,
+    /// The dependency failed (5xx, timeout, connection refused…).
+    Failure = 1,
+    /// Says nothing about the dependency (the caller cancelled, a 4xx the
+    /// caller caused): frees a probe slot, changes no state counter.
+    Ignored = 2,
+}
+
+/// Proof that a call was admitted: hand it back to `tw_breaker_record`
+/// exactly once. A plain 16-byte value; copy it anywhere.
+///
+/// Pass it back unchanged: only `generation` may be read (the generation
+/// the ticket was issued in); the other fields are the library's.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct tw_ticket {
+    /// The library's: when the call started, if it measures durations.
+    pub started_at: u64,
+    /// The generation of the state the ticket was issued in.
+    pub generation: u32,
+    /// The library's: what kind of ticket this is.
+    pub flags: u32,
+}
+
+const _: () = assert!(size_of::<tw_ticket>() == size_of::<Ticket>());
+const _: () = assert!(align_of::<tw_ticket>() == align_of::<Ticket>());
+
+pub(crate) fn ticket_to_c(t: Ticket) -> tw_ticket {
+    // SAFETY:
+    // - Both types are `#[repr(C)]` with the same size and alignment
+    //   (asserted above) and the same fields in the same order (`u64`,
+    //   `u32`, `u32`; the tests check that `generation` lands in
+    //   `generation`), and neither has padding.
+    // - Every bit pattern is valid for both.
+    unsafe { core::mem::transmute::<Ticket, tw_ticket>(t) }
+}
+
+/// The ticket's memory as two native 8-byte words.
+#[inline(always)]
+fn ticket_words(t: tw_ticket) -> [u64; 2] {
+    let (g, f) = (t.generation.to_ne_bytes(), t.flags.to_ne_bytes());
+    [t.started_at, u64::from_ne_bytes([g[0], g[1], g[2], g[3], f[0], f[1], f[2], f[3]])]
+}
+
+pub(crate) fn ticket_from_c(t: tw_ticket) -> Ticket {
+    // SAFETY:
+    // - As in `ticket_to_c`: same layout, and every bit pattern is a valid
+    //   `Ticket` (a forged or damaged one is at worst a stale ticket, whose
+    //   outcome changes no state).
+    unsafe { core::mem::transmute::<tw_ticket, Ticket>(t) }
+}
+
+/// Why a call was refused.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct tw_rejection {
+    /// The state that refused the call.
+    pub state: tw_state,
+    /// Nanoseconds until a probe may be admitted; `UINT64_MAX` when the
+    /// breaker is forced open and only `tw_breaker_reset` will close it.
+    pub retry_after_ns: u64,
+}
+
+fn rejection_to_c(r: Rejected) -> tw_rejection {
+    let retry_after_ns = r.retry_after.map_or(u64::MAX, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    tw_rejection { state: r.state.into(), retry_after_ns }
+}
+
+/// A change of state, reported to exactly one caller: the one whose call
+/// made it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct tw_transition {
+    /// Whether the call changed the state. When false, the other fields
+    /// repeat the current state (`from` = `to`) and generation.
+    pub changed: bool,
+    /// The state left.
+    pub from: tw_state,
+    /// The state entered.
+    pub to: tw_state,
+    /// The generation of the state entered.
+    pub generation: u32,
+}
+
+fn transition_to_c(t: Option<Transition>, breaker: &Breaker) -> tw_transition {
+    match t {
+        Some(t) => {
+            tw_transition { changed: true, from: t.from.into(), to: t.to.into(), generation: t.generation }
+        }
+        None => {
+            let now = breaker.state().into();
+            tw_transition { changed: false, from: now, to: now, generation: breaker.generation() }
+        }
+    }
+}
+
+/// A breaker's state and counters at one moment (each read separately, so
+/// calls recorded meanwhile may be partly counted).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct tw_snapshot {
+    /// The current state.
+    pub state: tw_state,
+    /// The current generation, incremented by every transition.
+    pub generation: u32,
+    /// Calls recorded as successes (0 if the config does not count them).
+    pub successes: u64,
+    /// Calls recorded as failures.
+    pub failures: u64,
+    /// Calls recorded as ignored.
+    pub ignored: u64,
+    /// Calls refused.
+    pub rejected: u64,
+    /// Calls slower than the slow-call threshold.
+    pub slow: u64,
+    /// State transitions, manual ones included.
+    pub transitions: u64,
+}
+
+/// What `tw_breaker_new` allocates: the breaker, preceded by a tag at the
+/// same offset as a shared region's magic number, so that `tw_breaker_free`
+/// can tell the two apart from the breaker's address alone.
+#[repr(C)]
+struct Owned {
+    tag: AtomicU64,
+    _pad: [u8; SharedRegion::BREAKER_OFFSET - 8],
+    breaker: Breaker,
+}
+
+/// The tag of a heap breaker: never a shared region's magic number.
+const OWNED: u64 = u64::from_ne_bytes(*b"TWOWNED!");
+const _: () = assert!(offset_of!(Owned, breaker) == SharedRegion::BREAKER_OFFSET);
+const _: () = assert!(OWNED != SharedRegion::MAGIC && OWNED != SharedRegion::INITIALISING);
+
+/// Makes a Closed breaker on the heap with `*config` and writes its handle
+/// to `*out`. Free it with `tw_breaker_free`.
+///
+/// Returns `TW_STATUS_INVALID_CONFIG` (with a message naming the field) if
+/// the config is out of range; `*out` is written only on success. Neither
+/// pointer may be NULL. Thread-safe.
+///
+/// # Safety
+/// `config` is NULL or points to a readable `tw_breaker_config`; `out` is
+/// NULL or points to a writable `tw_breaker *`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_breaker_new(
+    config: *const tw_breaker_config,
+    out: *mut *mut tw_breaker,
+) -> tw_status {
+    ffi_body!("tw_breaker_new"; {
+        let config = arg!("tw_breaker_new", &config);
+        let out = arg!("tw_breaker_new", out);
+        let config = match to_core(config, "tw_breaker_new") {
+            Ok(c) => c,
+            Err(status) => return status,
+        };
+        let owned = Box::new(Owned {
+            tag: AtomicU64::new(OWNED),
+            _pad: [0; SharedRegion::BREAKER_OFFSET - 8],
+            breaker: Breaker::new(config),
+        });
+        let raw = Box::into_raw(owned);
+        // SAFETY:
+        // - `raw` comes from `Box::into_raw`, so it is valid; taking a
+        //   field's address creates no reference. The handle keeps the
+        //   provenance of the whole allocation, which `tw_breaker_free`
+        //   needs to reach the tag and the box.
+        // - `out` is non-null and writable (the caller's guarantee).
+        unsafe { out.write(core::ptr::addr_of_mut!((*raw).breaker).cast::<tw_breaker>()) };
+        tw_status::Ok
+    })
+}
+
+/// Frees a breaker made by `tw_breaker_new`. NULL is allowed and does
+/// nothing; so does a handle to a breaker in shared memory (from
+/// `tw_breaker_init_in`, `tw_breaker_attach` or `tw_breaker_open_in`),
+/// which the library does not own.
+///
+/// No other thread may use the breaker during or after this call.
+///
+/// # Safety
+/// `breaker` is NULL or a live handle, not used again afterwards if it
+/// came from `tw_breaker_new`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_breaker_free(breaker: *mut tw_breaker) {
+    ffi_body!("tw_breaker_free", on_panic = (); {
+        if breaker.is_null() {
+            return;
+        }
+        // Both kinds of handle point `BREAKER_OFFSET` bytes past a u64
+        // tag: the heap tag, or a shared region's magic number.
+        let owned = breaker.cast::<u8>().wrapping_sub(SharedRegion::BREAKER_OFFSET).cast::<Owned>();
+        // SAFETY:
+        // - A live handle points into an `Owned` or a `SharedRegion`; either
+        //   way an 8-aligned `u64` that is only accessed atomically lies
+        //   `BREAKER_OFFSET` bytes before it, within the same allocation or
+        //   mapping, whose provenance the handle carries.
+        let tag = unsafe { (*core::ptr::addr_of!((*owned).tag)).load(Ordering::Relaxed) };
+        // Is it ours to free?
+        if tag == OWNED {
+            // SAFETY:
+            // - The tag says `owned` came from `Box::into_raw` in
+            //   `tw_breaker_new`; the caller guarantees it is not used again.
+            drop(unsafe { Box::from_raw(owned) });
+        }
+    })
+}
+
+/// The breaker behind a non-null handle.
+///
+/// # Safety
+/// `breaker` is a live handle.
+#[inline(always)]
+unsafe fn breaker_ref<'a>(breaker: *const tw_breaker) -> &'a Breaker {
+    // SAFETY:
+    // - A live handle points to a `Breaker` (heap or shared) that is only
+    //   ever accessed through shared references and atomics.
+    unsafe { &*breaker.cast::<Breaker>() }
+}
+
+/// # Safety
+/// `ticket` is non-null and writable; `rejection` is NULL or writable.
+#[inline(always)]
+unsafe fn acquire(
+    breaker: &Breaker,
+    clock: &impl Clock,
+    ticket: *mut tw_ticket,
+    rejection: *mut tw_rejection,
+) -> tw_status {
+    match breaker.try_acquire(clock) {
+        Ok(t) => {
+            // Two 8-byte stores rather than one per field: the caller reads
+            // the ticket back as two 8-byte words to pass it by value to
+            // `tw_breaker_record`, and a 4-byte store cannot forward to an
+            // 8-byte load (a stall of a dozen cycles on x86).
+            let words = ticket_words(ticket_to_c(t));
+            // SAFETY:
+            // - Non-null and writable (this function's contract); a
+            //   `tw_ticket` is 16 bytes, 8-aligned, so it holds two `u64`s.
+            unsafe { ticket.cast::<[u64; 2]>().write(words) };
+            tw_status::Ok
+        }
+        Err(r) => {
+            if !rejection.is_null() {
+                // SAFETY:
+                // - Non-null (checked), writable (this function's contract).
+                unsafe { rejection.write(rejection_to_c(r)) };
+            }
+            tw_status::Rejected
+        }
+    }
+}
+
+/// Asks to make a call, reading `CLOCK_MONOTONIC` only if the breaker is
+/// open (the same clock in every process, as shared breakers need).
+///
+/// - `TW_STATUS_OK`: make the call, then hand `*ticket` to
+///   `tw_breaker_record` exactly once. A probe whose outcome is never
+///   recorded is taken over after the cool-down.
+/// - `TW_STATUS_REJECTED`: do not make the call; if `rejection` is not
+///   NULL, `*rejection` says why and for how long. No message is set.
+///
+/// `breaker` and `ticket` must not be NULL; `rejection` may be. Thread-safe.
+///
+/// # Safety
+/// `breaker` is NULL or a live handle; `ticket` and `rejection` are NULL or
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_breaker_try_acquire(
+    breaker: *const tw_breaker,
+    ticket: *mut tw_ticket,
+    rejection: *mut tw_rejection,
+) -> tw_status {
+    ffi_body!("tw_breaker_try_acquire"; {
+        let breaker = arg!("tw_breaker_try_acquire", breaker);
+        let ticket = arg!("tw_breaker_try_acquire", ticket);
+        // SAFETY:
+        // - `breaker` is non-null (checked) and live, `ticket` non-null
+        //   (checked) and writable, `rejection` NULL or writable (caller).
+        unsafe { acquire(breaker_ref(breaker), &MonotonicClock, ticket, rejection) }
+    })
+}
+
+/// `tw_breaker_try_acquire` with the caller's own clock: `now_ns` is the
+/// current time in nanoseconds from a monotonic source (e.g. a calibrated
+/// TSC). Every caller of one breaker must use the same clock; never mix it
+/// with the functions without `_at`.
+///
+/// # Safety
+/// As for `tw_breaker_try_acquire`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_breaker_try_acquire_at(
+    breaker: *const tw_breaker,
+    now_ns: u64,
+    ticket: *mut tw_ticket,
+    rejection: *mut tw_rejection,
+) -> tw_status {
+    ffi_body!("tw_breaker_try_acquire_at"; {
+        let breaker = arg!("tw_breaker_try_acquire_at", breaker);
+        let ticket = arg!("tw_breaker_try_acquire_at", ticket);
+        // SAFETY:
+        // - `breaker` is non-null (checked) and live, `ticket` non-null
+        //   (checked) and writable, `rejection` NULL or writable (caller).
+        unsafe { acquire(breaker_ref(breaker), &FixedClock(now_ns), ticket, rejection) }
+    })
+}
+
+/// # Safety
+/// `transition` is NULL or writable.
+#[inline(always)]
+unsafe fn record(
+    fn_name: &str,
+    breaker: &Breaker,
+    ticket: tw_ticket,
+    outcome: u32,
+    clock: &impl Clock,
+    transition: *mut tw_transition,
+) -> tw_status {
+    let outcome = match outcome {
+        0 => Outcome::Success,
+        1 => Outcome::Failure,
+        2 => Outcome::Ignored,
+        other => {
+            return fail(
+                tw_status::InvalidArgument,
+                format_args!("{fn_name}: outcome = {other}, expected a tw_outcome (0 to 2)"),
+            );
+        }
+    };
+    let t = breaker.record(ticket_from_c(ticket), outcome, clock);
+    if !transition.is_null() {
+        // SAFETY:
+        // - Non-null (checked), writable (this function's contract).
+        unsafe { transition.write(transition_to_c(t, breaker)) };
+    }
+    tw_status::Ok
+}
+
+/// Reports how an admitted call ended. `outcome` is a `tw_outcome`
+/// (`TW_OUTCOME_SUCCESS`, `_FAILURE` or `_IGNORED`); any other value is
+/// `TW_STATUS_INVALID_ARGUMENT` and records nothing. Reads
+/// `CLOCK_MONOTONIC` only if the outcome trips the breaker.
+///
+/// If `transition` is not NULL, `*transition` says whether this outcome
+/// changed the state (exactly one caller learns of each change). A ticket
+/// from an older generation is counted but never changes the state.
+///
+/// `breaker` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `breaker` is NULL or a live handle; `transition` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_breaker_record(
+    breaker: *const tw_breaker,
+    ticket: tw_ticket,
+    outcome: u32,
+    transition: *mut tw_transition,
+) -> tw_status {
+    ffi_body!("tw_breaker_record"; {
+        let breaker = arg!("tw_breaker_record", breaker);
+        // SAFETY:
+        // - Non-null (checked) and live (the caller's guarantee).
+        let breaker = unsafe { breaker_ref(breaker) };
+        // SAFETY:
+        // - `transition` is NULL or writable (the caller's guarantee).
+        unsafe { record("tw_breaker_record", breaker, ticket, outcome, &MonotonicClock, transition) }
+    })
+}
+
+/// `tw_breaker_record` with the caller's own clock (see
+/// `tw_breaker_try_acquire_at`).
+///
+/// # Safety
+/// As for `tw_breaker_record`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_breaker_record_at(
+    breaker: *const tw_breaker,
+    now_ns: u64,
+    ticket: tw_ticket,
+    outcome: u32,
+    transition: *mut tw_transition,
+) -> tw_status {
+    ffi_body!("tw_breaker_record_at"; {
+        let breaker = arg!("tw_breaker_record_at", breaker);
+        // SAFETY:
+        // - Non-null (checked) and live (the caller's guarantee).
+        let breaker = unsafe { breaker_ref(breaker) };
+        // SAFETY:
+        // - `transition` is NULL or writable (the caller's guarantee).
+        unsafe { record("tw_breaker_record_at", breaker, ticket, outcome, &FixedClock(now_ns), transition) }
+    })
+}
+
+/// Whether `*ticket` is a Half-Open probe (its outcome decides the
+/// breaker's next state). False for NULL.
+///
+/// # Safety
+/// `ticket` is NULL or points to a readable `tw_ticket`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_ticket_is_probe(ticket: *const tw_ticket) -> bool {
+    ffi_body!("tw_ticket_is_probe", on_panic = false; {
+        if ticket.is_null() {
+            return false;
+        }
+        // SAFETY:
+        // - Non-null (checked), readable (the caller's guarantee).
+        ticket_from_c(unsafe { ticket.read() }).is_probe()
+    })
+}
+
+/// Writes to `*out` the transition that issuing `*ticket` caused: Open →
+/// Half-Open when the cool-down had passed, Half-Open → Half-Open (a new
+/// generation) when lost probes were taken over; `changed` false otherwise.
+///
+/// Neither pointer may be NULL.
+///
+/// # Safety
+/// `ticket` is NULL or readable; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_ticket_transition(
+    ticket: *const tw_ticket,
+    out: *mut tw_transition,
+) -> tw_status {
+    ffi_body!("tw_ticket_transition"; {
+        let ticket = *arg!("tw_ticket_transition", &ticket);
+        let out = arg!("tw_ticket_transition", out);
+        let t = ticket_from_c(ticket);
+        let c = match t.transition() {
+            Some(t) => tw_transition { changed: true, from: t.from.into(), to: t.to.into(), generation: t.generation },
+            None => tw_transition {
+                changed: false,
+                from: tw_state::HalfOpen,
+                to: tw_state::HalfOpen,
+                generation: t.generation(),
+            },
+        };
+        // SAFETY:
+        // - Non-null (checked), writable (the caller's guarantee).
+        unsafe { out.write(c) };
+        tw_status::Ok
+    })
+}
+
+/// Writes the current state to `*out`. An Open breaker whose cool-down has
+/// passed reads Open until a call arrives and becomes its probe.
+///
+/// Neither pointer may be NULL. Thread-safe.
+///
+/// # Safety
+/// `breaker` is NULL or a live handle; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_breaker_state(breaker: *const tw_breaker, out: *mut tw_state) -> tw_status {
+    ffi_body!("tw_breaker_state"; {
+        let breaker = arg!("tw_breaker_state", breaker);
+        let out = arg!("tw_breaker_state", out);
+        // SAFETY:
+        // - Both non-null (checked); `breaker` live, `out` writable (caller).
+        unsafe { out.write(breaker_ref(breaker).state().into()) };
+        tw_status::Ok
+    })
+}
+
+/// Writes the state, generation and counters to `*out`.
+///
+/// Neither pointer may be NULL. Thread-safe.
+///
+/// # Safety
+/// `breaker` is NULL or a live handle; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_breaker_snapshot(breaker: *const tw_breaker, out: *mut tw_snapshot) -> tw_status {
+    ffi_body!("tw_breaker_snapshot"; {
+        let breaker = arg!("tw_breaker_snapshot", breaker);
+        let out = arg!("tw_breaker_snapshot", out);
+        // SAFETY:
+        // - Non-null (checked) and live (the caller's guarantee).
+        let b = unsafe { breaker_ref(breaker) };
+        let s = b.snapshot();
+        let snap = tw_snapshot {
+            state: b.state().into(),
+            generation: b.generation(),
+            successes: s.successes,
+            failures: s.failures,
+            ignored: s.ignored,
+            rejected: s.rejected,
+            slow: s.slow,
+            transitions: s.transitions,
+        };
+        // SAFETY:
+        // - Non-null (checked), writable (the caller's guarantee).
+        unsafe { out.write(snap) };
+        tw_status::Ok
+    })
+}
+
+/// Applies a manual action and reports it.
+///
+/// # Safety
+/// `breaker` is NULL or a live handle; `transition` is NULL or writable.
+#[inline]
+unsafe fn manual(
+    fn_name: &str,
+    breaker: *const tw_breaker,
+    transition: *mut tw_transition,
+    action: fn(&Breaker) -> Transition,
+) -> tw_status {
+    arg!(fn_name, breaker);
+    // SAFETY:
+    // - Non-null (checked) and live (this function's contract).
+    let b = unsafe { breaker_ref(breaker) };
+    let t = action(b);
+    if !transition.is_null() {
+        // SAFETY:
+        // - Non-null (checked), writable (this function's contract).
+        unsafe { transition.write(transition_to_c(Some(t), b)) };
+    }
+    tw_status::Ok
+}
+
+/// Forces the breaker open: every call is rejected (with `retry_after_ns`
+/// = `UINT64_MAX`) until `tw_breaker_reset`.
+///
+/// `breaker` must not be NULL; if `transition` is not NULL, the change is
+/// written there (`changed` is always true: a manual action always starts
+/// a new generation). Thread-safe.
+///
+/// # Safety
+/// `breaker` is NULL or a live handle; `transition` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_breaker_force_open(
+    breaker: *const tw_breaker,
+    transition: *mut tw_transition,
+) -> tw_status {
+    ffi_body!("tw_breaker_force_open"; {
+        // SAFETY:
+        // - The caller's guarantees are those `manual` needs.
+        unsafe { manual("tw_breaker_force_open", breaker, transition, Breaker::force_open) }
+    })
+}
+
+/// Disables the breaker: every call is permitted and outcomes are still
+/// counted, but it never trips, until `tw_breaker_reset`.
+///
+/// Pointers and thread-safety as for `tw_breaker_force_open`.
+///
+/// # Safety
+/// `breaker` is NULL or a live handle; `transition` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_breaker_disable(
+    breaker: *const tw_breaker,
+    transition: *mut tw_transition,
+) -> tw_status {
+    ffi_body!("tw_breaker_disable"; {
+        // SAFETY:
+        // - The caller's guarantees are those `manual` needs.
+        unsafe { manual("tw_breaker_disable", breaker, transition, Breaker::disable) }
+    })
+}
+
+/// Closes the breaker with fresh counts and cool-down (also ending a forced
+/// open or disabled mode); outcomes of calls admitted before the reset no
+/// longer affect it.
+///
+/// Pointers and thread-safety as for `tw_breaker_force_open`.
+///
+/// # Safety
+/// `breaker` is NULL or a live handle; `transition` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_breaker_reset(
+    breaker: *const tw_breaker,
+    transition: *mut tw_transition,
+) -> tw_status {
+    ffi_body!("tw_breaker_reset"; {
+        // SAFETY:
+        // - The caller's guarantees are those `manual` needs.
+        unsafe { manual("tw_breaker_reset", breaker, transition, Breaker::reset) }
+    })
+}

@@ -1,0 +1,148 @@
+//! The bulkhead: a cap on the calls in flight to one dependency.
+
+use tripwire::Bulkhead;
+
+use crate::status::{arg, fail, ffi_body, tw_status};
+
+/// A cap on concurrent calls. Opaque; made by `tw_bulkhead_new`, freed by
+/// `tw_bulkhead_free`. Every function taking a `const tw_bulkhead *` is
+/// thread-safe.
+pub struct tw_bulkhead {
+    _opaque: [u8; 0],
+}
+
+/// A bulkhead's counters at one moment.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct tw_bulkhead_stats {
+    /// Slots handed out since the bulkhead was made.
+    pub acquired: u64,
+    /// Calls refused.
+    pub rejected: u64,
+    /// Calls in flight now.
+    pub in_flight: u32,
+    /// The most calls ever in flight at once.
+    pub peak_in_flight: u32,
+}
+
+/// The bulkhead behind a non-null handle.
+///
+/// # Safety
+/// `b` is a live handle from `tw_bulkhead_new`.
+unsafe fn bulkhead_ref<'a>(b: *const tw_bulkhead) -> &'a Bulkhead {
+    // SAFETY:
+    // - A live handle points to a `Bulkhead` made by `tw_bulkhead_new`,
+    //   only ever used through shared references.
+    unsafe { &*b.cast::<Bulkhead>() }
+}
+
+/// Makes a bulkhead that lets at most `max` calls be in flight at once (0
+/// refuses every call: a kill switch) and writes its handle to `*out`.
+///
+/// `out` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `out` is NULL or points to a writable `tw_bulkhead *`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_bulkhead_new(max: u32, out: *mut *mut tw_bulkhead) -> tw_status {
+    ffi_body!("tw_bulkhead_new"; {
+        let out = arg!("tw_bulkhead_new", out);
+        let raw = Box::into_raw(Box::new(Bulkhead::new(max))).cast::<tw_bulkhead>();
+        // SAFETY:
+        // - `out` is non-null (checked) and writable (the caller's guarantee).
+        unsafe { out.write(raw) };
+        tw_status::Ok
+    })
+}
+
+/// Frees a bulkhead. NULL is allowed and does nothing. No other thread may
+/// use it during or after this call.
+///
+/// # Safety
+/// `bulkhead` is NULL or a live handle from `tw_bulkhead_new`, not used
+/// again afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_bulkhead_free(bulkhead: *mut tw_bulkhead) {
+    ffi_body!("tw_bulkhead_free", on_panic = (); {
+        if !bulkhead.is_null() {
+            // SAFETY:
+            // - A live handle comes from `Box::into_raw` in `tw_bulkhead_new`;
+            //   the caller guarantees it is not used again.
+            drop(unsafe { Box::from_raw(bulkhead.cast::<Bulkhead>()) });
+        }
+    })
+}
+
+/// Takes a slot if one is free, without waiting: `TW_STATUS_OK` (make the
+/// call, then `tw_bulkhead_release` exactly once) or `TW_STATUS_REJECTED`
+/// (all `max` slots are taken; no message is set). Never more than `max`
+/// calls are in flight, not even for an instant.
+///
+/// `bulkhead` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `bulkhead` is NULL or a live handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_bulkhead_try_acquire(bulkhead: *const tw_bulkhead) -> tw_status {
+    ffi_body!("tw_bulkhead_try_acquire"; {
+        let b = arg!("tw_bulkhead_try_acquire", bulkhead);
+        // SAFETY:
+        // - Non-null (checked) and live (the caller's guarantee).
+        if unsafe { bulkhead_ref(b) }.try_acquire_raw() { tw_status::Ok } else { tw_status::Rejected }
+    })
+}
+
+/// Frees a slot taken by `tw_bulkhead_try_acquire`. Releasing when no call
+/// is in flight changes nothing and returns `TW_STATUS_INVALID_ARGUMENT`
+/// (a release without an acquire): the count never goes below zero.
+///
+/// `bulkhead` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `bulkhead` is NULL or a live handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_bulkhead_release(bulkhead: *const tw_bulkhead) -> tw_status {
+    ffi_body!("tw_bulkhead_release"; {
+        let b = arg!("tw_bulkhead_release", bulkhead);
+        // SAFETY:
+        // - Non-null (checked) and live (the caller's guarantee).
+        if unsafe { bulkhead_ref(b) }.release_raw() {
+            tw_status::Ok
+        } else {
+            fail(
+                tw_status::InvalidArgument,
+                format_args!("tw_bulkhead_release: no call is in flight (a release without an acquire)"),
+            )
+        }
+    })
+}
+
+/// Writes the bulkhead's counters to `*out`.
+///
+/// Neither pointer may be NULL. Thread-safe.
+///
+/// # Safety
+/// `bulkhead` is NULL or a live handle; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_bulkhead_snapshot(
+    bulkhead: *const tw_bulkhead,
+    out: *mut tw_bulkhead_stats,
+) -> tw_status {
+    ffi_body!("tw_bulkhead_snapshot"; {
+        let b = arg!("tw_bulkhead_snapshot", bulkhead);
+        let out = arg!("tw_bulkhead_snapshot", out);
+        // SAFETY:
+        // - Non-null (checked) and live (the caller's guarantee).
+        let s = unsafe { bulkhead_ref(b) }.snapshot();
+        let snap = tw_bulkhead_stats {
+            acquired: s.acquired,
+            rejected: s.rejected,
+            in_flight: s.in_flight,
+            peak_in_flight: s.peak_in_flight,
+        };
+        // SAFETY:
+        // - Non-null (checked), writable (the caller's guarantee).
+        unsafe { out.write(snap) };
+        tw_status::Ok
+    })
+}

@@ -1,0 +1,79 @@
+//! The C ABI of tripwire: `include/tripwire.h` is generated from this
+//! crate by cbindgen (`ffi/cbindgen.toml`), and `include/tripwire.hpp`
+//! wraps it for C++.
+//!
+//! # Conventions
+//! - Everything is prefixed `tw_` (types, functions) or `TW_` (constants);
+//!   functions are named `tw_<type>_<verb>`, with `_new` / `_free` pairs.
+//! - Every fallible function returns a [`tw_status`] whose values never
+//!   change; outputs go through out-parameters, written only on success;
+//!   every pointer is checked for NULL; [`tw_last_error_message`] explains
+//!   the last failure on the calling thread.
+//! - Every exported body runs inside one boundary macro (`ffi_body!`) that
+//!   catches panics: none ever unwinds into C.
+//!
+//! # Items
+//! - Status and errors: [`tw_status`], [`tw_last_error_message`],
+//!   [`tw_status_name`], [`tw_version`].
+//! - Config: [`tw_breaker_config`], [`tw_breaker_config_default`],
+//!   [`tw_breaker_config_validate`], [`tw_breaker_get_config`].
+//! - Breaker: [`tw_breaker_new`], [`tw_breaker_free`];
+//!   [`tw_breaker_try_acquire`] / [`tw_breaker_try_acquire_at`] →
+//!   [`tw_ticket`] or [`tw_rejection`]; [`tw_breaker_record`] /
+//!   [`tw_breaker_record_at`] with a [`tw_outcome`] → [`tw_transition`];
+//!   [`tw_ticket_is_probe`], [`tw_ticket_transition`];
+//!   [`tw_breaker_state`], [`tw_breaker_snapshot`] → [`tw_snapshot`];
+//!   [`tw_breaker_force_open`], [`tw_breaker_disable`], [`tw_breaker_reset`].
+//! - Shared between processes: [`tw_breaker_layout`],
+//!   [`tw_breaker_init_in`], [`tw_breaker_attach`], [`tw_breaker_open_in`].
+//! - Bulkhead: [`tw_bulkhead_new`], [`tw_bulkhead_free`],
+//!   [`tw_bulkhead_try_acquire`], [`tw_bulkhead_release`],
+//!   [`tw_bulkhead_snapshot`] → [`tw_bulkhead_stats`].
+//! - Backoff: [`tw_backoff_config`], [`tw_backoff_config_default`],
+//!   [`tw_backoff_new`], [`tw_backoff_free`], [`tw_backoff_next_delay`],
+//!   [`tw_backoff_reset`], [`tw_jitter`].
+//! - Retry budget: [`tw_retry_budget_config`],
+//!   [`tw_retry_budget_config_default`], [`tw_retry_budget_new`],
+//!   [`tw_retry_budget_free`], [`tw_retry_budget_deposit`] /
+//!   [`tw_retry_budget_deposit_at`], [`tw_retry_budget_try_withdraw`] /
+//!   [`tw_retry_budget_try_withdraw_at`], [`tw_retry_budget_available_at`].
+//!
+//! # Clocks
+//! Functions without `_at` read `CLOCK_MONOTONIC` (absolute nanoseconds:
+//! the same in every process on a host, as shared breakers need), and only
+//! when a decision needs the time. The `_at` variants take the caller's
+//! own timestamp (e.g. a calibrated TSC); one breaker must see one clock.
+#![warn(missing_docs)]
+// The C names (`tw_breaker`, `tw_status`) are the API: cbindgen copies them
+// into the header as they are.
+#![allow(non_camel_case_types, reason = "C type names, copied into the header")]
+
+mod breaker;
+mod bulkhead;
+mod config;
+mod retry;
+mod shared;
+mod status;
+
+pub use breaker::{
+    tw_breaker, tw_breaker_disable, tw_breaker_force_open, tw_breaker_free, tw_breaker_new,
+    tw_breaker_record, tw_breaker_record_at, tw_breaker_reset, tw_breaker_snapshot, tw_breaker_state,
+    tw_breaker_try_acquire, tw_breaker_try_acquire_at, tw_outcome, tw_rejection, tw_snapshot, tw_state,
+    tw_ticket, tw_ticket_is_probe, tw_ticket_transition, tw_transition,
+};
+pub use bulkhead::{
+    tw_bulkhead, tw_bulkhead_free, tw_bulkhead_new, tw_bulkhead_release, tw_bulkhead_snapshot,
+    tw_bulkhead_stats, tw_bulkhead_try_acquire,
+};
+pub use config::{
+    tw_breaker_config, tw_breaker_config_default, tw_breaker_config_validate, tw_breaker_get_config,
+};
+pub use retry::{
+    tw_backoff, tw_backoff_config, tw_backoff_config_default, tw_backoff_free, tw_backoff_new,
+    tw_backoff_next_delay, tw_backoff_reset, tw_jitter, tw_retry_budget, tw_retry_budget_available_at,
+    tw_retry_budget_config, tw_retry_budget_config_default, tw_retry_budget_deposit,
+    tw_retry_budget_deposit_at, tw_retry_budget_free, tw_retry_budget_new, tw_retry_budget_try_withdraw,
+    tw_retry_budget_try_withdraw_at,
+};
+pub use shared::{tw_breaker_attach, tw_breaker_init_in, tw_breaker_layout, tw_breaker_open_in};
+pub use status::{tw_last_error_message, tw_status, tw_status_name, tw_version};

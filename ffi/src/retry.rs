@@ -1,0 +1,390 @@
+//! Retry helpers: the backoff that spaces attempts and the budget that
+//! caps retries to a share of recent calls.
+
+use core::time::Duration;
+
+use tripwire::{
+    Backoff, BackoffConfig, FixedClock, Jitter, MonotonicClock, RetryBudget, RetryBudgetConfig,
+    RetryConfigError,
+};
+
+use crate::status::{arg, fail, ffi_body, tw_status};
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn config_error(fn_name: &str, e: RetryConfigError) -> tw_status {
+    fail(tw_status::InvalidConfig, format_args!("{fn_name}: {e}"))
+}
+
+/// How a backoff spreads the delays it computes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum tw_jitter {
+    /// The exponential curve itself: every client retries in step.
+    None = 0,
+    /// Anywhere between zero and the curve: the least total work.
+    Full = 1,
+    /// At least half the curve: never retries almost at once.
+    Equal = 2,
+    /// Grows from the previous delay rather than the attempt count
+    /// (`factor` is not used).
+    Decorrelated = 3,
+}
+
+/// How a backoff spaces retries. Durations are `uint64_t` nanoseconds.
+/// Start from `tw_backoff_config_default()`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct tw_backoff_config {
+    /// The first delay, before jitter (1 ns up to the cap; default 100 ms).
+    pub base_ns: u64,
+    /// The longest delay (default 30 s).
+    pub cap_ns: u64,
+    /// Growth per attempt (1.0 to 100.0; default 2.0).
+    pub factor: f64,
+    /// Mixed into each instance's random generator (default 0).
+    pub seed: u64,
+    /// A `tw_jitter` (default `TW_JITTER_FULL`).
+    pub jitter: u32,
+    /// Must be 0: keeps the struct free of padding for later fields.
+    pub reserved: u32,
+}
+
+fn backoff_from_core(c: &BackoffConfig) -> tw_backoff_config {
+    tw_backoff_config {
+        base_ns: nanos(c.base()),
+        cap_ns: nanos(c.cap()),
+        factor: c.factor(),
+        seed: c.seed(),
+        jitter: c.jitter() as u32,
+        reserved: 0,
+    }
+}
+
+fn backoff_to_core(c: &tw_backoff_config, fn_name: &str) -> Result<BackoffConfig, tw_status> {
+    let jitter = match c.jitter {
+        0 => Jitter::None,
+        1 => Jitter::Full,
+        2 => Jitter::Equal,
+        3 => Jitter::Decorrelated,
+        other => {
+            return Err(fail(
+                tw_status::InvalidConfig,
+                format_args!("{fn_name}: invalid backoff config: jitter = {other}, expected 0 to 3"),
+            ));
+        }
+    };
+    if c.reserved != 0 {
+        return Err(fail(
+            tw_status::InvalidConfig,
+            format_args!("{fn_name}: invalid backoff config: reserved = {}, expected 0", c.reserved),
+        ));
+    }
+    BackoffConfig::builder()
+        .base(Duration::from_nanos(c.base_ns))
+        .cap(Duration::from_nanos(c.cap_ns))
+        .factor(c.factor)
+        .seed(c.seed)
+        .jitter(jitter)
+        .build()
+        .map_err(|e| config_error(fn_name, e))
+}
+
+/// Computes the delays between attempts of one operation. Opaque; made by
+/// `tw_backoff_new`, freed by `tw_backoff_free`. A backoff is a small
+/// piece of per-operation state: one thread uses it at a time.
+pub struct tw_backoff {
+    _opaque: [u8; 0],
+}
+
+/// Fills `*out` with the default backoff config: 100 ms doubling up to
+/// 30 s, full jitter. `out` must not be NULL.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_backoff_config_default(out: *mut tw_backoff_config) -> tw_status {
+    ffi_body!("tw_backoff_config_default"; {
+        let out = arg!("tw_backoff_config_default", out);
+        // SAFETY:
+        // - Non-null (checked), writable (the caller's guarantee).
+        unsafe { out.write(backoff_from_core(&BackoffConfig::default())) };
+        tw_status::Ok
+    })
+}
+
+/// Makes a backoff from `*config` and writes its handle to `*out`;
+/// `TW_STATUS_INVALID_CONFIG` with a message naming the field if the config
+/// is out of range. Each backoff gets its own random sequence. Neither
+/// pointer may be NULL.
+///
+/// # Safety
+/// `config` is NULL or readable; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_backoff_new(
+    config: *const tw_backoff_config,
+    out: *mut *mut tw_backoff,
+) -> tw_status {
+    ffi_body!("tw_backoff_new"; {
+        let config = arg!("tw_backoff_new", &config);
+        let out = arg!("tw_backoff_new", out);
+        let config = match backoff_to_core(config, "tw_backoff_new") {
+            Ok(c) => c,
+            Err(status) => return status,
+        };
+        let raw = Box::into_raw(Box::new(Backoff::new(config))).cast::<tw_backoff>();
+        // SAFETY:
+        // - Non-null (checked), writable (the caller's guarantee).
+        unsafe { out.write(raw) };
+        tw_status::Ok
+    })
+}
+
+/// Frees a backoff. NULL is allowed and does nothing.
+///
+/// # Safety
+/// `backoff` is NULL or a live handle from `tw_backoff_new`, not used again.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_backoff_free(backoff: *mut tw_backoff) {
+    ffi_body!("tw_backoff_free", on_panic = (); {
+        if !backoff.is_null() {
+            // SAFETY:
+            // - From `Box::into_raw` in `tw_backoff_new`; not used again (caller).
+            drop(unsafe { Box::from_raw(backoff.cast::<Backoff>()) });
+        }
+    })
+}
+
+/// Writes the delay before the next attempt (nanoseconds) to `*delay_ns`
+/// and moves on to the following attempt. Neither pointer may be NULL. Not
+/// thread-safe for one backoff: use one per operation.
+///
+/// # Safety
+/// `backoff` is NULL or a live handle no other thread uses meanwhile;
+/// `delay_ns` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_backoff_next_delay(backoff: *mut tw_backoff, delay_ns: *mut u64) -> tw_status {
+    ffi_body!("tw_backoff_next_delay"; {
+        let backoff = arg!("tw_backoff_next_delay", backoff).cast::<Backoff>();
+        let delay_ns = arg!("tw_backoff_next_delay", delay_ns);
+        // SAFETY:
+        // - `backoff` is non-null, live and not used by another thread
+        //   (the caller's guarantee), so a unique reference is sound.
+        let d = unsafe { (*backoff).next_delay() };
+        // SAFETY:
+        // - Non-null (checked), writable (the caller's guarantee).
+        unsafe { delay_ns.write(nanos(d)) };
+        tw_status::Ok
+    })
+}
+
+/// Starts the backoff over from the first delay (after a success).
+/// `backoff` must not be NULL. Not thread-safe for one backoff.
+///
+/// # Safety
+/// As for `tw_backoff_next_delay`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_backoff_reset(backoff: *mut tw_backoff) -> tw_status {
+    ffi_body!("tw_backoff_reset"; {
+        let backoff = arg!("tw_backoff_reset", backoff).cast::<Backoff>();
+        // SAFETY:
+        // - As in `tw_backoff_next_delay`.
+        unsafe { (*backoff).reset() };
+        tw_status::Ok
+    })
+}
+
+/// How a retry budget limits retries. Start from
+/// `tw_retry_budget_config_default()`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct tw_retry_budget_config {
+    /// The share of a token each call deposits: 0.2 lets retries add 20% to
+    /// the load (0.0 to 100.0; default 0.2).
+    pub ratio: f64,
+    /// Retries per second allowed however few calls there are (default 10.0).
+    pub min_retries_per_sec: f64,
+    /// How long a deposit counts, on average (100 ms to 7 days; default 10 s).
+    pub ttl_ns: u64,
+}
+
+/// Retries allowed as a fraction of recent calls, shared by every caller of
+/// one dependency. Opaque; made by `tw_retry_budget_new`, freed by
+/// `tw_retry_budget_free`. Every function taking a
+/// `const tw_retry_budget *` is thread-safe.
+pub struct tw_retry_budget {
+    _opaque: [u8; 0],
+}
+
+/// Fills `*out` with the default budget config (20% of calls over 10 s,
+/// at least 10 retries per second). `out` must not be NULL.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_retry_budget_config_default(out: *mut tw_retry_budget_config) -> tw_status {
+    ffi_body!("tw_retry_budget_config_default"; {
+        let out = arg!("tw_retry_budget_config_default", out);
+        let c = RetryBudgetConfig::default();
+        let cfg = tw_retry_budget_config {
+            ratio: c.ratio(),
+            min_retries_per_sec: c.min_retries_per_sec(),
+            ttl_ns: nanos(c.ttl()),
+        };
+        // SAFETY:
+        // - Non-null (checked), writable (the caller's guarantee).
+        unsafe { out.write(cfg) };
+        tw_status::Ok
+    })
+}
+
+/// Makes a retry budget from `*config` and writes its handle to `*out`;
+/// `TW_STATUS_INVALID_CONFIG` with a message if the config is out of
+/// range. Neither pointer may be NULL.
+///
+/// # Safety
+/// `config` is NULL or readable; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_retry_budget_new(
+    config: *const tw_retry_budget_config,
+    out: *mut *mut tw_retry_budget,
+) -> tw_status {
+    ffi_body!("tw_retry_budget_new"; {
+        let c = arg!("tw_retry_budget_new", &config);
+        let out = arg!("tw_retry_budget_new", out);
+        let built = RetryBudgetConfig::builder()
+            .ratio(c.ratio)
+            .min_retries_per_sec(c.min_retries_per_sec)
+            .ttl(Duration::from_nanos(c.ttl_ns))
+            .build();
+        let config = match built {
+            Ok(c) => c,
+            Err(e) => return config_error("tw_retry_budget_new", e),
+        };
+        let raw = Box::into_raw(Box::new(RetryBudget::new(config))).cast::<tw_retry_budget>();
+        // SAFETY:
+        // - Non-null (checked), writable (the caller's guarantee).
+        unsafe { out.write(raw) };
+        tw_status::Ok
+    })
+}
+
+/// Frees a retry budget. NULL is allowed and does nothing. No other thread
+/// may use it during or after this call.
+///
+/// # Safety
+/// `budget` is NULL or a live handle from `tw_retry_budget_new`, not used again.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_retry_budget_free(budget: *mut tw_retry_budget) {
+    ffi_body!("tw_retry_budget_free", on_panic = (); {
+        if !budget.is_null() {
+            // SAFETY:
+            // - From `Box::into_raw` in `tw_retry_budget_new`; not used again (caller).
+            drop(unsafe { Box::from_raw(budget.cast::<RetryBudget>()) });
+        }
+    })
+}
+
+/// The budget behind a non-null handle.
+///
+/// # Safety
+/// `b` is a live handle from `tw_retry_budget_new`.
+unsafe fn budget_ref<'a>(b: *const tw_retry_budget) -> &'a RetryBudget {
+    // SAFETY:
+    // - A live handle points to a `RetryBudget`, used through shared references only.
+    unsafe { &*b.cast::<RetryBudget>() }
+}
+
+/// Counts one call (first attempts and retries alike), adding `ratio` of a
+/// token, at `CLOCK_MONOTONIC` time. `budget` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `budget` is NULL or a live handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_retry_budget_deposit(budget: *const tw_retry_budget) -> tw_status {
+    ffi_body!("tw_retry_budget_deposit"; {
+        let b = arg!("tw_retry_budget_deposit", budget);
+        // SAFETY:
+        // - Non-null (checked) and live (the caller's guarantee).
+        unsafe { budget_ref(b) }.deposit(&MonotonicClock);
+        tw_status::Ok
+    })
+}
+
+/// `tw_retry_budget_deposit` at the caller's own time (`now_ns`, one clock
+/// per budget).
+///
+/// # Safety
+/// As for `tw_retry_budget_deposit`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_retry_budget_deposit_at(
+    budget: *const tw_retry_budget,
+    now_ns: u64,
+) -> tw_status {
+    ffi_body!("tw_retry_budget_deposit_at"; {
+        let b = arg!("tw_retry_budget_deposit_at", budget);
+        // SAFETY:
+        // - Non-null (checked) and live (the caller's guarantee).
+        unsafe { budget_ref(b) }.deposit(&FixedClock(now_ns));
+        tw_status::Ok
+    })
+}
+
+/// Takes one token for a retry: `TW_STATUS_OK` (retry) or
+/// `TW_STATUS_REJECTED` (less than a whole token left: do not retry; no
+/// message is set). Reads `CLOCK_MONOTONIC`. `budget` must not be NULL.
+/// Thread-safe.
+///
+/// # Safety
+/// `budget` is NULL or a live handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_retry_budget_try_withdraw(budget: *const tw_retry_budget) -> tw_status {
+    ffi_body!("tw_retry_budget_try_withdraw"; {
+        let b = arg!("tw_retry_budget_try_withdraw", budget);
+        // SAFETY:
+        // - Non-null (checked) and live (the caller's guarantee).
+        if unsafe { budget_ref(b) }.try_withdraw(&MonotonicClock) { tw_status::Ok } else { tw_status::Rejected }
+    })
+}
+
+/// `tw_retry_budget_try_withdraw` at the caller's own time.
+///
+/// # Safety
+/// As for `tw_retry_budget_try_withdraw`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_retry_budget_try_withdraw_at(
+    budget: *const tw_retry_budget,
+    now_ns: u64,
+) -> tw_status {
+    ffi_body!("tw_retry_budget_try_withdraw_at"; {
+        let b = arg!("tw_retry_budget_try_withdraw_at", budget);
+        // SAFETY:
+        // - Non-null (checked) and live (the caller's guarantee).
+        let ok = unsafe { budget_ref(b) }.try_withdraw(&FixedClock(now_ns));
+        if ok { tw_status::Ok } else { tw_status::Rejected }
+    })
+}
+
+/// Writes the balance at `now_ns` (thousandths of a token) to `*out`: a
+/// report, which another thread may change at once. Neither pointer may be
+/// NULL. Thread-safe.
+///
+/// # Safety
+/// `budget` is NULL or a live handle; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_retry_budget_available_at(
+    budget: *const tw_retry_budget,
+    now_ns: u64,
+    out: *mut u32,
+) -> tw_status {
+    ffi_body!("tw_retry_budget_available_at"; {
+        let b = arg!("tw_retry_budget_available_at", budget);
+        let out = arg!("tw_retry_budget_available_at", out);
+        // SAFETY:
+        // - Both non-null (checked); `b` live and `out` writable (the caller's guarantee).
+        unsafe { out.write(budget_ref(b).available_milli(&FixedClock(now_ns))) };
+        tw_status::Ok
+    })
+}

@@ -1,0 +1,215 @@
+// The C++ wrapper: RAII permits, move-only handles, both error styles,
+// shared breakers. Built with -std=c++17 -Wall -Wextra -Werror, plainly and
+// with -fsanitize=address,undefined, by ffi/tests/c_api.rs.
+#include "tripwire.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <type_traits>
+
+static int failures = 0;
+
+#define CHECK(cond)                                                                       \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            std::fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__,   \
+                         __LINE__, #cond, tw_last_error_message());                       \
+            failures++;                                                                   \
+        }                                                                                 \
+    } while (0)
+
+using namespace std::chrono_literals;
+
+static_assert(!std::is_copy_constructible_v<tripwire::permit>, "permits are move-only");
+static_assert(std::is_nothrow_move_constructible_v<tripwire::permit>, "permits move without throwing");
+static_assert(!std::is_copy_constructible_v<tripwire::breaker>, "breakers are move-only");
+
+static void test_errors() {
+    // Exceptions.
+    bool thrown = false;
+    try {
+        tripwire::breaker b{tripwire::config{}.half_open_max(0)};
+    } catch (const tripwire::error &e) {
+        thrown = true;
+        CHECK(e.status() == TW_STATUS_INVALID_CONFIG);
+        CHECK(e.code() == TW_STATUS_INVALID_CONFIG);
+        CHECK(std::string(e.what()).find("half_open_max = 0, expected 1 to 63") != std::string::npos);
+        CHECK(e.code().message() == "TW_STATUS_INVALID_CONFIG");
+    }
+    CHECK(thrown);
+
+    thrown = false;
+    try {
+        tripwire::config{}.open_timeout(0ns).validate();
+    } catch (const tripwire::error &e) {
+        thrown = true;
+        CHECK(std::string(e.what()).find("open_timeout = 0ns") != std::string::npos);
+    }
+    CHECK(thrown);
+
+    // std::error_code.
+    std::error_code ec;
+    tripwire::breaker bad{tripwire::config{}.failure_threshold(0), ec};
+    CHECK(ec == TW_STATUS_INVALID_CONFIG);
+    CHECK(!bad);
+    tripwire::breaker good{tripwire::config{}, ec};
+    CHECK(!ec);
+    CHECK(good);
+    tripwire::breaker windowed{tripwire::config{}.failure_threshold(0).failure_rate(0.5).min_calls(2).window(4, 1s), ec};
+    CHECK(!ec);
+    CHECK(windowed.current_config().raw().min_calls == 2);
+    tripwire::breaker slow{tripwire::config{}.slow_rate(0.5), ec};
+    CHECK(ec == TW_STATUS_INVALID_CONFIG);
+}
+
+static void test_permits() {
+    tripwire::breaker b{tripwire::config{}.failure_threshold(2).open_timeout(1us).half_open_max(2)};
+    CHECK(b.state() == TW_STATE_CLOSED);
+
+    // A permit dropped unrecorded counts as ignored.
+    { auto p = b.try_acquire_at(10); CHECK(p); }
+    CHECK(b.snapshot().ignored == 1);
+
+    // Recorded once: the destructor then does nothing.
+    {
+        auto p = b.try_acquire_at(10);
+        CHECK(!p.is_probe());
+        tw_transition t = p.failure();
+        CHECK(!t.changed);
+        CHECK(!p);
+        CHECK(!p.success().changed);
+    }
+    CHECK(b.snapshot().ignored == 1 && b.snapshot().failures == 1 && b.snapshot().successes == 0);
+
+    // Moving hands the duty over: only the last owner records.
+    {
+        auto p = b.try_acquire_at(10);
+        tripwire::permit q = std::move(p);
+        CHECK(!p && q);
+        tw_transition t = q.record_at(tripwire::outcome::failure, 20);
+        CHECK(t.changed && t.from == TW_STATE_CLOSED && t.to == TW_STATE_OPEN);
+    }
+    CHECK(b.snapshot().ignored == 1 && b.snapshot().failures == 2);
+
+    // Rejected with the time left.
+    {
+        auto p = b.try_acquire_at(500);
+        CHECK(!p);
+        CHECK(p.rejection().state == TW_STATE_OPEN);
+        CHECK(p.retry_after() == 520ns);
+    }
+
+    // A probe, moved into a permit that already held one: that one is ignored.
+    {
+        auto probe = b.try_acquire_at(2000);
+        CHECK(probe && probe.is_probe());
+        auto other = b.try_acquire_at(2000);
+        CHECK(other && other.is_probe());
+        other = std::move(probe);
+        CHECK(b.snapshot().ignored == 2);
+        tw_transition t = other.success();
+        CHECK(t.changed && t.from == TW_STATE_HALF_OPEN && t.to == TW_STATE_CLOSED);
+    }
+    CHECK(b.state() == TW_STATE_CLOSED);
+
+    // Manual modes.
+    CHECK(b.force_open().to == TW_STATE_FORCED_OPEN);
+    {
+        auto p = b.try_acquire();
+        CHECK(!p && p.rejection().retry_after_ns == UINT64_MAX);
+        CHECK(p.retry_after() == std::chrono::nanoseconds::max());
+    }
+    CHECK(b.disable().to == TW_STATE_DISABLED);
+    CHECK(b.try_acquire());
+    CHECK(b.reset().to == TW_STATE_CLOSED);
+    CHECK(b.current_config().raw().half_open_max == 2);
+
+    // Breakers move too.
+    tripwire::breaker moved = std::move(b);
+    CHECK(moved && !b);
+    CHECK(moved.try_acquire().success().to == TW_STATE_CLOSED);
+}
+
+static void test_shared() {
+    auto [size, align] = tripwire::breaker::layout();
+    void *mem = ::operator new(size, std::align_val_t(align));
+    std::memset(mem, 0, size);
+
+    std::error_code ec;
+    auto none = tripwire::breaker::attach(mem, size, ec);
+    CHECK(ec == TW_STATUS_REGION_UNINITIALISED && !none);
+    bool thrown = false;
+    try {
+        auto b = tripwire::breaker::attach(mem, size);
+    } catch (const tripwire::error &e) {
+        thrown = true;
+        CHECK(std::string(e.what()).find("not initialised") != std::string::npos);
+    }
+    CHECK(thrown);
+
+    {
+        auto a = tripwire::breaker::init_in(mem, size, tripwire::config{}.failure_threshold(1));
+        auto b = tripwire::breaker::attach(mem, size);
+        auto c = tripwire::breaker::open_in(mem, size, tripwire::config{}.failure_threshold(1));
+        auto d = tripwire::breaker::open_in(mem, size, tripwire::config{}, ec);
+        CHECK(ec == TW_STATUS_REGION_CONFIG_MISMATCH && !d);
+        CHECK(a.try_acquire().failure().to == TW_STATE_OPEN);
+        CHECK(b.state() == TW_STATE_OPEN && c.state() == TW_STATE_OPEN);
+    }  // Shared handles free nothing: the region is still intact.
+    auto again = tripwire::breaker::attach(mem, size);
+    CHECK(again.state() == TW_STATE_OPEN);
+    ::operator delete(mem, std::align_val_t(align));
+}
+
+static void test_bulkhead_backoff_budget() {
+    tripwire::bulkhead orders{1};
+    {
+        auto a = orders.try_acquire();
+        CHECK(a);
+        auto b = orders.try_acquire();
+        CHECK(!b);
+        tripwire::bulkhead::slot moved = std::move(a);
+        CHECK(moved && !a);
+        CHECK(orders.stats().in_flight == 1);
+    }
+    CHECK(orders.stats().in_flight == 0 && orders.stats().acquired == 1 && orders.stats().rejected == 1);
+
+    tw_backoff_config c = tripwire::backoff::defaults();
+    c.jitter = TW_JITTER_NONE;
+    c.base_ns = 100;
+    c.cap_ns = 150;
+    tripwire::backoff delays{c};
+    CHECK(delays.next_delay() == 100ns);
+    CHECK(delays.next_delay() == 150ns);
+    delays.reset();
+    CHECK(delays.next_delay() == 100ns);
+    c.factor = 0.0;
+    bool thrown = false;
+    try {
+        tripwire::backoff bad{c};
+    } catch (const tripwire::error &e) {
+        thrown = true;
+        CHECK(std::string(e.what()).find("factor = 0") != std::string::npos);
+    }
+    CHECK(thrown);
+
+    tripwire::retry_budget budget;
+    budget.deposit();
+    CHECK(budget.try_withdraw());  // the default reserve allows retries at once
+}
+
+int main() {
+    test_errors();
+    test_permits();
+    test_shared();
+    test_bulkhead_backoff_budget();
+    if (failures != 0) {
+        std::fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    std::printf("test_tripwire_cpp: all checks passed\n");
+    return 0;
+}

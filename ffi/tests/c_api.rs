@@ -1,0 +1,78 @@
+//! Compiles the C and C++ tests in `tests/c/` against the static library
+//! this test run built and `include/`, with `-Wall -Wextra -Werror`, once
+//! plainly and once with `-fsanitize=address,undefined`, and runs them.
+//!
+//! Needs a C and a C++ compiler (`cc` and `c++`, or `$CC` and `$CXX`).
+//! Skipped under miri, which cannot run a C compiler or fork.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The directory holding this test binary: cargo writes the library's
+/// `libtripwire_ffi.a` to the same `deps` directory.
+fn deps_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent().expect("a deps directory").to_path_buf()
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_path_buf()
+}
+
+/// Builds `source` twice (plain, sanitized) and runs both binaries.
+fn build_and_run(source: &str, cpp: bool) {
+    let deps = deps_dir();
+    let lib = deps.join("libtripwire_ffi.a");
+    assert!(lib.exists(), "{} is missing: cargo builds it with the tests", lib.display());
+    let root = repo_root();
+    let src = root.join("ffi/tests/c").join(source);
+    let out_dir = deps.join("c-tests");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let (compiler, std_flag) = if cpp {
+        (std::env::var("CXX").unwrap_or_else(|_| "c++".into()), "-std=c++17")
+    } else {
+        (std::env::var("CC").unwrap_or_else(|_| "cc".into()), "-std=c11")
+    };
+    let stem = Path::new(source).file_stem().unwrap().to_str().unwrap().to_owned();
+    let ext = if cpp { "_cpp" } else { "" };
+    for (suffix, extra) in
+        [("", &[][..]), ("_san", &["-fsanitize=address,undefined", "-fno-sanitize-recover=all"][..])]
+    {
+        let exe = out_dir.join(format!("{stem}{ext}{suffix}"));
+        let status = Command::new(&compiler)
+            .args([std_flag, "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
+            .args(extra)
+            .arg("-I")
+            .arg(root.join("include"))
+            .arg(&src)
+            .arg(&lib)
+            .args(["-lpthread", "-ldl", "-lm", "-o"])
+            .arg(&exe)
+            .status()
+            .unwrap_or_else(|e| panic!("could not run `{compiler}` (a C/C++ compiler is needed): {e}"));
+        assert!(status.success(), "compiling {source}{suffix} failed");
+        let output = Command::new(&exe).output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        print!("{stdout}");
+        assert!(output.status.success(), "{}{suffix} failed:\n{stdout}\n{stderr}", exe.display());
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // runs a C compiler
+fn c_api_from_c() {
+    build_and_run("test_tripwire.c", false);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // runs a C compiler, and the test forks
+fn one_breaker_shared_by_several_processes() {
+    build_and_run("test_shared.c", false);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // runs a C++ compiler
+fn cpp_wrapper() {
+    build_and_run("test_tripwire.cpp", true);
+}

@@ -1,0 +1,474 @@
+// tripwire.hpp: header-only C++17 wrapper over the C API in tripwire.h.
+//
+// - tripwire::breaker owns a breaker made on the heap, or refers to one in
+//   shared memory (never freeing it); move-only.
+// - breaker::try_acquire() returns a tripwire::permit: a move-only RAII
+//   value that records TW_OUTCOME_IGNORED when destroyed unless an outcome
+//   was recorded, so an early return or an exception never leaves a probe
+//   slot taken. No allocation, no exception on the hot path.
+// - tripwire::bulkhead (with an RAII slot), tripwire::backoff and
+//   tripwire::retry_budget wrap the other C types the same way.
+// - Errors (bad config, bad shared region) throw tripwire::error (a
+//   std::system_error carrying the tw_status and tw_last_error_message()),
+//   or, with the overloads taking a std::error_code&, set it instead.
+//   tw_status values compare with std::error_code directly.
+//
+// Example:
+//   tripwire::breaker b{tripwire::config{}.failure_threshold(3)};
+//   if (auto p = b.try_acquire()) {
+//       bool ok = send_order();
+//       ok ? p.success() : p.failure();
+//   } else {
+//       defer_for(p.retry_after());
+//   }
+#ifndef TRIPWIRE_HPP
+#define TRIPWIRE_HPP
+
+#include "tripwire.h"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+namespace std {
+template <>
+struct is_error_code_enum<tw_status> : true_type {};
+}  // namespace std
+
+namespace tripwire {
+
+/// The error category of tw_status codes; messages are the status names.
+class status_category_t final : public std::error_category {
+public:
+    const char *name() const noexcept override { return "tripwire"; }
+    std::string message(int value) const override {
+        return tw_status_name(static_cast<std::uint32_t>(value));
+    }
+};
+
+inline const std::error_category &status_category() noexcept {
+    static const status_category_t category;
+    return category;
+}
+
+}  // namespace tripwire
+
+/// Found by argument-dependent lookup: `std::error_code ec = TW_STATUS_...;`.
+inline std::error_code make_error_code(tw_status s) noexcept {
+    return {static_cast<int>(s), tripwire::status_category()};
+}
+
+namespace tripwire {
+
+/// A failed call: the status, and the library's explanation as what().
+class error : public std::system_error {
+public:
+    explicit error(tw_status s) : std::system_error(make_error_code(s), tw_last_error_message()) {}
+    tw_status status() const noexcept { return static_cast<tw_status>(code().value()); }
+};
+
+namespace detail {
+inline void throw_if_failed(const std::error_code &ec) {
+    if (ec) {
+        throw error(static_cast<tw_status>(ec.value()));
+    }
+}
+inline bool set(std::error_code &ec, tw_status s) noexcept {
+    ec = s == TW_STATUS_OK ? std::error_code{} : make_error_code(s);
+    return s == TW_STATUS_OK;
+}
+}  // namespace detail
+
+/// Breaker settings, starting from tw_breaker_config_default(). Checked when
+/// a breaker is made from them (or by validate()).
+class config {
+public:
+    config() noexcept { tw_breaker_config_default(&raw_); }
+
+    config &failure_threshold(std::uint32_t n) noexcept { raw_.failure_threshold = n; return *this; }
+    config &open_timeout(std::chrono::nanoseconds d) noexcept { raw_.open_timeout_ns = ns(d); return *this; }
+    config &open_timeout_max(std::chrono::nanoseconds d) noexcept { raw_.open_timeout_max_ns = ns(d); return *this; }
+    config &open_timeout_growth(double f) noexcept { raw_.open_timeout_growth = f; return *this; }
+    config &open_timeout_jitter(double f) noexcept { raw_.open_timeout_jitter = f; return *this; }
+    config &jitter_seed(std::uint64_t s) noexcept { raw_.jitter_seed = s; return *this; }
+    config &half_open_max(std::uint32_t n) noexcept { raw_.half_open_max = n; return *this; }
+    config &half_open_successes(std::uint32_t n) noexcept { raw_.half_open_successes = n; return *this; }
+    config &count_successes(bool on) noexcept { raw_.count_successes = on ? 1u : 0u; return *this; }
+    config &window(std::uint32_t buckets, std::chrono::nanoseconds width) noexcept {
+        raw_.window_buckets = buckets;
+        raw_.window_bucket_ns = ns(width);
+        return *this;
+    }
+    config &min_calls(std::uint32_t n) noexcept { raw_.min_calls = n; return *this; }
+    config &failure_rate(double rate) noexcept { raw_.failure_rate = rate; return *this; }
+    config &slow_call(std::chrono::nanoseconds d) noexcept { raw_.slow_call_ns = ns(d); return *this; }
+    config &slow_rate(double rate) noexcept { raw_.slow_rate = rate; return *this; }
+
+    /// Throws tripwire::error (TW_STATUS_INVALID_CONFIG) naming the bad field.
+    void validate() const { detail::throw_if_failed(make_error_code(tw_breaker_config_validate(&raw_))); }
+
+    const tw_breaker_config &raw() const noexcept { return raw_; }
+    tw_breaker_config &raw() noexcept { return raw_; }
+
+private:
+    static std::uint64_t ns(std::chrono::nanoseconds d) noexcept {
+        return d.count() < 0 ? 0 : static_cast<std::uint64_t>(d.count());
+    }
+    tw_breaker_config raw_;
+};
+
+/// How a call ended.
+enum class outcome : std::uint32_t {
+    success = TW_OUTCOME_SUCCESS,
+    failure = TW_OUTCOME_FAILURE,
+    ignored = TW_OUTCOME_IGNORED,
+};
+
+class breaker;
+
+/// The answer of try_acquire(): admitted (true) with a ticket to record, or
+/// rejected (false) with the reason. Records TW_OUTCOME_IGNORED on
+/// destruction if admitted and not yet recorded. Move-only; never allocates.
+class permit {
+public:
+    permit(permit &&other) noexcept
+        : breaker_(std::exchange(other.breaker_, nullptr)), ticket_(other.ticket_),
+          rejection_(other.rejection_) {}
+    permit &operator=(permit &&other) noexcept {
+        if (this != &other) {
+            finish(outcome::ignored);
+            breaker_ = std::exchange(other.breaker_, nullptr);
+            ticket_ = other.ticket_;
+            rejection_ = other.rejection_;
+        }
+        return *this;
+    }
+    permit(const permit &) = delete;
+    permit &operator=(const permit &) = delete;
+    ~permit() { finish(outcome::ignored); }
+
+    /// Whether the call was admitted and its outcome is still to be recorded.
+    explicit operator bool() const noexcept { return breaker_ != nullptr; }
+
+    /// Records the outcome (once; later calls do nothing) and returns the
+    /// transition it caused.
+    tw_transition record(outcome o) noexcept { return finish(o); }
+    tw_transition success() noexcept { return finish(outcome::success); }
+    tw_transition failure() noexcept { return finish(outcome::failure); }
+    tw_transition ignore() noexcept { return finish(outcome::ignored); }
+    /// As record(), with the caller's own clock (see tw_breaker_record_at).
+    tw_transition record_at(outcome o, std::uint64_t now_ns) noexcept {
+        tw_transition t{};
+        if (breaker_ != nullptr) {
+            tw_breaker_record_at(std::exchange(breaker_, nullptr), now_ns, ticket_,
+                                 static_cast<std::uint32_t>(o), &t);
+        }
+        return t;
+    }
+
+    /// The ticket of an admitted call.
+    const tw_ticket &ticket() const noexcept { return ticket_; }
+    /// Whether an admitted call is a Half-Open probe.
+    bool is_probe() const noexcept { return tw_ticket_is_probe(&ticket_); }
+    /// Why the call was refused (meaningful when it was).
+    const tw_rejection &rejection() const noexcept { return rejection_; }
+    /// Time until a probe may be admitted; nanoseconds::max() when forced open.
+    std::chrono::nanoseconds retry_after() const noexcept {
+        using rep = std::chrono::nanoseconds::rep;
+        const auto max = static_cast<std::uint64_t>(std::chrono::nanoseconds::max().count());
+        return std::chrono::nanoseconds(static_cast<rep>(
+            rejection_.retry_after_ns > max ? max : rejection_.retry_after_ns));
+    }
+
+private:
+    friend class breaker;
+    permit() noexcept : ticket_{}, rejection_{} {}
+
+    tw_transition finish(outcome o) noexcept {
+        tw_transition t{};
+        if (breaker_ != nullptr) {
+            // Cannot fail: the handle is live and `o` is a valid outcome.
+            // An ignored outcome never reads the clock.
+            tw_breaker_record(std::exchange(breaker_, nullptr), ticket_,
+                              static_cast<std::uint32_t>(o), &t);
+        }
+        return t;
+    }
+
+    const tw_breaker *breaker_ = nullptr;
+    tw_ticket ticket_;
+    tw_rejection rejection_;
+};
+
+/// A circuit breaker: owned (made from a config, freed on destruction) or
+/// shared (in memory mapped by several processes, never freed). Move-only.
+/// Every member but construction, assignment and destruction is
+/// thread-safe and never throws.
+class breaker {
+public:
+    /// A heap breaker; throws tripwire::error if the config is invalid.
+    explicit breaker(const config &c) { detail::throw_if_failed(make(c)); }
+    /// A heap breaker; on failure sets `ec` and leaves the breaker empty.
+    breaker(const config &c, std::error_code &ec) noexcept { ec = make(c); }
+
+    /// Attaches to a breaker another process initialised in `mem`.
+    static breaker attach(void *mem, std::size_t len) { return checked(shared(tw_breaker_attach, mem, len)); }
+    static breaker attach(void *mem, std::size_t len, std::error_code &ec) noexcept {
+        return shared(tw_breaker_attach, mem, len, ec);
+    }
+    /// Initialises a breaker in zero-filled shared memory.
+    static breaker init_in(void *mem, std::size_t len, const config &c) {
+        std::error_code ec;
+        return checked(init_in(mem, len, c, ec), ec);
+    }
+    static breaker init_in(void *mem, std::size_t len, const config &c, std::error_code &ec) noexcept {
+        breaker b;
+        detail::set(ec, tw_breaker_init_in(mem, len, &c.raw(), &b.handle_));
+        return b;
+    }
+    /// Initialises the shared breaker if nobody has, else attaches to it.
+    static breaker open_in(void *mem, std::size_t len, const config &c) {
+        std::error_code ec;
+        return checked(open_in(mem, len, c, ec), ec);
+    }
+    static breaker open_in(void *mem, std::size_t len, const config &c, std::error_code &ec) noexcept {
+        breaker b;
+        detail::set(ec, tw_breaker_open_in(mem, len, &c.raw(), &b.handle_));
+        return b;
+    }
+    /// The size and alignment shared memory for one breaker needs.
+    static std::pair<std::size_t, std::size_t> layout() noexcept {
+        std::size_t size = 0, align = 0;
+        tw_breaker_layout(&size, &align);
+        return {size, align};
+    }
+
+    breaker(breaker &&other) noexcept
+        : owned_(std::exchange(other.owned_, nullptr)), handle_(std::exchange(other.handle_, nullptr)) {}
+    breaker &operator=(breaker &&other) noexcept {
+        if (this != &other) {
+            tw_breaker_free(owned_);
+            owned_ = std::exchange(other.owned_, nullptr);
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+    breaker(const breaker &) = delete;
+    breaker &operator=(const breaker &) = delete;
+    ~breaker() { tw_breaker_free(owned_); }
+
+    /// Whether this holds a breaker (false after a failed error_code
+    /// construction or a move).
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+    const tw_breaker *get() const noexcept { return handle_; }
+
+    /// Asks to make a call (reads CLOCK_MONOTONIC only when open).
+    permit try_acquire() const noexcept {
+        permit p;
+        if (tw_breaker_try_acquire(handle_, &p.ticket_, &p.rejection_) == TW_STATUS_OK) {
+            p.breaker_ = handle_;
+        }
+        return p;
+    }
+    /// Asks to make a call at the caller's own time (see tw_breaker_try_acquire_at).
+    permit try_acquire_at(std::uint64_t now_ns) const noexcept {
+        permit p;
+        if (tw_breaker_try_acquire_at(handle_, now_ns, &p.ticket_, &p.rejection_) == TW_STATUS_OK) {
+            p.breaker_ = handle_;
+        }
+        return p;
+    }
+
+    tw_state state() const noexcept {
+        tw_state s = TW_STATE_FORCED_OPEN;
+        tw_breaker_state(handle_, &s);
+        return s;
+    }
+    tw_snapshot snapshot() const noexcept {
+        tw_snapshot s{};
+        tw_breaker_snapshot(handle_, &s);
+        return s;
+    }
+    config current_config() const noexcept {
+        config c;
+        tw_breaker_get_config(handle_, &c.raw());
+        return c;
+    }
+    tw_transition force_open() const noexcept { return manual(tw_breaker_force_open); }
+    tw_transition disable() const noexcept { return manual(tw_breaker_disable); }
+    tw_transition reset() const noexcept { return manual(tw_breaker_reset); }
+
+private:
+    breaker() noexcept = default;
+
+    std::error_code make(const config &c) noexcept {
+        tw_status s = tw_breaker_new(&c.raw(), &owned_);
+        handle_ = owned_;
+        return s == TW_STATUS_OK ? std::error_code{} : make_error_code(s);
+    }
+    using attach_fn = tw_status (*)(void *, std::size_t, const tw_breaker **);
+    static breaker shared(attach_fn f, void *mem, std::size_t len, std::error_code &ec) noexcept {
+        breaker b;
+        detail::set(ec, f(mem, len, &b.handle_));
+        return b;
+    }
+    static std::pair<breaker, std::error_code> shared(attach_fn f, void *mem, std::size_t len) noexcept {
+        std::error_code ec;
+        breaker b = shared(f, mem, len, ec);
+        return {std::move(b), ec};
+    }
+    static breaker checked(std::pair<breaker, std::error_code> r) {
+        detail::throw_if_failed(r.second);
+        return std::move(r.first);
+    }
+    static breaker checked(breaker b, const std::error_code &ec) {
+        detail::throw_if_failed(ec);
+        return b;
+    }
+    tw_transition manual(tw_status (*f)(const tw_breaker *, tw_transition *)) const noexcept {
+        tw_transition t{};
+        f(handle_, &t);
+        return t;
+    }
+
+    tw_breaker *owned_ = nullptr;
+    const tw_breaker *handle_ = nullptr;
+};
+
+
+/// A cap on calls in flight. Move-only; try_acquire() returns a slot that
+/// frees itself when destroyed.
+class bulkhead {
+public:
+    /// Holds one slot while alive (if it got one). Move-only.
+    class slot {
+    public:
+        slot(slot &&other) noexcept : b_(std::exchange(other.b_, nullptr)) {}
+        slot &operator=(slot &&other) noexcept {
+            if (this != &other) {
+                release();
+                b_ = std::exchange(other.b_, nullptr);
+            }
+            return *this;
+        }
+        slot(const slot &) = delete;
+        slot &operator=(const slot &) = delete;
+        ~slot() { release(); }
+        /// Whether a slot was taken (and is still held).
+        explicit operator bool() const noexcept { return b_ != nullptr; }
+        /// Frees the slot now (once).
+        void release() noexcept {
+            if (b_ != nullptr) {
+                tw_bulkhead_release(std::exchange(b_, nullptr));
+            }
+        }
+
+    private:
+        friend class bulkhead;
+        explicit slot(const tw_bulkhead *b) noexcept : b_(b) {}
+        const tw_bulkhead *b_;
+    };
+
+    explicit bulkhead(std::uint32_t max) {
+        detail::throw_if_failed(make_error_code(tw_bulkhead_new(max, &h_)));
+    }
+    bulkhead(bulkhead &&other) noexcept : h_(std::exchange(other.h_, nullptr)) {}
+    bulkhead &operator=(bulkhead &&other) noexcept {
+        if (this != &other) {
+            tw_bulkhead_free(h_);
+            h_ = std::exchange(other.h_, nullptr);
+        }
+        return *this;
+    }
+    bulkhead(const bulkhead &) = delete;
+    bulkhead &operator=(const bulkhead &) = delete;
+    ~bulkhead() { tw_bulkhead_free(h_); }
+
+    /// Takes a slot if one is free, without waiting.
+    slot try_acquire() const noexcept {
+        return slot(tw_bulkhead_try_acquire(h_) == TW_STATUS_OK ? h_ : nullptr);
+    }
+    tw_bulkhead_stats stats() const noexcept {
+        tw_bulkhead_stats s{};
+        tw_bulkhead_snapshot(h_, &s);
+        return s;
+    }
+
+private:
+    tw_bulkhead *h_ = nullptr;
+};
+
+/// The delays between attempts of one operation. Move-only; one thread at a time.
+class backoff {
+public:
+    explicit backoff(const tw_backoff_config &c) { detail::throw_if_failed(make_error_code(tw_backoff_new(&c, &h_))); }
+    backoff() : backoff(defaults()) {}
+    backoff(backoff &&other) noexcept : h_(std::exchange(other.h_, nullptr)) {}
+    backoff &operator=(backoff &&other) noexcept {
+        if (this != &other) {
+            tw_backoff_free(h_);
+            h_ = std::exchange(other.h_, nullptr);
+        }
+        return *this;
+    }
+    backoff(const backoff &) = delete;
+    backoff &operator=(const backoff &) = delete;
+    ~backoff() { tw_backoff_free(h_); }
+
+    static tw_backoff_config defaults() noexcept {
+        tw_backoff_config c;
+        tw_backoff_config_default(&c);
+        return c;
+    }
+    /// The delay before the next attempt.
+    std::chrono::nanoseconds next_delay() noexcept {
+        std::uint64_t ns = 0;
+        tw_backoff_next_delay(h_, &ns);
+        return std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(ns));
+    }
+    void reset() noexcept { tw_backoff_reset(h_); }
+
+private:
+    tw_backoff *h_ = nullptr;
+};
+
+/// Retries as a share of recent calls. Move-only; thread-safe members.
+class retry_budget {
+public:
+    explicit retry_budget(const tw_retry_budget_config &c) {
+        detail::throw_if_failed(make_error_code(tw_retry_budget_new(&c, &h_)));
+    }
+    retry_budget() : retry_budget(defaults()) {}
+    retry_budget(retry_budget &&other) noexcept : h_(std::exchange(other.h_, nullptr)) {}
+    retry_budget &operator=(retry_budget &&other) noexcept {
+        if (this != &other) {
+            tw_retry_budget_free(h_);
+            h_ = std::exchange(other.h_, nullptr);
+        }
+        return *this;
+    }
+    retry_budget(const retry_budget &) = delete;
+    retry_budget &operator=(const retry_budget &) = delete;
+    ~retry_budget() { tw_retry_budget_free(h_); }
+
+    static tw_retry_budget_config defaults() noexcept {
+        tw_retry_budget_config c;
+        tw_retry_budget_config_default(&c);
+        return c;
+    }
+    /// Counts one call.
+    void deposit() const noexcept { tw_retry_budget_deposit(h_); }
+    /// Takes a token for a retry; false: do not retry.
+    bool try_withdraw() const noexcept { return tw_retry_budget_try_withdraw(h_) == TW_STATUS_OK; }
+
+private:
+    tw_retry_budget *h_ = nullptr;
+};
+
+}  // namespace tripwire
+
+#endif  // TRIPWIRE_HPP
