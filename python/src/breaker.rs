@@ -16,20 +16,31 @@ use crate::config::ConfigArgs;
 use crate::errors;
 use crate::guarded::Guarded;
 use crate::registry;
+use crate::shared::Mapping;
 use crate::snapshot::Snapshot;
 use crate::with_stack::WithStack;
 
-/// The part of a breaker that outlives its Python object while the
-/// registry exports it: the core breaker and its name.
+/// The core breaker, in this process's memory or in a shared mapping; the
+/// registry holds it weakly for the Prometheus export.
 #[derive(Debug)]
-pub(crate) struct Core {
-    breaker: tripwire::Breaker,
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per breaker, behind an Arc; boxing the breaker would add a pointer chase to every call"
+)]
+pub(crate) enum Core {
+    /// `Breaker(...)`: this process's own.
+    Owned(tripwire::Breaker),
+    /// `Breaker.shared(path, ...)`: in a file every process maps.
+    Mapped(Mapping),
 }
 
 impl Core {
     #[inline]
     pub(crate) fn breaker(&self) -> &tripwire::Breaker {
-        &self.breaker
+        match self {
+            Core::Owned(b) => b,
+            Core::Mapped(m) => m.breaker(),
+        }
     }
 }
 
@@ -184,35 +195,11 @@ impl Breaker {
     fn manual(slf: &Bound<'_, Self>, t: Transition) {
         Self::notify(slf, t);
     }
-}
 
-#[pymethods]
-impl Breaker {
-    #[new]
-    #[pyo3(signature = (
-        *,
-        failure_threshold = None,
-        open_timeout = None,
-        open_timeout_max = None,
-        open_timeout_growth = None,
-        open_timeout_jitter = None,
-        half_open_max = None,
-        half_open_successes = None,
-        window = None,
-        min_calls = None,
-        failure_rate = None,
-        slow_call = None,
-        slow_rate = None,
-        name = None,
-        failure_on = None,
-        ignore_on = None,
-        failure_if = None,
-        on_state_change = None,
-        listeners = None,
-        clock = None,
-    ))]
+    /// Builds a breaker from the keyword arguments; in the file at
+    /// `shared` if given.
     #[allow(clippy::too_many_arguments, reason = "keyword arguments of a Python constructor")]
-    fn new(
+    fn make(
         py: Python<'_>,
         failure_threshold: Option<&Bound<'_, PyAny>>,
         open_timeout: Option<&Bound<'_, PyAny>>,
@@ -233,6 +220,7 @@ impl Breaker {
         on_state_change: Option<&Bound<'_, PyAny>>,
         listeners: Option<&Bound<'_, PyAny>>,
         clock: Option<&Bound<'_, PyAny>>,
+        shared: Option<&std::path::Path>,
     ) -> PyResult<Self> {
         let config = ConfigArgs {
             failure_threshold,
@@ -292,7 +280,10 @@ impl Breaker {
         let classifier = Classifier::new(py, failure_on, ignore_on, failure_if)?;
         let with_stack = WithStack::new(py)?;
 
-        let core = Arc::new(Core { breaker: tripwire::Breaker::new(config) });
+        let core = Arc::new(match shared {
+            None => Core::Owned(tripwire::Breaker::new(config)),
+            Some(path) => Core::Mapped(Mapping::open(py, path, config)?),
+        });
         if let Ok(s) = name.cast::<PyString>() {
             registry::register(&s.to_cow()?, &core);
         }
@@ -305,6 +296,176 @@ impl Breaker {
             name: name.unbind(),
             with_stack,
         })
+    }
+}
+
+#[pymethods]
+impl Breaker {
+    #[new]
+    #[pyo3(signature = (
+        *,
+        failure_threshold = None,
+        open_timeout = None,
+        open_timeout_max = None,
+        open_timeout_growth = None,
+        open_timeout_jitter = None,
+        half_open_max = None,
+        half_open_successes = None,
+        window = None,
+        min_calls = None,
+        failure_rate = None,
+        slow_call = None,
+        slow_rate = None,
+        name = None,
+        failure_on = None,
+        ignore_on = None,
+        failure_if = None,
+        on_state_change = None,
+        listeners = None,
+        clock = None,
+    ))]
+    #[allow(clippy::too_many_arguments, reason = "keyword arguments of a Python constructor")]
+    fn new(
+        py: Python<'_>,
+        failure_threshold: Option<&Bound<'_, PyAny>>,
+        open_timeout: Option<&Bound<'_, PyAny>>,
+        open_timeout_max: Option<&Bound<'_, PyAny>>,
+        open_timeout_growth: Option<&Bound<'_, PyAny>>,
+        open_timeout_jitter: Option<&Bound<'_, PyAny>>,
+        half_open_max: Option<&Bound<'_, PyAny>>,
+        half_open_successes: Option<&Bound<'_, PyAny>>,
+        window: Option<&Bound<'_, PyAny>>,
+        min_calls: Option<&Bound<'_, PyAny>>,
+        failure_rate: Option<&Bound<'_, PyAny>>,
+        slow_call: Option<&Bound<'_, PyAny>>,
+        slow_rate: Option<&Bound<'_, PyAny>>,
+        name: Option<&Bound<'_, PyAny>>,
+        failure_on: Option<&Bound<'_, PyAny>>,
+        ignore_on: Option<&Bound<'_, PyAny>>,
+        failure_if: Option<&Bound<'_, PyAny>>,
+        on_state_change: Option<&Bound<'_, PyAny>>,
+        listeners: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        Self::make(
+            py,
+            failure_threshold,
+            open_timeout,
+            open_timeout_max,
+            open_timeout_growth,
+            open_timeout_jitter,
+            half_open_max,
+            half_open_successes,
+            window,
+            min_calls,
+            failure_rate,
+            slow_call,
+            slow_rate,
+            name,
+            failure_on,
+            ignore_on,
+            failure_if,
+            on_state_change,
+            listeners,
+            clock,
+            None,
+        )
+    }
+
+    /// A breaker in the memory-mapped file at `path`, shared by every
+    /// process that opens it: they all see one state, so when the exchange
+    /// goes down they all stop calling it at once. The keyword arguments are
+    /// those of `Breaker(...)` but `clock` (every process must read the
+    /// host's monotonic clock); a process asking for another config than
+    /// the file's is refused.
+    #[classmethod]
+    #[pyo3(signature = (path, /, **kwargs))]
+    fn shared(
+        cls: &Bound<'_, pyo3::types::PyType>,
+        path: std::path::PathBuf,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let py = cls.py();
+        const KEYS: [&str; 18] = [
+            "failure_threshold",
+            "open_timeout",
+            "open_timeout_max",
+            "open_timeout_growth",
+            "open_timeout_jitter",
+            "half_open_max",
+            "half_open_successes",
+            "window",
+            "min_calls",
+            "failure_rate",
+            "slow_call",
+            "slow_rate",
+            "name",
+            "failure_on",
+            "ignore_on",
+            "failure_if",
+            "on_state_change",
+            "listeners",
+        ];
+        let mut args: [Option<Bound<'_, PyAny>>; 18] = Default::default();
+        if let Some(kwargs) = kwargs {
+            for (key, value) in kwargs.iter() {
+                let key: String = key.extract()?;
+                if key == "clock" {
+                    return Err(PyTypeError::new_err(
+                        "a shared breaker reads the host's monotonic clock: clock is not accepted",
+                    ));
+                }
+                let Some(i) = KEYS.iter().position(|k| *k == key) else {
+                    return Err(PyTypeError::new_err(format!(
+                        "Breaker.shared() got an unexpected keyword argument '{key}'"
+                    )));
+                };
+                args[i] = Some(value);
+            }
+        }
+        let [
+            failure_threshold,
+            open_timeout,
+            open_timeout_max,
+            open_timeout_growth,
+            open_timeout_jitter,
+            half_open_max,
+            half_open_successes,
+            window,
+            min_calls,
+            failure_rate,
+            slow_call,
+            slow_rate,
+            name,
+            failure_on,
+            ignore_on,
+            failure_if,
+            on_state_change,
+            listeners,
+        ] = &args;
+        Self::make(
+            py,
+            failure_threshold.as_ref(),
+            open_timeout.as_ref(),
+            open_timeout_max.as_ref(),
+            open_timeout_growth.as_ref(),
+            open_timeout_jitter.as_ref(),
+            half_open_max.as_ref(),
+            half_open_successes.as_ref(),
+            window.as_ref(),
+            min_calls.as_ref(),
+            failure_rate.as_ref(),
+            slow_call.as_ref(),
+            slow_rate.as_ref(),
+            name.as_ref(),
+            failure_on.as_ref(),
+            ignore_on.as_ref(),
+            failure_if.as_ref(),
+            on_state_change.as_ref(),
+            listeners.as_ref(),
+            None,
+            Some(&path),
+        )
     }
 
     /// The breaker's name, or None.

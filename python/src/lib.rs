@@ -8,6 +8,7 @@
 //! - [`clock::ManualClock`]: a clock that only moves when told to, for tests.
 //! - [`errors`]: raising the exceptions of `tripwire/_errors.py`.
 //! - [`registry`]: named breakers and their Prometheus export.
+//! - [`shared`]: breakers in a memory-mapped file (`Breaker.shared`).
 //! - [`bulkhead::Bulkhead`]: a cap on calls in flight.
 //! - [`budget::RetryBudget`], [`backoff::Backoff`]: the core's retry budget
 //!   and backoff, for `tripwire.retry` (Python, in `tripwire/_retry.py`).
@@ -27,6 +28,7 @@ mod config;
 mod errors;
 mod guarded;
 mod registry;
+mod shared;
 mod snapshot;
 mod with_stack;
 

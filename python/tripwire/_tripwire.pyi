@@ -1,6 +1,7 @@
 """Stubs of the Rust extension ``tripwire._tripwire``."""
 
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from os import PathLike
 from types import TracebackType
 from typing import Any, Generic, Literal, TypeVar, final, overload
 
@@ -98,6 +99,31 @@ class Breaker:
         on_state_change: _Listener | None = None,
         listeners: Iterable[_Listener] | None = None,
         clock: ManualClock | None = None,
+    ) -> Self: ...
+    @classmethod
+    def shared(
+        cls,
+        path: str | PathLike[str],
+        /,
+        *,
+        failure_threshold: int | None = None,
+        open_timeout: Seconds | None = None,
+        open_timeout_max: Seconds | None = None,
+        open_timeout_growth: float | None = None,
+        open_timeout_jitter: float | None = None,
+        half_open_max: int | None = None,
+        half_open_successes: int | None = None,
+        window: tuple[int, Seconds] | None = None,
+        min_calls: int | None = None,
+        failure_rate: float | None = None,
+        slow_call: Seconds | None = None,
+        slow_rate: float | None = None,
+        name: str | None = None,
+        failure_on: ExceptionClasses | None = None,
+        ignore_on: ExceptionClasses | None = None,
+        failure_if: Callable[[Any], object] | None = None,
+        on_state_change: _Listener | None = None,
+        listeners: Iterable[_Listener] | None = None,
     ) -> Self: ...
     @property
     def name(self) -> str | None: ...
