@@ -6,15 +6,17 @@ pybreaker (and circuitbreaker, when installed), measured in one run.
     (cd python && maturin develop --release)
     python benches/python/bench.py
 
-Prints µs per call (the best of several rounds, so that noise from other
-processes weighs least) and the overhead over a bare call; then the wall
+Prints µs per call (the best of several rounds, the candidates taking
+turns in each, so that noise from other processes weighs least) and the overhead over a bare call; then the wall
 time of 8 threads × 50 calls that each sleep 1 ms.
 """
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
+import tempfile
 import threading
 import time
 import timeit
@@ -35,9 +37,20 @@ N = 200_000
 ROUNDS = 7
 
 
-def per_call(fn) -> float:
-    """Best µs per call of `fn()` over ROUNDS rounds of N calls."""
-    return min(timeit.repeat(fn, number=N, repeat=ROUNDS)) / N * 1e6
+def per_call(fn):
+    """A candidate: measured later, in rounds interleaved with the others."""
+    return fn
+
+
+def measure(rows: list) -> list[tuple[str, float]]:
+    """Best µs per call of each candidate over ROUNDS rounds of N calls,
+    the candidates taking turns in every round, so that a burst of load from
+    other processes hits them all alike."""
+    best = [float("inf")] * len(rows)
+    for _ in range(ROUNDS):
+        for i, (_, fn) in enumerate(rows):
+            best[i] = min(best[i], timeit.timeit(fn, number=N) / N * 1e6)
+    return [(name, us) for (name, _), us in zip(rows, best)]
 
 
 def work(x: int = 1) -> int:
@@ -45,7 +58,7 @@ def work(x: int = 1) -> int:
 
 
 def main() -> None:
-    rows: list[tuple[str, float]] = []
+    rows: list = []
 
     rows.append(("bare call", per_call(work)))
 
@@ -59,6 +72,10 @@ def main() -> None:
 
     rows.append(("tripwire: with breaker", per_call(with_block)))
     rows.append(("tripwire: breaker.call(fn)", per_call(lambda: b.call(work))))
+
+    tmp = tempfile.TemporaryDirectory()
+    shared = tripwire.Breaker.shared(os.path.join(tmp.name, "bench.breaker"))
+    rows.append(("tripwire: decorated call, Breaker.shared", per_call(shared(work))))
 
     def try_raise() -> None:
         try:
@@ -115,8 +132,12 @@ def main() -> None:
         cb = circuitbreaker.CircuitBreaker(failure_threshold=5, recovery_timeout=30)
         rows.append(("circuitbreaker: decorated call", per_call(cb(work))))
 
+    rows = measure(rows)
     bare = rows[0][1]
-    print(f"# Python {platform.python_version()} on {platform.machine()}, {ROUNDS} rounds of {N:,} calls, best round")
+    print(
+        f"# Python {platform.python_version()} on {platform.machine()}, "
+        f"{ROUNDS} interleaved rounds of {N:,} calls, best round"
+    )
     print(f"{'what':45} {'µs/call':>8} {'over bare':>10}")
     for name, us in rows:
         print(f"{name:45} {us:8.3f} {us - bare:10.3f}")
