@@ -48,3 +48,30 @@ def test_slow_calls_are_counted_and_can_trip(make_breaker, clock):
 def test_window_properties(make_breaker):
     b = make_breaker(window=(20, 0.5), min_calls=30, failure_rate=0.25)
     assert (b.window, b.min_calls, b.failure_rate) == ((20, 0.5), 30, 0.25)
+
+
+def test_slow_with_blocks_and_coroutines_count_too(make_breaker, clock):
+    import asyncio
+
+    b = make_breaker(slow_call=0.5)
+    with b:
+        clock.advance(0.6)
+
+    @b
+    async def slow() -> None:
+        clock.advance(0.6)
+        await asyncio.sleep(0)
+
+    asyncio.run(slow())
+    assert b.snapshot().slow == 2
+
+
+def test_jitter_only_shortens_the_cooldown(make_breaker):
+    waits = set()
+    for _ in range(20):
+        b = make_breaker(failure_threshold=1, open_timeout=10.0, open_timeout_jitter=0.5)
+        trip(b)
+        with pytest.raises(tripwire.CircuitOpenError) as info:
+            b.call(lambda: None)
+        waits.add(round(info.value.retry_after, 6))
+    assert all(5.0 <= w <= 10.0 for w in waits)
