@@ -27,8 +27,32 @@ use crate::cooldown::cooldown_ns;
 use crate::counters::{Counters, Event, Snapshot};
 use crate::state::{self, Admission, State, Word};
 use crate::sync::{AtomicU64, Ordering};
-use crate::ticket::{FROM_OPEN, Outcome, PROBE, Rejected, TOOK_OVER, Ticket, Transition};
+use crate::ticket::{Kind, Outcome, Refused, Rejected, Ticket, Transition};
 use crate::window::Window;
+
+/// `Result<Ticket, Refused>` as two integers: a ticket is (start time,
+/// generation << 32 | flags); a refusal is (its packed word, `u64::MAX`),
+/// a second word no ticket has.
+struct Admitted;
+
+impl Admitted {
+    #[inline]
+    fn pack(r: Result<Ticket, Refused>) -> (u64, u64) {
+        match r {
+            Ok(t) => (t.started_at, (u64::from(t.generation) << 32) | u64::from(t.flags())),
+            Err(refused) => (refused.raw(), u64::MAX),
+        }
+    }
+
+    #[inline]
+    fn unpack((first, second): (u64, u64)) -> Result<Ticket, Refused> {
+        if second == u64::MAX {
+            Err(Refused::from_raw(first))
+        } else {
+            Ok(Ticket::from_raw(first, (second >> 32) as u32, second as u32))
+        }
+    }
+}
 
 /// A lock-free circuit breaker.
 ///
@@ -125,25 +149,37 @@ impl Breaker {
     /// call moved the breaker to Half-Open, [`Ticket::transition`] says so.
     #[inline]
     pub fn try_acquire(&self, clock: &impl Clock) -> Result<Ticket, Rejected> {
+        self.admit(clock).map_err(Refused::expand)
+    }
+
+    /// [`try_acquire`](Self::try_acquire) with the refusal packed in a word.
+    #[inline]
+    fn admit(&self, clock: &impl Clock) -> Result<Ticket, Refused> {
         // Acquire pairs with the Release CAS that entered Open or Half-Open,
         // so `entered_at` read in the slow path is at least the one it published.
         let w = Word(self.word.load(Ordering::Acquire));
         // Closed and untimed, the common case: admitted without a write.
         if w.state_bits() == State::Closed as u64 && self.config.flags & TIMED == 0 {
-            return Ok(Ticket { started_at: 0, generation: w.generation(), flags: 0 });
+            return Ok(Ticket::new(0, w.generation(), Kind::Plain));
         }
-        self.try_acquire_slow(w, clock)
+        Admitted::unpack(self.admit_slow(w, clock))
     }
 
     /// Every other admission, kept out of line so that the fast path above
-    /// stays a load and a compare.
+    /// stays a load and a compare. Returns an [`Admitted`] pair: two
+    /// integers come back in registers, where a `Result` would come back
+    /// through memory and stall the caller's loads on the fast path.
     #[inline(never)]
-    fn try_acquire_slow(&self, mut w: Word, clock: &impl Clock) -> Result<Ticket, Rejected> {
+    fn admit_slow(&self, w: Word, clock: &impl Clock) -> (u64, u64) {
+        Admitted::pack(self.admit_from(w, clock))
+    }
+
+    fn admit_from(&self, mut w: Word, clock: &impl Clock) -> Result<Ticket, Refused> {
         let mut now: Option<u64> = None;
         loop {
             // Can the word alone decide?
             let next = match state::admit(w, self.config.half_open_max) {
-                Admission::Pass => return Ok(self.ticket(w, 0, now, clock)),
+                Admission::Pass => return Ok(self.ticket(w, Kind::Plain, now, clock)),
                 Admission::Refuse => return Err(self.reject(w, None)),
                 Admission::Probe(next) => next,
                 Admission::NeedsTime => {
@@ -161,8 +197,7 @@ impl Breaker {
                     let elapsed = now.saturating_sub(entered);
                     // Has the cool-down passed?
                     if elapsed < cooldown {
-                        let left = core::time::Duration::from_nanos(cooldown - elapsed);
-                        return Err(self.reject(w, Some(left)));
+                        return Err(self.reject(w, Some(cooldown - elapsed)));
                     }
                     let Some(next) = state::admit_after_cooldown(w) else { unreachable!() };
                     // Relaxed: published by the Release CAS below.
@@ -174,17 +209,17 @@ impl Breaker {
             // Acquire on failure for the retry, as for the first load.
             match self.word.compare_exchange_weak(w.0, next.0, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => {
-                    let flags = if !w.is_transition_to(next) {
-                        PROBE
+                    let kind = if !w.is_transition_to(next) {
+                        Kind::Probe
                     } else if w.state() == State::Open {
-                        PROBE | FROM_OPEN
+                        Kind::ProbeFromOpen
                     } else {
-                        PROBE | TOOK_OVER
+                        Kind::ProbeTookOver
                     };
-                    if flags != PROBE {
+                    if kind != Kind::Probe {
                         self.counters.add(Event::Transition);
                     }
-                    return Ok(self.ticket(next, flags, now, clock));
+                    return Ok(self.ticket(next, kind, now, clock));
                 }
                 Err(actual) => w = Word(actual),
             }
@@ -199,15 +234,15 @@ impl Breaker {
 
     /// A ticket for `w`, stamped with its start time if calls are timed.
     #[inline]
-    fn ticket(&self, w: Word, flags: u32, now: Option<u64>, clock: &impl Clock) -> Ticket {
+    fn ticket(&self, w: Word, kind: Kind, now: Option<u64>, clock: &impl Clock) -> Ticket {
         let started_at = if self.config.flags & TIMED == 0 { 0 } else { now.unwrap_or_else(|| clock.now()) };
-        Ticket { started_at, generation: w.generation(), flags }
+        Ticket::new(started_at, w.generation(), kind)
     }
 
     #[cold]
-    fn reject(&self, w: Word, retry_after: Option<core::time::Duration>) -> Rejected {
+    fn reject(&self, w: Word, retry_after_ns: Option<u64>) -> Refused {
         self.counters.add(Event::Rejected);
-        Rejected { state: w.state(), retry_after }
+        Refused::new(w.state(), retry_after_ns)
     }
 
     /// Reports how an admitted call ended. Returns the transition this

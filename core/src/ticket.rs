@@ -22,7 +22,10 @@ pub struct Ticket {
     /// otherwise 0.
     pub(crate) started_at: u64,
     pub(crate) generation: u32,
-    pub(crate) flags: u32,
+    /// An enum, not bare flags: its unused values are a niche that lets
+    /// `Result<Ticket, _>` travel in two registers on the hot path.
+    pub(crate) kind: Kind,
+    reserved: [u8; 3],
 }
 
 /// The ticket is a Half-Open probe.
@@ -32,7 +35,60 @@ pub(crate) const FROM_OPEN: u32 = 2;
 /// Issuing the ticket took over a Half-Open whose probes were lost.
 pub(crate) const TOOK_OVER: u32 = 4;
 
+/// The combinations of the flags above that a ticket can carry.
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Plain = 0,
+    Probe = PROBE as u8,
+    ProbeFromOpen = (PROBE | FROM_OPEN) as u8,
+    ProbeTookOver = (PROBE | TOOK_OVER) as u8,
+}
+
+impl Kind {
+    /// The kind for a set of flags; unknown bits are ignored.
+    #[inline]
+    pub(crate) const fn from_flags(flags: u32) -> Kind {
+        if flags & PROBE == 0 {
+            Kind::Plain
+        } else if flags & FROM_OPEN != 0 {
+            Kind::ProbeFromOpen
+        } else if flags & TOOK_OVER != 0 {
+            Kind::ProbeTookOver
+        } else {
+            Kind::Probe
+        }
+    }
+}
+
 impl Ticket {
+    #[inline]
+    pub(crate) const fn new(started_at: u64, generation: u32, kind: Kind) -> Ticket {
+        Ticket { started_at, generation, kind, reserved: [0; 3] }
+    }
+
+    /// A ticket from its raw parts, as kept by a caller that cannot hold a
+    /// `Ticket` (a C ABI): the start time, the generation and the flags of
+    /// [`flags`](Self::flags). Unknown flag bits are ignored; a forged or
+    /// damaged ticket is at worst a stale one, whose outcome changes no state.
+    #[inline]
+    pub const fn from_raw(started_at: u64, generation: u32, flags: u32) -> Ticket {
+        Ticket::new(started_at, generation, Kind::from_flags(flags))
+    }
+
+    /// The ticket's flags: 1 = probe, 2 = it moved the breaker from Open to
+    /// Half-Open, 4 = it took over lost probes.
+    #[inline]
+    pub const fn flags(&self) -> u32 {
+        self.kind as u32
+    }
+
+    /// When the call started (ns) if the breaker times calls, else 0.
+    #[inline]
+    pub const fn started_at(&self) -> u64 {
+        self.started_at
+    }
+
     #[inline]
     /// The generation of the state the ticket was issued in.
     pub fn generation(&self) -> u32 {
@@ -43,7 +99,7 @@ impl Ticket {
     /// Whether the ticket is a Half-Open probe (its outcome decides the
     /// breaker's next state).
     pub fn is_probe(&self) -> bool {
-        self.flags & PROBE != 0
+        self.flags() & PROBE != 0
     }
 
     #[inline]
@@ -52,9 +108,9 @@ impl Ticket {
     /// new generation) when lost probes were taken over. Exactly one caller
     /// learns of each.
     pub fn transition(&self) -> Option<Transition> {
-        let from = if self.flags & FROM_OPEN != 0 {
+        let from = if self.flags() & FROM_OPEN != 0 {
             State::Open
-        } else if self.flags & TOOK_OVER != 0 {
+        } else if self.flags() & TOOK_OVER != 0 {
             State::HalfOpen
         } else {
             return None;
@@ -99,6 +155,48 @@ impl core::fmt::Display for Rejected {
 }
 
 impl core::error::Error for Rejected {}
+
+/// A [`Rejected`] packed into one word, so that `Result<Ticket, Refused>`
+/// is 16 bytes and comes back from the out-of-line paths in two registers:
+/// the state in the top two bits (1 Open, 2 Half-Open, 3 Forced-Open), the
+/// time left in ns below (saturating at 2^62 − 1, 146 years).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Refused(u64);
+
+const REFUSED_SHIFT: u32 = 62;
+const REFUSED_MAX_NS: u64 = (1 << REFUSED_SHIFT) - 1;
+
+impl Refused {
+    #[inline]
+    pub(crate) fn new(state: State, retry_after_ns: Option<u64>) -> Refused {
+        let code = match (state, retry_after_ns) {
+            (State::HalfOpen, Some(_)) => 2,
+            (_, Some(_)) => 1,
+            (_, None) => 3,
+        };
+        Refused((code << REFUSED_SHIFT) | retry_after_ns.unwrap_or(0).min(REFUSED_MAX_NS))
+    }
+
+    #[inline]
+    pub(crate) fn raw(self) -> u64 {
+        self.0
+    }
+
+    #[inline]
+    pub(crate) fn from_raw(raw: u64) -> Refused {
+        Refused(raw)
+    }
+
+    #[inline]
+    pub(crate) fn expand(self) -> Rejected {
+        let ns = self.0 & REFUSED_MAX_NS;
+        match self.0 >> REFUSED_SHIFT {
+            2 => Rejected { state: State::HalfOpen, retry_after: Some(Duration::from_nanos(ns)) },
+            1 => Rejected { state: State::Open, retry_after: Some(Duration::from_nanos(ns)) },
+            _ => Rejected { state: State::ForcedOpen, retry_after: None },
+        }
+    }
+}
 
 /// A change of state, reported to exactly one caller: the one whose
 /// compare-and-swap made it.

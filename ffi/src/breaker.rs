@@ -1,7 +1,7 @@
 //! The breaker handle and its hot path: try-acquire, record, state,
 //! snapshot and the manual modes.
 
-use core::mem::{align_of, offset_of, size_of};
+use core::mem::offset_of;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use tripwire::{
@@ -80,17 +80,8 @@ pub struct tw_ticket {
     pub flags: u32,
 }
 
-const _: () = assert!(size_of::<tw_ticket>() == size_of::<Ticket>());
-const _: () = assert!(align_of::<tw_ticket>() == align_of::<Ticket>());
-
 pub(crate) fn ticket_to_c(t: Ticket) -> tw_ticket {
-    // SAFETY:
-    // - Both types are `#[repr(C)]` with the same size and alignment
-    //   (asserted above) and the same fields in the same order (`u64`,
-    //   `u32`, `u32`; the tests check that `generation` lands in
-    //   `generation`), and neither has padding.
-    // - Every bit pattern is valid for both.
-    unsafe { core::mem::transmute::<Ticket, tw_ticket>(t) }
+    tw_ticket { started_at: t.started_at(), generation: t.generation(), flags: t.flags() }
 }
 
 /// The ticket's memory as two native 8-byte words.
@@ -100,12 +91,10 @@ fn ticket_words(t: tw_ticket) -> [u64; 2] {
     [t.started_at, u64::from_ne_bytes([g[0], g[1], g[2], g[3], f[0], f[1], f[2], f[3]])]
 }
 
+/// A forged or damaged ticket is at worst a stale one, whose outcome changes
+/// no state: `Ticket::from_raw` ignores unknown flag bits.
 pub(crate) fn ticket_from_c(t: tw_ticket) -> Ticket {
-    // SAFETY:
-    // - As in `ticket_to_c`: same layout, and every bit pattern is a valid
-    //   `Ticket` (a forged or damaged one is at worst a stale ticket, whose
-    //   outcome changes no state).
-    unsafe { core::mem::transmute::<tw_ticket, Ticket>(t) }
+    Ticket::from_raw(t.started_at, t.generation, t.flags)
 }
 
 /// Why a call was refused.
