@@ -64,6 +64,13 @@ impl Guarded {
         }
     }
 
+    /// Pickles by reference, as functions do: the name under which the
+    /// decorated function is found in its module (so that it can be passed
+    /// to multiprocessing workers).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.getattr(intern!(slf.py(), "__qualname__"))
+    }
+
     /// The breaker guarding the function.
     #[getter]
     fn breaker(&self, py: Python<'_>) -> Py<Breaker> {

@@ -26,6 +26,23 @@ def fail_once(path: str) -> str:
     return b.state
 
 
+GUARD = tripwire.Breaker()
+
+
+@GUARD
+def double(x: int) -> int:
+    return 2 * x
+
+
+def test_decorated_functions_go_to_worker_processes(tmp_path):
+    """A decorated function pickles by reference, like a function."""
+    import pickle
+
+    assert pickle.loads(pickle.dumps(double)) is double
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        assert pool.map(double, [1, 2, 3]) == [2, 4, 6]
+
+
 def probe(path: str) -> str:
     b = tripwire.Breaker.shared(path, **CONFIG)
     try:
