@@ -42,6 +42,36 @@
 //! - [`MonotonicClock`] and [`CoarseClock`] (feature `std`), [`ManualClock`]
 //!   for tests, [`FixedClock`] for a timestamp the caller already has.
 //!
+//! # The std and async layer
+//! - [`NamedBreaker`] (feature `std`): a breaker with a name, a clock and
+//!   [`on_state_change`](NamedBreaker::on_state_change) listeners
+//!   ([`StateChange`]), held open for a given time by
+//!   [`open_for`](NamedBreaker::open_for); [`NamedPermit`],
+//!   [`OwnedNamedPermit`]; [`Assessment`] for what a classifier decides.
+//! - [`Pipeline`] and [`PipelineBuilder`]: fallback → retry → breaker →
+//!   bulkhead → timeout → call, sync and async (feature `async`), with
+//!   [`PipelineError`] naming the layer that answered; [`Nesting`].
+//! - Async waits (feature `async`): `Bulkhead::acquire_async` and
+//!   `acquire_async_before`, woken on release, given up at a timeout or a
+//!   deadline; `retry_async`, which sleeps on a [`Timer`] and stops at once
+//!   when dropped or at its deadline.
+//! - Timeouts (feature `async`): [`Timer`], [`timeout`], [`Timeout`],
+//!   [`Elapsed`]; [`TokioTimer`] (feature `tokio`).
+//! - Stale fallback: [`StaleCache`] with a [`StalePolicy`] per endpoint,
+//!   [`Served`] values with their age, [`StaleStats`].
+//! - HTTP (feature `http`): [`http::assess`] (5xx fail, 429/418 push back
+//!   until `Retry-After`, other 4xx are ignored), [`http::retry_after`].
+//! - `tower` (feature `tower`): [`tower::BreakerLayer`] and
+//!   [`tower::BreakerService`], judging responses with a
+//!   [`tower::ClassifyResult`] ([`tower::HttpClassifier`] by default);
+//!   [`tower::BulkheadLayer`] and [`tower::BulkheadService`];
+//!   [`tower::RetryLayer`] and [`tower::RetryService`] (retries with a
+//!   budget, stopping at a breaker's refusal).
+//! - Metrics: [`Registry`] of named breakers, exported by
+//!   [`Registry::prometheus`] (text format) and `Registry::publish_metrics`
+//!   (feature `metrics`, to the `metrics` crate's recorder); `tracing`
+//!   events on every state change (feature `tracing`).
+//!
 //! # Example
 //! ```
 //! use tripwire::{Breaker, BreakerConfig, CallError, MonotonicClock};
@@ -94,6 +124,35 @@ mod sync;
 mod ticket;
 mod window;
 
+#[cfg(feature = "std")]
+mod assessment;
+#[cfg(feature = "async")]
+mod bulkhead_async;
+#[cfg(feature = "std")]
+mod events;
+#[cfg(feature = "std")]
+mod fallback;
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "metrics")]
+mod metrics_export;
+#[cfg(feature = "std")]
+mod named;
+#[cfg(feature = "std")]
+mod pipeline;
+#[cfg(feature = "std")]
+mod prometheus;
+#[cfg(feature = "std")]
+mod registry;
+#[cfg(feature = "async")]
+mod retry_async;
+#[cfg(feature = "std")]
+mod retry_loop;
+#[cfg(feature = "async")]
+mod timeout;
+#[cfg(feature = "tower")]
+pub mod tower;
+
 pub use backoff::Backoff;
 pub use backoff_config::{BackoffConfig, BackoffConfigBuilder, Jitter, MAX_BACKOFF_FACTOR};
 pub use breaker::Breaker;
@@ -120,6 +179,25 @@ pub use shared::{SharedError, SharedRegion};
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
 pub use window::MAX_BUCKETS;
+
+#[cfg(feature = "std")]
+pub use assessment::Assessment;
+#[cfg(feature = "std")]
+pub use events::StateChange;
+#[cfg(feature = "std")]
+pub use fallback::{Served, StaleCache, StalePolicy, StaleSnapshot, StaleStats};
+#[cfg(feature = "std")]
+pub use named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
+#[cfg(feature = "std")]
+pub use pipeline::{Nesting, Pipeline, PipelineBuilder, PipelineError};
+#[cfg(feature = "std")]
+pub use registry::Registry;
+#[cfg(feature = "async")]
+pub use retry_async::retry_async;
+#[cfg(feature = "tokio")]
+pub use timeout::TokioTimer;
+#[cfg(feature = "async")]
+pub use timeout::{Elapsed, Timeout, Timer, timeout};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -105,7 +105,13 @@ impl Window {
     /// Counts one outcome at `epoch` in a ring of `buckets` buckets.
     #[inline]
     pub(crate) fn add(&self, epoch: u64, buckets: u32, failed: bool, slow: bool) {
-        let bucket = &self.rings[stripe(STRIPES)][(epoch % u64::from(buckets)) as usize];
+        self.add_in(stripe(STRIPES), epoch, buckets, failed, slow);
+    }
+
+    /// [`add`](Self::add) on a given stripe's ring.
+    #[inline]
+    fn add_in(&self, stripe: usize, epoch: u64, buckets: u32, failed: bool, slow: bool) {
+        let bucket = &self.rings[stripe][(epoch % u64::from(buckets)) as usize];
         let delta = 1 | (u64::from(failed) << COUNT_BITS);
         bump(&bucket.calls, epoch, |w| {
             // Is the bucket full? Then it stops counting altogether.
@@ -207,8 +213,9 @@ mod tests {
     #[test]
     fn a_late_outcome_joins_the_newer_epoch_instead_of_wiping_it() {
         let w = Window::new();
-        w.add(8, 4, false, false);
-        w.add(4, 4, true, false); // read its clock before epoch 8 began
+        // One stripe, as when one thread records both.
+        w.add_in(0, 8, 4, false, false);
+        w.add_in(0, 4, 4, true, false); // read its clock before epoch 8 began
         assert_eq!(w.totals(8, 4), Totals { calls: 2, failures: 1, slow: 0 });
     }
 

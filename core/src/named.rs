@@ -1,0 +1,375 @@
+//! A breaker with a name, a clock and listeners (feature `std`): the handle
+//! services keep in a registry, pass to the pipeline and the tower layers.
+//!
+//! It adds two things to the core [`Breaker`]: it fires listeners from the
+//! [`Transition`]s the core reports, and it can hold the breaker open for a
+//! given time ([`open_for`](NamedBreaker::open_for)), which a 429 with
+//! `Retry-After` needs.
+//!
+//! # Holds
+//! A hold is the core breaker forced open plus a deadline kept here. The
+//! success path never looks at it: only a call the core refuses as
+//! Forced-Open reads the deadline, and the first such call after the
+//! deadline resets the breaker to Closed. Starting, ending and clearing a
+//! hold (and the manual modes) take a small mutex, so a hold never ends an
+//! operator's `force_open`, nor the reset of one hold another.
+//!
+//! # Orderings
+//! The deadline is stored `Relaxed` before the core's `Release` CAS that
+//! enters Forced-Open; a caller that sees Forced-Open did so with an
+//! `Acquire` load of the core's word, which pairs with that CAS, so its
+//! `Relaxed` load of the deadline sees it. Ending a hold resets the core
+//! first and clears the deadline after with a `Release` store; a caller
+//! that saw Forced-Open and then reads the cleared deadline (`Acquire`,
+//! pairing with it) therefore sees the reset too, and tries again instead of
+//! taking the hold's end for an operator's `force_open`.
+
+use core::fmt;
+use core::sync::atomic::{AtomicU64, Ordering};
+use core::time::Duration;
+use std::boxed::Box;
+use std::string::String;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::breaker::Breaker;
+use crate::clock::{Clock, MonotonicClock};
+use crate::config::BreakerConfig;
+use crate::counters::Snapshot;
+use crate::events::{Listeners, StateChange};
+use crate::permit::CallError;
+use crate::state::State;
+use crate::ticket::{Outcome, Rejected, Ticket, Transition};
+
+/// A [`Breaker`] with a name (e.g. `binance/orderbook`), the clock it reads
+/// and its state-change listeners.
+///
+/// # Examples
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use core::time::Duration;
+/// use tripwire::{BreakerConfig, ManualClock, NamedBreaker, Outcome, State};
+///
+/// let breaker = NamedBreaker::with_clock(
+///     "binance/orderbook",
+///     BreakerConfig::builder().failure_threshold(1).build()?,
+///     ManualClock::new(0),
+/// );
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let log = seen.clone();
+/// breaker.on_state_change(move |c| log.lock().unwrap().push((c.from, c.to)));
+///
+/// let ticket = breaker.try_acquire()?;
+/// breaker.record(ticket, Outcome::Failure);
+/// assert_eq!(*seen.lock().unwrap(), [(State::Closed, State::Open)]);
+///
+/// // A 429 said "come back in 2 s": refused until then, whatever the config.
+/// breaker.reset();
+/// breaker.open_for(Duration::from_secs(2));
+/// assert_eq!(breaker.try_acquire().unwrap_err().retry_after, Some(Duration::from_secs(2)));
+/// breaker.clock().advance(Duration::from_secs(2));
+/// assert!(breaker.try_acquire().is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct NamedBreaker<C: Clock = MonotonicClock> {
+    breaker: Breaker,
+    name: Box<str>,
+    clock: C,
+    listeners: Listeners,
+    /// The end of the current hold on `clock` (ns), 0 when there is none.
+    hold_until: AtomicU64,
+    /// Serialises starting and ending holds and the manual modes.
+    manual: Mutex<()>,
+}
+
+impl<C: Clock> fmt::Debug for NamedBreaker<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NamedBreaker")
+            .field("name", &self.name)
+            .field("state", &self.state())
+            .field("listeners", &self.listeners)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NamedBreaker<MonotonicClock> {
+    /// A Closed breaker reading [`MonotonicClock`].
+    pub fn new(name: impl Into<String>, config: BreakerConfig) -> Self {
+        Self::with_clock(name, config, MonotonicClock)
+    }
+}
+
+impl<C: Clock> NamedBreaker<C> {
+    /// A Closed breaker reading `clock`.
+    pub fn with_clock(name: impl Into<String>, config: BreakerConfig, clock: C) -> Self {
+        Self {
+            breaker: Breaker::new(config),
+            name: name.into().into_boxed_str(),
+            clock,
+            listeners: Listeners::default(),
+            hold_until: AtomicU64::new(0),
+            manual: Mutex::new(()),
+        }
+    }
+
+    /// The name it was made with.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The core breaker (transitions made on it directly reach no listener).
+    pub fn breaker(&self) -> &Breaker {
+        &self.breaker
+    }
+
+    /// The clock it reads.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// The current state; a breaker held open by
+    /// [`open_for`](Self::open_for) reads [`State::Open`].
+    pub fn state(&self) -> State {
+        match self.breaker.state() {
+            // Relaxed: a report.
+            State::ForcedOpen if self.hold_until.load(Ordering::Relaxed) != 0 => State::Open,
+            s => s,
+        }
+    }
+
+    /// The counters at this moment.
+    pub fn snapshot(&self) -> Snapshot {
+        self.breaker.snapshot()
+    }
+
+    /// Runs `f` once for every later transition, on the thread that caused
+    /// it, with no lock held.
+    pub fn on_state_change(&self, f: impl Fn(&StateChange<'_>) + Send + Sync + 'static) {
+        self.listeners.add(Arc::new(f));
+    }
+
+    fn fire(&self, t: Transition, hold: Option<Duration>) {
+        self.listeners.fire(&self.name, t, hold);
+    }
+
+    /// Asks to make a call (see [`Breaker::try_acquire`]); fires the
+    /// Open → Half-Open transition if this call is the probe that causes it.
+    #[inline]
+    pub fn try_acquire(&self) -> Result<Ticket, Rejected> {
+        match self.breaker.try_acquire(&self.clock) {
+            Ok(ticket) => {
+                if let Some(t) = ticket.transition() {
+                    self.fire(t, None);
+                }
+                Ok(ticket)
+            }
+            Err(r) if r.state == State::ForcedOpen => self.held(r),
+            Err(r) => Err(r),
+        }
+    }
+
+    /// A Forced-Open refusal: a live hold refuses with the time it has
+    /// left; an expired one is ended and the call tried again (the core has
+    /// already counted that first try as rejected).
+    #[cold]
+    fn held(&self, rejected: Rejected) -> Result<Ticket, Rejected> {
+        // Acquire pairs with the Release store that ends a hold (see the
+        // module's Orderings).
+        let until = self.hold_until.load(Ordering::Acquire);
+        if until == 0 {
+            // Forced open by an operator, or a hold another caller just ended?
+            return if self.breaker.state() == State::ForcedOpen {
+                Err(rejected)
+            } else {
+                self.acquire_again()
+            };
+        }
+        let now = self.clock.now();
+        // Is the hold still on?
+        if now < until {
+            return Err(Rejected {
+                state: State::Open,
+                retry_after: Some(Duration::from_nanos(until - now)),
+            });
+        }
+        let ended = {
+            let _manual = self.manual.lock().unwrap_or_else(PoisonError::into_inner);
+            // Relaxed: the mutex orders every write of the deadline.
+            let current = self.hold_until.load(Ordering::Relaxed);
+            // Still a hold, still expired, not already ended by another caller?
+            if current != 0 && now >= current && self.breaker.state() == State::ForcedOpen {
+                let t = self.breaker.reset();
+                // Release: see the module's Orderings.
+                self.hold_until.store(0, Ordering::Release);
+                Some(t)
+            } else {
+                None
+            }
+        };
+        if let Some(t) = ended {
+            self.fire(t, None);
+        }
+        self.acquire_again()
+    }
+
+    /// The core's admission once more, after a hold ended.
+    fn acquire_again(&self) -> Result<Ticket, Rejected> {
+        let ticket = self.breaker.try_acquire(&self.clock)?;
+        if let Some(t) = ticket.transition() {
+            self.fire(t, None);
+        }
+        Ok(ticket)
+    }
+
+    /// Reports how an admitted call ended (see [`Breaker::record`]) and
+    /// fires the transition it caused, if any.
+    #[inline]
+    pub fn record(&self, ticket: Ticket, outcome: Outcome) -> Option<Transition> {
+        let t = self.breaker.record(ticket, outcome, &self.clock)?;
+        self.fire(t, None);
+        Some(t)
+    }
+
+    /// Asks to make a call; the permit records its outcome, or
+    /// [`Outcome::Ignored`] when dropped.
+    #[inline]
+    pub fn permit(&self) -> Result<NamedPermit<'_, C>, Rejected> {
+        Ok(NamedPermit { breaker: self, ticket: Some(self.try_acquire()?) })
+    }
+
+    /// A permit that owns a reference to the breaker, for futures that must
+    /// be `'static`.
+    #[inline]
+    pub fn permit_owned(self: &Arc<Self>) -> Result<OwnedNamedPermit<C>, Rejected> {
+        Ok(OwnedNamedPermit { breaker: self.clone(), ticket: Some(self.try_acquire()?) })
+    }
+
+    /// Runs `f` if admitted; `Ok` is a success, `Err` a failure.
+    pub fn call<T, E>(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, CallError<E>> {
+        self.call_with(|r: &Result<T, E>| if r.is_ok() { Outcome::Success } else { Outcome::Failure }, f)
+    }
+
+    /// Runs `f` if admitted and records what `classify` makes of its result.
+    pub fn call_with<T, E>(
+        &self,
+        classify: impl FnOnce(&Result<T, E>) -> Outcome,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, CallError<E>> {
+        let permit = self.permit().map_err(CallError::Rejected)?;
+        let result = f();
+        permit.record(classify(&result));
+        result.map_err(CallError::Inner)
+    }
+
+    /// Holds the breaker open for `d` from now, whatever its config says
+    /// (a 429 or 418 whose `Retry-After` names the time to come back):
+    /// calls are refused with `retry_after` equal to the time left, and the
+    /// first call after it closes the breaker with fresh counts. A longer
+    /// hold already in place is kept. Returns the transition it caused, if
+    /// any; does nothing to a breaker an operator forced open or disabled.
+    pub fn open_for(&self, d: Duration) -> Option<Transition> {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let until = self.clock.now().saturating_add(ns).max(1);
+        let t = {
+            let _manual = self.manual.lock().unwrap_or_else(PoisonError::into_inner);
+            // Relaxed: the mutex orders writers; readers, see the module's Orderings.
+            let current = self.hold_until.load(Ordering::Relaxed);
+            let state = self.breaker.state();
+            let forced = state == State::ForcedOpen;
+            // Forced open or disabled by an operator? Their decision stands.
+            if (forced && current == 0) || state == State::Disabled {
+                return None;
+            }
+            self.hold_until.store(current.max(until), Ordering::Relaxed);
+            (!forced).then(|| self.breaker.force_open())
+        };
+        if let Some(t) = t {
+            self.fire(t, Some(d));
+        }
+        t
+    }
+
+    /// The time left on the current hold, if there is one.
+    pub fn hold_left(&self) -> Option<Duration> {
+        // Relaxed: a report.
+        let until = self.hold_until.load(Ordering::Relaxed);
+        (until != 0).then(|| Duration::from_nanos(until.saturating_sub(self.clock.now())))
+    }
+
+    /// Rejects every call until [`reset`](Self::reset); ends any hold.
+    pub fn force_open(&self) -> Transition {
+        self.manual(Breaker::force_open)
+    }
+
+    /// Permits every call and never trips until [`reset`](Self::reset);
+    /// ends any hold.
+    pub fn disable(&self) -> Transition {
+        self.manual(Breaker::disable)
+    }
+
+    /// Closes the breaker with fresh counts; ends any hold.
+    pub fn reset(&self) -> Transition {
+        self.manual(Breaker::reset)
+    }
+
+    fn manual(&self, set: fn(&Breaker) -> Transition) -> Transition {
+        let t = {
+            let _manual = self.manual.lock().unwrap_or_else(PoisonError::into_inner);
+            let t = set(&self.breaker);
+            // Release: see the module's Orderings.
+            self.hold_until.store(0, Ordering::Release);
+            t
+        };
+        self.fire(t, None);
+        t
+    }
+}
+
+/// An admitted call on a [`NamedBreaker`]: records its outcome once, and
+/// fires the transition it causes; dropped unrecorded, it counts as
+/// [`Outcome::Ignored`].
+#[must_use = "dropping a permit at once records the call as ignored"]
+#[derive(Debug)]
+pub struct NamedPermit<'a, C: Clock = MonotonicClock> {
+    pub(crate) breaker: &'a NamedBreaker<C>,
+    pub(crate) ticket: Option<Ticket>,
+}
+
+impl<C: Clock> NamedPermit<'_, C> {
+    /// Records the outcome; returns the transition it caused, if any.
+    pub fn record(mut self, outcome: Outcome) -> Option<Transition> {
+        let ticket = self.ticket.take()?;
+        self.breaker.record(ticket, outcome)
+    }
+}
+
+impl<C: Clock> Drop for NamedPermit<'_, C> {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            self.breaker.record(ticket, Outcome::Ignored);
+        }
+    }
+}
+
+/// A [`NamedPermit`] that owns an `Arc` of its breaker.
+#[must_use = "dropping a permit at once records the call as ignored"]
+#[derive(Debug)]
+pub struct OwnedNamedPermit<C: Clock = MonotonicClock> {
+    pub(crate) breaker: Arc<NamedBreaker<C>>,
+    pub(crate) ticket: Option<Ticket>,
+}
+
+impl<C: Clock> OwnedNamedPermit<C> {
+    /// Records the outcome; returns the transition it caused, if any.
+    pub fn record(mut self, outcome: Outcome) -> Option<Transition> {
+        let ticket = self.ticket.take()?;
+        self.breaker.record(ticket, outcome)
+    }
+}
+
+impl<C: Clock> Drop for OwnedNamedPermit<C> {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            self.breaker.record(ticket, Outcome::Ignored);
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! The pipeline against a real HTTP server on 127.0.0.1: timeouts, trips,
+//! recovery, stale fallback and 429 holds.
+#![cfg(all(feature = "tokio", feature = "http", not(loom)))]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use support::{Mode, Server, client, get, get_ok};
+use tripwire::{
+    Assessment, BreakerConfig, ManualClock, NamedBreaker, Pipeline, PipelineError, Served, StaleCache,
+    StalePolicy, State, TokioTimer,
+};
+
+const TIMEOUT: Duration = Duration::from_millis(30);
+const COOL_DOWN: Duration = Duration::from_millis(40);
+
+/// A breaker on a clock the test moves, so that no pause of a busy machine
+/// can end a cool-down early.
+fn breaker(name: &str, threshold: u32) -> Arc<NamedBreaker<ManualClock>> {
+    let config =
+        BreakerConfig::builder().failure_threshold(threshold).open_timeout(COOL_DOWN).build().unwrap();
+    Arc::new(NamedBreaker::with_clock(name, config, ManualClock::new(1)))
+}
+
+#[tokio::test]
+async fn a_timeout_is_a_failure_and_an_open_breaker_stops_calling() {
+    let server = Server::start().await;
+    let client = client();
+    let breaker = breaker("test/hang", 2);
+    let pipeline = Pipeline::builder().breaker(breaker.clone()).timeout(TIMEOUT).timer(TokioTimer).build();
+    server.set(Mode::Hang);
+    for _ in 0..2 {
+        let got = pipeline.call_async(|| get_ok(&client, server.url("/book"))).await;
+        assert_eq!(got, Err(PipelineError::Timeout(TIMEOUT)));
+    }
+    assert_eq!((breaker.state(), breaker.snapshot().failures), (State::Open, 2));
+    let hits = server.hits();
+    let refused = pipeline.call_async(|| get_ok(&client, server.url("/book"))).await.unwrap_err();
+    assert!(matches!(refused, PipelineError::Open(r) if r.retry_after.is_some_and(|d| d <= COOL_DOWN)));
+    assert_eq!(server.hits(), hits, "an open breaker never calls");
+}
+
+#[tokio::test]
+async fn the_breaker_opens_on_503s_and_recovers_with_one_probe() {
+    let server = Server::start().await;
+    let client = client();
+    let breaker = breaker("test/503", 3);
+    let pipeline = Pipeline::builder().breaker(breaker.clone()).timeout(TIMEOUT).timer(TokioTimer).build();
+    let changes = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = changes.clone();
+    breaker.on_state_change(move |c| log.lock().unwrap().push((c.from, c.to)));
+
+    server.set(Mode::Unavailable);
+    for _ in 0..3 {
+        let got = pipeline.call_async(|| get_ok(&client, server.url("/book"))).await;
+        assert_eq!(got, Err(PipelineError::Call("HTTP 503 Service Unavailable".into())));
+    }
+    assert_eq!(breaker.state(), State::Open);
+    server.set(Mode::Up);
+    assert!(matches!(
+        pipeline.call_async(|| get_ok(&client, server.url("/book"))).await,
+        Err(PipelineError::Open(_))
+    ));
+
+    breaker.clock().advance(COOL_DOWN);
+    let got = pipeline.call_async(|| get_ok(&client, server.url("/book"))).await;
+    assert_eq!(got.as_deref(), Ok("bids/asks"));
+    assert_eq!(breaker.state(), State::Closed);
+    assert_eq!(
+        *changes.lock().unwrap(),
+        [(State::Closed, State::Open), (State::Open, State::HalfOpen), (State::HalfOpen, State::Closed)]
+    );
+}
+
+#[tokio::test]
+async fn stale_data_is_served_with_its_age_where_allowed_and_refused_for_balances() {
+    let server = Server::start().await;
+    let client = client();
+    let pipeline =
+        Pipeline::builder().breaker(breaker("test/stale", 5)).timeout(TIMEOUT).timer(TokioTimer).build();
+    let cache: StaleCache<&str, String> = StaleCache::new();
+    let book = StalePolicy::UpTo(Duration::from_secs(60));
+
+    let fresh =
+        cache.serve_async("book", book, pipeline.call_async(|| get_ok(&client, server.url("/book")))).await;
+    assert_eq!(fresh, Ok(Served::Fresh("bids/asks".into())));
+    let balance = cache.serve_async(
+        "balance",
+        StalePolicy::Never,
+        pipeline.call_async(|| get_ok(&client, server.url("/bal"))),
+    );
+    assert!(balance.await.is_ok());
+
+    server.set(Mode::Unavailable);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let stale =
+        cache.serve_async("book", book, pipeline.call_async(|| get_ok(&client, server.url("/book")))).await;
+    let Ok(Served::Stale { value, age }) = stale else { panic!("{stale:?}") };
+    assert_eq!(value, "bids/asks");
+    assert!(age >= Duration::from_millis(20) && age < Duration::from_secs(5), "{age:?}");
+
+    let balance = cache.serve_async(
+        "balance",
+        StalePolicy::Never,
+        pipeline.call_async(|| get_ok(&client, server.url("/bal"))),
+    );
+    assert_eq!(balance.await, Err(PipelineError::Call("HTTP 503 Service Unavailable".into())));
+    let s = cache.stats().snapshot();
+    assert_eq!((s.fresh, s.stale, s.refused), (2, 1, 1));
+}
+
+#[tokio::test]
+async fn a_429_holds_the_breaker_open_exactly_until_its_retry_after() {
+    let server = Server::start().await;
+    let client = client();
+    let clock = ManualClock::new(1_000_000_000);
+    let breaker = Arc::new(NamedBreaker::with_clock("test/429", BreakerConfig::default(), clock));
+    let pipeline = Pipeline::builder().breaker(breaker.clone()).timeout(TIMEOUT).timer(TokioTimer).build();
+    let assess = |r: &Result<http::Response<String>, String>| match r {
+        Ok(response) => tripwire::http::assess_response(response),
+        Err(_) => Assessment::Failure,
+    };
+
+    server.set(Mode::TooMany("2".into()));
+    let reply = pipeline.call_async_with(assess, || get(&client, server.url("/order"))).await.unwrap();
+    assert_eq!(reply.status(), 429);
+    assert_eq!(breaker.state(), State::Open);
+    assert_eq!(breaker.snapshot().failures, 0, "backpressure is not an ordinary failure");
+
+    server.set(Mode::Up);
+    let hits = server.hits();
+    let refused = pipeline.call_async_with(assess, || get(&client, server.url("/order"))).await.unwrap_err();
+    assert_eq!(refused.retry_after(), Some(Duration::from_secs(2)));
+    breaker.clock().advance(Duration::from_millis(1999));
+    let refused = pipeline.call_async_with(assess, || get(&client, server.url("/order"))).await.unwrap_err();
+    assert_eq!(refused.retry_after(), Some(Duration::from_millis(1)));
+    assert_eq!(server.hits(), hits);
+
+    breaker.clock().advance(Duration::from_millis(1));
+    let reply = pipeline.call_async_with(assess, || get(&client, server.url("/order"))).await.unwrap();
+    assert_eq!((reply.status().as_u16(), breaker.state()), (200, State::Closed));
+}
+
+#[tokio::test]
+async fn a_dropped_call_counts_as_ignored_and_frees_the_probe() {
+    let server = Server::start().await;
+    let client = client();
+    let breaker = breaker("test/drop", 1);
+    let pipeline = Pipeline::builder().breaker(breaker.clone()).timer(TokioTimer).build();
+    server.set(Mode::Hang);
+    let call = pipeline.call_async(|| get_ok(&client, server.url("/book")));
+    assert!(tokio::time::timeout(Duration::from_millis(20), call).await.is_err());
+    let s = breaker.snapshot();
+    assert_eq!((s.ignored, s.failures, breaker.state()), (1, 0, State::Closed));
+}

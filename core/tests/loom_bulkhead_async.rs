@@ -1,0 +1,88 @@
+//! loom models of the awaitable bulkhead acquire: a release always wakes a
+//! waiting future (no lost wake-up), and a cancelled wait leaves no slot
+//! taken. Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test
+//! -p tripwire --release --features async --test loom_bulkhead_async`.
+#![cfg(all(loom, feature = "async"))]
+
+use core::time::Duration;
+
+use loom::sync::Arc;
+use loom::thread;
+use tripwire::{Bulkhead, Timer};
+
+/// A timer that never fires: only a release can end the wait.
+struct Never;
+
+impl Timer for Never {
+    type Sleep = core::future::Pending<()>;
+    fn sleep(&self, _: Duration) -> Self::Sleep {
+        core::future::pending()
+    }
+}
+
+#[test]
+fn a_release_always_wakes_the_waiting_future() {
+    loom::model(|| {
+        let bulkhead = Arc::new(Bulkhead::new(1));
+        let held = bulkhead.try_acquire().unwrap();
+        let b = bulkhead.clone();
+        let waiter = thread::spawn(move || {
+            // Deadlocks (and loom reports it) if the release's wake-up is lost.
+            let slot = block_on(b.acquire_async(&Never, Duration::from_secs(1)));
+            assert!(slot.is_ok());
+        });
+        drop(held);
+        waiter.join().unwrap();
+        assert_eq!(bulkhead.in_flight(), 0);
+        assert_eq!(bulkhead.snapshot().acquired, 2);
+    });
+}
+
+/// A wait given up (its future dropped after one poll) racing a release:
+/// the slot ends free whichever came first.
+#[test]
+fn a_dropped_wait_racing_a_release_leaves_the_slot_free() {
+    loom::model(|| {
+        let bulkhead = Arc::new(Bulkhead::new(1));
+        let held = bulkhead.try_acquire().unwrap();
+        let b = bulkhead.clone();
+        let waiter = thread::spawn(move || {
+            let mut wait = Box::pin(b.acquire_async(&Never, Duration::from_secs(1)));
+            let waker = futures_noop_waker();
+            let mut cx = core::task::Context::from_waker(&waker);
+            // One poll registers the wait (or takes the slot), then give up.
+            let got = wait.as_mut().poll(&mut cx).is_ready();
+            drop(wait);
+            got
+        });
+        drop(held);
+        let _ = waiter.join().unwrap();
+        assert_eq!(bulkhead.in_flight(), 0);
+        // The slot can be taken again.
+        assert!(bulkhead.try_acquire().is_ok());
+    });
+}
+
+fn futures_noop_waker() -> core::task::Waker {
+    core::task::Waker::noop().clone()
+}
+
+/// Polls `f` on this loom thread, parking between polls; its waker unparks
+/// the thread, so a lost wake-up is a deadlock loom reports.
+fn block_on<F: Future>(f: F) -> F::Output {
+    struct Unpark(thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(thread::current())));
+    let mut cx = core::task::Context::from_waker(&waker);
+    let mut f = core::pin::pin!(f);
+    loop {
+        if let core::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        thread::park();
+    }
+}

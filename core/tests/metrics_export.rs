@@ -1,0 +1,89 @@
+//! The registry's export to a `metrics` recorder: names and labels as in
+//! the Prometheus text.
+#![cfg(all(feature = "metrics", not(loom)))]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use metrics::{
+    Counter, CounterFn, Gauge, GaugeFn, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+};
+use tripwire::{BreakerConfig, Outcome, Registry, StaleCache, StalePolicy};
+
+/// Every value set, by `name{label=value,…}`.
+#[derive(Default, Clone)]
+struct Values(Arc<Mutex<BTreeMap<String, f64>>>);
+
+struct Handle(Values, String);
+
+impl CounterFn for Handle {
+    fn increment(&self, v: u64) {
+        *self.0.0.lock().unwrap().entry(self.1.clone()).or_default() += v as f64;
+    }
+    fn absolute(&self, v: u64) {
+        self.0.0.lock().unwrap().insert(self.1.clone(), v as f64);
+    }
+}
+
+impl GaugeFn for Handle {
+    fn increment(&self, v: f64) {
+        *self.0.0.lock().unwrap().entry(self.1.clone()).or_default() += v;
+    }
+    fn decrement(&self, v: f64) {
+        *self.0.0.lock().unwrap().entry(self.1.clone()).or_default() -= v;
+    }
+    fn set(&self, v: f64) {
+        self.0.0.lock().unwrap().insert(self.1.clone(), v);
+    }
+}
+
+fn name(key: &Key) -> String {
+    let labels: Vec<_> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+    format!("{}{{{}}}", key.name(), labels.join(","))
+}
+
+impl Recorder for Values {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(Arc::new(Handle(self.clone(), name(key))))
+    }
+    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::from_arc(Arc::new(Handle(self.clone(), name(key))))
+    }
+    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::noop()
+    }
+}
+
+#[test]
+fn every_breaker_bulkhead_and_cache_reaches_the_recorder() {
+    let registry = Registry::new();
+    let b = registry
+        .breaker("binance/orderbook", || BreakerConfig::builder().failure_threshold(1).build().unwrap());
+    let t = b.try_acquire().unwrap();
+    b.record(t, Outcome::Failure);
+    let _ = b.try_acquire();
+    let orders = registry.bulkhead("binance/orders", 8);
+    let _slot = orders.try_acquire().unwrap();
+    let cache: StaleCache<&str, u32> = StaleCache::new();
+    registry.add_stale("binance/orderbook", cache.stats().clone());
+    let _ = cache.serve("BTC", StalePolicy::Never, || Ok::<_, ()>(1));
+
+    let values = Values::default();
+    metrics::with_local_recorder(&values, || registry.publish_metrics());
+    let got = values.0.lock().unwrap().clone();
+    for (key, want) in [
+        ("tripwire_breaker_state{breaker=binance/orderbook,state=open}", 1.0),
+        ("tripwire_breaker_state{breaker=binance/orderbook,state=closed}", 0.0),
+        ("tripwire_breaker_calls_total{breaker=binance/orderbook,outcome=failure}", 1.0),
+        ("tripwire_breaker_rejected_total{breaker=binance/orderbook}", 1.0),
+        ("tripwire_breaker_transitions_total{breaker=binance/orderbook}", 1.0),
+        ("tripwire_bulkhead_in_flight{bulkhead=binance/orders}", 1.0),
+        ("tripwire_bulkhead_max{bulkhead=binance/orders}", 8.0),
+        ("tripwire_fallback_total{cache=binance/orderbook,result=fresh}", 1.0),
+    ] {
+        assert_eq!(got.get(key), Some(&want), "{key} in {got:#?}");
+    }
+}

@@ -1,0 +1,88 @@
+//! Named breakers: listeners, holds and manual modes.
+#![cfg(all(feature = "std", not(loom)))]
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tripwire::{BreakerConfig, ManualClock, NamedBreaker, Outcome, Registry, State};
+
+fn named(threshold: u32) -> Arc<NamedBreaker<ManualClock>> {
+    let config =
+        BreakerConfig::builder().failure_threshold(threshold).open_timeout(Duration::from_secs(1)).build();
+    Arc::new(NamedBreaker::with_clock("test", config.unwrap(), ManualClock::new(1)))
+}
+
+#[test]
+fn a_listener_may_call_back_into_the_breaker_without_deadlock() {
+    let b = named(1);
+    let weak: Weak<NamedBreaker<ManualClock>> = Arc::downgrade(&b);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    b.on_state_change(move |c| {
+        let b = weak.upgrade().unwrap();
+        // Reads, registers and even changes state from inside a listener.
+        log.lock().unwrap().push((c.name.to_owned(), c.to, b.state()));
+        if c.to == State::Open {
+            b.on_state_change(|_| {});
+        }
+    });
+    let t = b.try_acquire().unwrap();
+    b.record(t, Outcome::Failure);
+    b.reset();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [("test".to_owned(), State::Open, State::Open), ("test".to_owned(), State::Closed, State::Closed)]
+    );
+}
+
+#[test]
+fn holds_keep_the_longer_deadline_and_never_end_an_operators_force_open() {
+    let b = named(5);
+    b.open_for(Duration::from_secs(10));
+    assert_eq!(b.open_for(Duration::from_secs(2)), None, "already held: no new transition");
+    assert_eq!(b.hold_left(), Some(Duration::from_secs(10)));
+    assert_eq!(b.state(), State::Open);
+    b.clock().advance(Duration::from_secs(9));
+    assert_eq!(b.try_acquire().unwrap_err().retry_after, Some(Duration::from_secs(1)));
+
+    b.force_open();
+    assert_eq!(b.hold_left(), None, "the operator's decision replaces the hold");
+    assert_eq!(b.open_for(Duration::from_secs(1)), None);
+    b.clock().advance(Duration::from_secs(60));
+    let r = b.try_acquire().unwrap_err();
+    assert_eq!((r.state, r.retry_after), (State::ForcedOpen, None));
+    b.reset();
+    assert!(b.try_acquire().is_ok());
+
+    b.disable();
+    assert_eq!(b.open_for(Duration::from_secs(1)), None, "a disabled breaker stays disabled");
+    assert_eq!(b.state(), State::Disabled);
+}
+
+#[test]
+fn a_hold_overrides_an_open_breaker_and_reports_its_length() {
+    let b = named(1);
+    let holds = Arc::new(Mutex::new(Vec::new()));
+    let log = holds.clone();
+    b.on_state_change(move |c| log.lock().unwrap().push((c.from, c.to, c.hold)));
+    let t = b.try_acquire().unwrap();
+    b.record(t, Outcome::Failure);
+    b.open_for(Duration::from_secs(30));
+    assert_eq!(b.try_acquire().unwrap_err().retry_after, Some(Duration::from_secs(30)));
+    assert_eq!(
+        holds.lock().unwrap()[1],
+        (State::Open, State::ForcedOpen, Some(Duration::from_secs(30))),
+        "listeners see the core's Forced-Open and the hold's length"
+    );
+}
+
+#[test]
+fn the_registry_hands_out_one_breaker_per_name() {
+    let r = Registry::new();
+    let a = r.breaker("binance/orderbook", BreakerConfig::default);
+    assert!(Arc::ptr_eq(&a, &r.get_breaker("binance/orderbook").unwrap()));
+    assert!(r.get_breaker("binance/balances").is_none());
+    let other = Arc::new(NamedBreaker::new("binance/orderbook", BreakerConfig::default()));
+    assert!(Arc::ptr_eq(&a, &r.add_breaker(other)), "the first one stays");
+    assert_eq!(r.breakers().len(), 1);
+}
