@@ -9,7 +9,6 @@
 //! attach, and a process asking for another config is refused.
 
 use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
@@ -48,14 +47,14 @@ impl Mapping {
     pub(crate) fn open(py: Python<'_>, path: &Path, config: BreakerConfig) -> PyResult<Self> {
         let (needed, _align) = SharedRegion::layout();
         let os_err = |e: std::io::Error| PyOSError::new_err(format!("{}: {e}", path.display()));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(path)
-            .map_err(os_err)?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let file = options.open(path).map_err(os_err)?;
         // A new file is empty: extend it with zeros, the unclaimed state.
         // Racing creators all extend it to the same size, which changes
         // nothing for the one that got there first.
