@@ -1,0 +1,179 @@
+"""Per-call cost of tripwire's Python breaker next to a bare call and to
+pybreaker (and circuitbreaker, when installed), measured in one run.
+
+    python -m venv .venv && . .venv/bin/activate
+    pip install maturin pybreaker circuitbreaker
+    (cd python && maturin develop --release)
+    python benches/python/bench.py
+
+Prints µs per call (the best of several rounds, the candidates taking
+turns in each, so that noise from other processes weighs least) and the overhead over a bare call; then the wall
+time of 8 threads × 50 calls that each sleep 1 ms.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import tempfile
+import threading
+import time
+import timeit
+
+import tripwire
+from tripwire.compat import pybreaker as compat
+
+try:
+    import pybreaker
+except ImportError:  # pragma: no cover
+    pybreaker = None
+try:
+    import circuitbreaker
+except ImportError:  # pragma: no cover
+    circuitbreaker = None
+
+N = 200_000
+ROUNDS = 7
+
+
+def per_call(fn):
+    """A candidate: measured later, in rounds interleaved with the others."""
+    return fn
+
+
+def measure(rows: list) -> list[tuple[str, float]]:
+    """Best µs per call of each candidate over ROUNDS rounds of N calls,
+    the candidates taking turns in every round, so that a burst of load from
+    other processes hits them all alike."""
+    best = [float("inf")] * len(rows)
+    for _ in range(ROUNDS):
+        for i, (_, fn) in enumerate(rows):
+            best[i] = min(best[i], timeit.timeit(fn, number=N) / N * 1e6)
+    return [(name, us) for (name, _), us in zip(rows, best)]
+
+
+def work(x: int = 1) -> int:
+    return x
+
+
+def main() -> None:
+    rows: list = []
+
+    rows.append(("bare call", per_call(work)))
+
+    b = tripwire.Breaker(failure_threshold=5, open_timeout=30.0)
+    guarded = b(work)
+    rows.append(("tripwire: decorated call", per_call(guarded)))
+
+    def with_block() -> int:
+        with b:
+            return work()
+
+    rows.append(("tripwire: with breaker", per_call(with_block)))
+    rows.append(("tripwire: breaker.call(fn)", per_call(lambda: b.call(work))))
+
+    tmp = tempfile.TemporaryDirectory()
+    shared = tripwire.Breaker.shared(os.path.join(tmp.name, "bench.breaker"))
+    rows.append(("tripwire: decorated call, Breaker.shared", per_call(shared(work))))
+
+    def try_raise() -> None:
+        try:
+            raise ValueError
+        except ValueError:
+            pass
+
+    rows.append(("python: raise + except (reference)", per_call(try_raise)))
+
+    for label, trip in (("open", None), ("forced open", "force")):
+        o = tripwire.Breaker(failure_threshold=1, open_timeout=3600.0)
+        if trip:
+            o.force_open()
+        else:
+            try:
+                o.call(lambda: 1 / 0)
+            except ZeroDivisionError:
+                pass
+        og = o(work)
+
+        def rejected() -> None:
+            try:
+                og()
+            except tripwire.CircuitOpenError:
+                pass
+
+        rows.append((f"tripwire: rejection ({label}) + except", per_call(rejected)))
+
+    c = compat.CircuitBreaker(fail_max=5, reset_timeout=30)
+    rows.append(("tripwire.compat.pybreaker: decorated call", per_call(c(work))))
+
+    if pybreaker is not None:
+        p = pybreaker.CircuitBreaker(fail_max=5, reset_timeout=30)
+        rows.append(("pybreaker: decorated call", per_call(p(work))))
+
+        def p_calling() -> int:
+            with p.calling():
+                return work()
+
+        rows.append(("pybreaker: with calling()", per_call(p_calling)))
+        po = pybreaker.CircuitBreaker(fail_max=1, reset_timeout=3600)
+        po.open()
+        pog = po(work)
+
+        def p_rejected() -> None:
+            try:
+                pog()
+            except pybreaker.CircuitBreakerError:
+                pass
+
+        rows.append(("pybreaker: rejection + except", per_call(p_rejected)))
+
+    if circuitbreaker is not None:
+        cb = circuitbreaker.CircuitBreaker(failure_threshold=5, recovery_timeout=30)
+        rows.append(("circuitbreaker: decorated call", per_call(cb(work))))
+
+    rows = measure(rows)
+    bare = rows[0][1]
+    print(
+        f"# Python {platform.python_version()} on {platform.machine()}, "
+        f"{ROUNDS} interleaved rounds of {N:,} calls, best round"
+    )
+    print(f"{'what':45} {'µs/call':>8} {'over bare':>10}")
+    for name, us in rows:
+        print(f"{name:45} {us:8.3f} {us - bare:10.3f}")
+
+    print("\n# 8 threads × 50 calls that each sleep 1 ms (serialised: 0.400 s)")
+    for name, deco in threads_candidates():
+        print(f"{name:45} {threads(deco):8.3f} s")
+
+
+def threads_candidates():
+    yield "tripwire: decorated", tripwire.Breaker()
+    yield "tripwire.compat.pybreaker: decorated", compat.CircuitBreaker()
+    if pybreaker is not None:
+        yield "pybreaker: decorated", pybreaker.CircuitBreaker()
+
+
+def threads(decorator) -> float:
+    @decorator
+    def io() -> None:
+        time.sleep(0.001)
+
+    barrier = threading.Barrier(8)
+
+    def worker() -> None:
+        barrier.wait()
+        for _ in range(50):
+            io()
+
+    ts = [threading.Thread(target=worker) for _ in range(8)]
+    start = time.perf_counter()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return time.perf_counter() - start
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+//! The core's backoff: the delays between retries.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use tripwire::{BackoffConfig, Jitter};
+
+use crate::config::{number, seconds};
+
+/// Exponential delays with a cap and jitter: `"full"` (anywhere up to the
+/// curve), `"equal"` (at least half of it), `"decorrelated"` (grows from the
+/// previous delay) or `"none"`. One instance per retry loop: it remembers
+/// the attempt.
+/// Not frozen: its methods borrow it mutably, and a second thread using
+/// the same instance at once gets a `RuntimeError`, never a torn state.
+#[pyclass(module = "tripwire")]
+pub struct Backoff {
+    core: tripwire::Backoff,
+    config: BackoffConfig,
+}
+
+fn jitter(v: &Bound<'_, PyAny>) -> PyResult<Jitter> {
+    let s = v
+        .cast::<PyString>()
+        .map_err(|_| PyTypeError::new_err("jitter must be a str"))?
+        .to_cow()?
+        .into_owned();
+    Ok(match s.as_str() {
+        "none" => Jitter::None,
+        "full" => Jitter::Full,
+        "equal" => Jitter::Equal,
+        "decorrelated" => Jitter::Decorrelated,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "jitter = {s:?}, expected \"full\", \"equal\", \"decorrelated\" or \"none\""
+            )));
+        }
+    })
+}
+
+fn jitter_name(j: Jitter) -> &'static str {
+    match j {
+        Jitter::None => "none",
+        Jitter::Full => "full",
+        Jitter::Equal => "equal",
+        Jitter::Decorrelated => "decorrelated",
+    }
+}
+
+#[pymethods]
+impl Backoff {
+    #[new]
+    #[pyo3(signature = (*, base = None, cap = None, factor = None, jitter = None, seed = None))]
+    fn new(
+        base: Option<&Bound<'_, PyAny>>,
+        cap: Option<&Bound<'_, PyAny>>,
+        factor: Option<&Bound<'_, PyAny>>,
+        jitter: Option<&Bound<'_, PyAny>>,
+        seed: Option<u64>,
+    ) -> PyResult<Self> {
+        let mut b = BackoffConfig::builder();
+        if let Some(v) = base.filter(|v| !v.is_none()) {
+            b = b.base(seconds("base", v)?);
+        }
+        if let Some(v) = cap.filter(|v| !v.is_none()) {
+            b = b.cap(seconds("cap", v)?);
+        }
+        if let Some(v) = factor.filter(|v| !v.is_none()) {
+            b = b.factor(number("factor", v)?);
+        }
+        if let Some(v) = jitter.filter(|v| !v.is_none()) {
+            b = b.jitter(self::jitter(v)?);
+        }
+        let config = b.build().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let core = match seed {
+            Some(s) => tripwire::Backoff::seeded(config, s),
+            None => tripwire::Backoff::new(config),
+        };
+        Ok(Self { core, config })
+    }
+
+    /// The delay before the next retry, in seconds.
+    fn next_delay(&mut self) -> f64 {
+        self.core.next_delay().as_secs_f64()
+    }
+
+    /// Makes the next delay exactly `seconds` (e.g. a server's Retry-After).
+    fn override_next(&mut self, seconds: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.core.override_next(crate::config::seconds("seconds", seconds)?);
+        Ok(())
+    }
+
+    /// Back to the first delay.
+    fn reset(&mut self) {
+        self.core.reset();
+    }
+
+    /// Delays handed out since it was made or reset.
+    #[getter]
+    fn attempt(&self) -> u32 {
+        self.core.attempt()
+    }
+
+    /// The first delay, in seconds.
+    #[getter]
+    fn base(&self) -> f64 {
+        self.config.base().as_secs_f64()
+    }
+
+    /// The longest computed delay, in seconds.
+    #[getter]
+    fn cap(&self) -> f64 {
+        self.config.cap().as_secs_f64()
+    }
+
+    /// Growth between two points of the curve.
+    #[getter]
+    fn factor(&self) -> f64 {
+        self.config.factor()
+    }
+
+    /// The jitter mode.
+    #[getter]
+    fn jitter(&self) -> &'static str {
+        jitter_name(self.config.jitter())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Backoff(base={:?}, cap={:?}, factor={:?}, jitter={:?})",
+            self.base(),
+            self.cap(),
+            self.factor(),
+            self.jitter()
+        )
+    }
+}

@@ -1,0 +1,717 @@
+//! The Python `Breaker`: the core's breaker, its clock, a classifier and
+//! the listeners told of each transition.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::{PyTraverseError, PyVisit, intern};
+use tripwire::{Outcome, State, Transition};
+
+use crate::classify::Classifier;
+use crate::clock::{ClockSource, ManualClock, clock_arg};
+use crate::config::ConfigArgs;
+use crate::errors;
+use crate::guarded::Guarded;
+use crate::registry;
+use crate::shared::Mapping;
+use crate::snapshot::Snapshot;
+use crate::with_stack::WithStack;
+
+/// The core breaker, in this process's memory or in a shared mapping; the
+/// registry holds it weakly for the Prometheus export.
+#[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per breaker, behind an Arc; boxing the breaker would add a pointer chase to every call"
+)]
+pub(crate) enum Core {
+    /// `Breaker(...)`: this process's own.
+    Owned(tripwire::Breaker),
+    /// `Breaker.shared(path, ...)`: in a file every process maps.
+    Mapped(Mapping),
+}
+
+impl Core {
+    #[inline]
+    pub(crate) fn breaker(&self) -> &tripwire::Breaker {
+        match self {
+            Core::Owned(b) => b,
+            Core::Mapped(m) => m.breaker(),
+        }
+    }
+}
+
+/// Proof that a call was admitted; hand it back with the outcome. Used by
+/// the asyncio helpers; most code never sees one.
+#[pyclass(module = "tripwire", frozen)]
+#[derive(Debug)]
+pub struct Ticket {
+    pub(crate) ticket: tripwire::Ticket,
+}
+
+/// A circuit breaker.
+///
+/// Use it as a decorator on plain and `async def` functions, as a context
+/// manager (`with` / `async with`), or through `call` / `call_async`.
+/// Every argument is keyword-only; see the stub for the full signature.
+#[pyclass(module = "tripwire", frozen, weakref)]
+pub struct Breaker {
+    core: Arc<Core>,
+    clock: ClockSource,
+    /// The `ManualClock` object, if one was given (for `clock`).
+    manual_clock: Option<Py<ManualClock>>,
+    classifier: Classifier,
+    listeners: Vec<Py<PyAny>>,
+    /// `str` or `None`.
+    name: Py<PyAny>,
+    /// The tickets of the `with breaker:` blocks open in each context.
+    with_stack: WithStack,
+}
+
+static AIO: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+static ISCOROUTINEFUNCTION: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The state's name as an interned Python string.
+pub(crate) fn state_name(py: Python<'_>, state: State) -> Bound<'_, PyString> {
+    match state {
+        State::Closed => intern!(py, "closed"),
+        State::Open => intern!(py, "open"),
+        State::HalfOpen => intern!(py, "half_open"),
+        State::ForcedOpen => intern!(py, "forced_open"),
+        State::Disabled => intern!(py, "disabled"),
+    }
+    .clone()
+}
+
+pub(crate) fn aio(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    Ok(AIO.get_or_try_init(py, || py.import("tripwire._aio").map(Bound::unbind))?.bind(py))
+}
+
+impl Breaker {
+    #[inline]
+    pub(crate) fn core(&self) -> &tripwire::Breaker {
+        self.core.breaker()
+    }
+
+    /// Asks to make a call: a ticket, or `CircuitOpenError`.
+    #[inline]
+    pub(crate) fn acquire(slf: &Bound<'_, Self>) -> PyResult<tripwire::Ticket> {
+        let this = slf.get();
+        match this.core().try_acquire(&this.clock) {
+            Ok(ticket) => {
+                if let Some(t) = ticket.transition() {
+                    Self::notify(slf, t);
+                }
+                Ok(ticket)
+            }
+            Err(r) => Err(errors::circuit_open(
+                slf.py(),
+                r.retry_after.map(|d| d.as_secs_f64()),
+                &this.name,
+                r.state,
+            )),
+        }
+    }
+
+    /// Records an outcome and tells the listeners of any transition.
+    #[inline]
+    pub(crate) fn record(slf: &Bound<'_, Self>, ticket: tripwire::Ticket, outcome: Outcome) {
+        let this = slf.get();
+        if let Some(t) = this.core().record(ticket, outcome, &this.clock) {
+            Self::notify(slf, t);
+        }
+    }
+
+    /// Records a call that raised `err`.
+    #[inline]
+    pub(crate) fn record_error(slf: &Bound<'_, Self>, ticket: tripwire::Ticket, err: &PyErr) {
+        let outcome = slf.get().classifier.error(slf.py(), err);
+        Self::record(slf, ticket, outcome);
+    }
+
+    /// Records a call that returned `result`; raises what `failure_if`
+    /// raised, after recording the call as ignored.
+    #[inline]
+    pub(crate) fn record_result(
+        slf: &Bound<'_, Self>,
+        ticket: tripwire::Ticket,
+        result: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        match slf.get().classifier.result(result) {
+            Ok(outcome) => {
+                Self::record(slf, ticket, outcome);
+                Ok(())
+            }
+            Err(e) => {
+                Self::record(slf, ticket, Outcome::Ignored);
+                Err(e)
+            }
+        }
+    }
+
+    /// Calls every listener with `(breaker, from, to)`. A listener that
+    /// raises is reported through `sys.unraisablehook` and does not stop
+    /// the others, nor the call whose outcome caused the transition.
+    #[cold]
+    fn notify(slf: &Bound<'_, Self>, t: Transition) {
+        let py = slf.py();
+        let listeners = &slf.get().listeners;
+        if listeners.is_empty() {
+            return;
+        }
+        let args = (slf, state_name(py, t.from), state_name(py, t.to));
+        for listener in listeners {
+            let listener = listener.bind(py);
+            if let Err(e) = listener.call1(args.clone()) {
+                e.write_unraisable(py, Some(listener));
+            }
+        }
+    }
+
+    /// Runs `func(*args, **kwargs)` under the breaker.
+    #[inline]
+    pub(crate) fn guard<'py>(
+        slf: &Bound<'py, Self>,
+        func: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ticket = Self::acquire(slf)?;
+        match func.call(args, kwargs) {
+            Ok(result) => {
+                Self::record_result(slf, ticket, &result)?;
+                Ok(result)
+            }
+            Err(err) => {
+                Self::record_error(slf, ticket, &err);
+                Err(err)
+            }
+        }
+    }
+
+    fn manual(slf: &Bound<'_, Self>, t: Transition) {
+        Self::notify(slf, t);
+    }
+
+    /// Builds a breaker from the keyword arguments; in the file at
+    /// `shared` if given.
+    #[allow(clippy::too_many_arguments, reason = "keyword arguments of a Python constructor")]
+    fn make(
+        py: Python<'_>,
+        failure_threshold: Option<&Bound<'_, PyAny>>,
+        open_timeout: Option<&Bound<'_, PyAny>>,
+        open_timeout_max: Option<&Bound<'_, PyAny>>,
+        open_timeout_growth: Option<&Bound<'_, PyAny>>,
+        open_timeout_jitter: Option<&Bound<'_, PyAny>>,
+        half_open_max: Option<&Bound<'_, PyAny>>,
+        half_open_successes: Option<&Bound<'_, PyAny>>,
+        window: Option<&Bound<'_, PyAny>>,
+        min_calls: Option<&Bound<'_, PyAny>>,
+        failure_rate: Option<&Bound<'_, PyAny>>,
+        slow_call: Option<&Bound<'_, PyAny>>,
+        slow_rate: Option<&Bound<'_, PyAny>>,
+        name: Option<&Bound<'_, PyAny>>,
+        failure_on: Option<&Bound<'_, PyAny>>,
+        ignore_on: Option<&Bound<'_, PyAny>>,
+        failure_if: Option<&Bound<'_, PyAny>>,
+        on_state_change: Option<&Bound<'_, PyAny>>,
+        listeners: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
+        shared: Option<&std::path::Path>,
+    ) -> PyResult<Self> {
+        let config = ConfigArgs {
+            failure_threshold,
+            open_timeout,
+            open_timeout_max,
+            open_timeout_growth,
+            open_timeout_jitter,
+            half_open_max,
+            half_open_successes,
+            window,
+            min_calls,
+            failure_rate,
+            slow_call,
+            slow_rate,
+        }
+        .build()?;
+
+        let name: Bound<'_, PyAny> = match name {
+            None => py.None().into_bound(py),
+            Some(n) if n.is_none() => n.clone(),
+            Some(n) => match n.cast::<PyString>() {
+                Ok(s) if !s.to_cow()?.is_empty() => s.clone().into_any(),
+                _ => {
+                    return Err(PyTypeError::new_err(format!(
+                        "name must be a non-empty str or None, got {}",
+                        n.repr()?
+                    )));
+                }
+            },
+        };
+
+        let mut all_listeners = Vec::new();
+        if let Some(f) = on_state_change.filter(|f| !f.is_none()) {
+            if !f.is_callable() {
+                return Err(PyTypeError::new_err(format!(
+                    "on_state_change must be a callable taking (breaker, from, to), got {}",
+                    f.repr()?
+                )));
+            }
+            all_listeners.push(f.clone().unbind());
+        }
+        if let Some(ls) = listeners.filter(|l| !l.is_none()) {
+            let bad = || {
+                PyTypeError::new_err("listeners must be an iterable of callables taking (breaker, from, to)")
+            };
+            for l in ls.try_iter().map_err(|_| bad())? {
+                let l = l?;
+                if !l.is_callable() {
+                    return Err(bad());
+                }
+                all_listeners.push(l.unbind());
+            }
+        }
+
+        let (clock, manual_clock) = clock_arg(clock)?;
+
+        let classifier = Classifier::new(py, failure_on, ignore_on, failure_if)?;
+        let with_stack = WithStack::new(py)?;
+
+        let core = Arc::new(match shared {
+            None => Core::Owned(tripwire::Breaker::new(config)),
+            Some(path) => Core::Mapped(Mapping::open(py, path, config)?),
+        });
+        if let Ok(s) = name.cast::<PyString>() {
+            registry::register(&s.to_cow()?, &core);
+        }
+        Ok(Self {
+            core,
+            clock,
+            manual_clock,
+            classifier,
+            listeners: all_listeners,
+            name: name.unbind(),
+            with_stack,
+        })
+    }
+}
+
+#[pymethods]
+impl Breaker {
+    #[new]
+    #[pyo3(signature = (
+        *,
+        failure_threshold = None,
+        open_timeout = None,
+        open_timeout_max = None,
+        open_timeout_growth = None,
+        open_timeout_jitter = None,
+        half_open_max = None,
+        half_open_successes = None,
+        window = None,
+        min_calls = None,
+        failure_rate = None,
+        slow_call = None,
+        slow_rate = None,
+        name = None,
+        failure_on = None,
+        ignore_on = None,
+        failure_if = None,
+        on_state_change = None,
+        listeners = None,
+        clock = None,
+    ))]
+    #[allow(clippy::too_many_arguments, reason = "keyword arguments of a Python constructor")]
+    fn new(
+        py: Python<'_>,
+        failure_threshold: Option<&Bound<'_, PyAny>>,
+        open_timeout: Option<&Bound<'_, PyAny>>,
+        open_timeout_max: Option<&Bound<'_, PyAny>>,
+        open_timeout_growth: Option<&Bound<'_, PyAny>>,
+        open_timeout_jitter: Option<&Bound<'_, PyAny>>,
+        half_open_max: Option<&Bound<'_, PyAny>>,
+        half_open_successes: Option<&Bound<'_, PyAny>>,
+        window: Option<&Bound<'_, PyAny>>,
+        min_calls: Option<&Bound<'_, PyAny>>,
+        failure_rate: Option<&Bound<'_, PyAny>>,
+        slow_call: Option<&Bound<'_, PyAny>>,
+        slow_rate: Option<&Bound<'_, PyAny>>,
+        name: Option<&Bound<'_, PyAny>>,
+        failure_on: Option<&Bound<'_, PyAny>>,
+        ignore_on: Option<&Bound<'_, PyAny>>,
+        failure_if: Option<&Bound<'_, PyAny>>,
+        on_state_change: Option<&Bound<'_, PyAny>>,
+        listeners: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        Self::make(
+            py,
+            failure_threshold,
+            open_timeout,
+            open_timeout_max,
+            open_timeout_growth,
+            open_timeout_jitter,
+            half_open_max,
+            half_open_successes,
+            window,
+            min_calls,
+            failure_rate,
+            slow_call,
+            slow_rate,
+            name,
+            failure_on,
+            ignore_on,
+            failure_if,
+            on_state_change,
+            listeners,
+            clock,
+            None,
+        )
+    }
+
+    /// A breaker in the memory-mapped file at `path`, shared by every
+    /// process that opens it: they all see one state, so when the exchange
+    /// goes down they all stop calling it at once. The keyword arguments are
+    /// those of `Breaker(...)` but `clock` (every process must read the
+    /// host's monotonic clock); a process asking for another config than
+    /// the file's is refused.
+    #[classmethod]
+    #[pyo3(signature = (path, /, **kwargs))]
+    fn shared(
+        cls: &Bound<'_, pyo3::types::PyType>,
+        path: std::path::PathBuf,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let py = cls.py();
+        const KEYS: [&str; 18] = [
+            "failure_threshold",
+            "open_timeout",
+            "open_timeout_max",
+            "open_timeout_growth",
+            "open_timeout_jitter",
+            "half_open_max",
+            "half_open_successes",
+            "window",
+            "min_calls",
+            "failure_rate",
+            "slow_call",
+            "slow_rate",
+            "name",
+            "failure_on",
+            "ignore_on",
+            "failure_if",
+            "on_state_change",
+            "listeners",
+        ];
+        let mut args: [Option<Bound<'_, PyAny>>; 18] = Default::default();
+        if let Some(kwargs) = kwargs {
+            for (key, value) in kwargs.iter() {
+                let key: String = key.extract()?;
+                if key == "clock" {
+                    return Err(PyTypeError::new_err(
+                        "a shared breaker reads the host's monotonic clock: clock is not accepted",
+                    ));
+                }
+                let Some(i) = KEYS.iter().position(|k| *k == key) else {
+                    return Err(PyTypeError::new_err(format!(
+                        "Breaker.shared() got an unexpected keyword argument '{key}'"
+                    )));
+                };
+                args[i] = Some(value);
+            }
+        }
+        let [
+            failure_threshold,
+            open_timeout,
+            open_timeout_max,
+            open_timeout_growth,
+            open_timeout_jitter,
+            half_open_max,
+            half_open_successes,
+            window,
+            min_calls,
+            failure_rate,
+            slow_call,
+            slow_rate,
+            name,
+            failure_on,
+            ignore_on,
+            failure_if,
+            on_state_change,
+            listeners,
+        ] = &args;
+        Self::make(
+            py,
+            failure_threshold.as_ref(),
+            open_timeout.as_ref(),
+            open_timeout_max.as_ref(),
+            open_timeout_growth.as_ref(),
+            open_timeout_jitter.as_ref(),
+            half_open_max.as_ref(),
+            half_open_successes.as_ref(),
+            window.as_ref(),
+            min_calls.as_ref(),
+            failure_rate.as_ref(),
+            slow_call.as_ref(),
+            slow_rate.as_ref(),
+            name.as_ref(),
+            failure_on.as_ref(),
+            ignore_on.as_ref(),
+            failure_if.as_ref(),
+            on_state_change.as_ref(),
+            listeners.as_ref(),
+            None,
+            Some(&path),
+        )
+    }
+
+    /// The breaker's name, or None.
+    #[getter]
+    fn name(&self, py: Python<'_>) -> Py<PyAny> {
+        self.name.clone_ref(py)
+    }
+
+    /// The current state: "closed", "open", "half_open", "forced_open" or
+    /// "disabled". An open breaker whose cool-down has passed reads "open"
+    /// until a call arrives and becomes its probe.
+    #[getter]
+    fn state<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        state_name(py, self.core().state())
+    }
+
+    /// Incremented by every transition.
+    #[getter]
+    fn generation(&self) -> u32 {
+        self.core().generation()
+    }
+
+    /// Consecutive failures that trip the breaker.
+    #[getter]
+    fn failure_threshold(&self) -> u32 {
+        self.core().config().failure_threshold()
+    }
+
+    /// The first cool-down after a trip, in seconds.
+    #[getter]
+    fn open_timeout(&self) -> f64 {
+        self.core().config().open_timeout().as_secs_f64()
+    }
+
+    /// The cap on the growing cool-down, in seconds.
+    #[getter]
+    fn open_timeout_max(&self) -> f64 {
+        self.core().config().open_timeout_max().as_secs_f64()
+    }
+
+    /// Probes allowed in flight at once in half-open.
+    #[getter]
+    fn half_open_max(&self) -> u32 {
+        self.core().config().half_open_max()
+    }
+
+    /// Successful probes that close a half-open breaker.
+    #[getter]
+    fn half_open_successes(&self) -> u32 {
+        self.core().config().half_open_successes()
+    }
+
+    /// The rolling window: (buckets, bucket width in seconds).
+    #[getter]
+    fn window(&self) -> (u32, f64) {
+        let (n, width) = self.core().config().window();
+        (n, width.as_secs_f64())
+    }
+
+    /// Calls the window must hold before a rate can trip the breaker.
+    #[getter]
+    fn min_calls(&self) -> u32 {
+        self.core().config().min_calls()
+    }
+
+    /// Failure rate over the window that trips the breaker (0: off).
+    #[getter]
+    fn failure_rate(&self) -> f64 {
+        self.core().config().failure_rate()
+    }
+
+    /// Calls at least this long (seconds) count as slow; None: not measured.
+    #[getter]
+    fn slow_call(&self) -> Option<f64> {
+        let d = self.core().config().slow_call();
+        (!d.is_zero()).then_some(d.as_secs_f64())
+    }
+
+    /// Slow-call rate over the window that trips the breaker (0: off).
+    #[getter]
+    fn slow_rate(&self) -> f64 {
+        self.core().config().slow_rate()
+    }
+
+    /// The `ManualClock` the breaker reads, or None for the host's clock.
+    #[getter]
+    fn clock(&self, py: Python<'_>) -> Option<Py<ManualClock>> {
+        self.manual_clock.as_ref().map(|c| c.clone_ref(py))
+    }
+
+    /// The counters at this moment, and the state.
+    fn snapshot(&self) -> Snapshot {
+        Snapshot::of(self.core())
+    }
+
+    /// Rejects every call until `reset()`.
+    fn force_open(slf: &Bound<'_, Self>) {
+        let t = slf.get().core().force_open();
+        Self::manual(slf, t);
+    }
+
+    /// Permits every call and never trips, still counting, until `reset()`.
+    fn disable(slf: &Bound<'_, Self>) {
+        let t = slf.get().core().disable();
+        Self::manual(slf, t);
+    }
+
+    /// Closes the breaker with fresh counts; outcomes of calls admitted
+    /// before the reset no longer affect it.
+    fn reset(slf: &Bound<'_, Self>) {
+        let t = slf.get().core().reset();
+        Self::manual(slf, t);
+    }
+
+    /// Calls `func(*args, **kwargs)` under the breaker and returns its result.
+    #[pyo3(signature = (func, /, *args, **kwargs))]
+    fn call<'py>(
+        slf: &Bound<'py, Self>,
+        func: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        Self::guard(slf, func, args, kwargs)
+    }
+
+    /// Awaits `func(*args, **kwargs)` under the breaker: a coroutine.
+    #[pyo3(signature = (func, /, *args, **kwargs))]
+    fn call_async<'py>(
+        slf: &Bound<'py, Self>,
+        func: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        aio(slf.py())?.getattr(intern!(slf.py(), "call_async"))?.call1((slf, func, args, kwargs))
+    }
+
+    /// Decorates a plain or `async def` function (or method).
+    fn __call__<'py>(slf: &Bound<'py, Self>, func: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        if !func.is_callable() {
+            return Err(PyTypeError::new_err(format!(
+                "a Breaker decorates a function; got {}",
+                func.repr()?
+            )));
+        }
+        let is_coroutine_function = ISCOROUTINEFUNCTION
+            .get_or_try_init(py, || py.import("inspect")?.getattr("iscoroutinefunction").map(Bound::unbind))?
+            .bind(py)
+            .call1((func,))?
+            .is_truthy()?;
+        if is_coroutine_function {
+            aio(py)?.getattr(intern!(py, "wrap"))?.call1((slf, func))
+        } else {
+            Guarded::wrap(slf, func)
+        }
+    }
+
+    fn __enter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        let ticket = Self::acquire(slf)?;
+        slf.get().with_stack.push(slf.py(), ticket)?;
+        Ok(slf.clone())
+    }
+
+    #[pyo3(signature = (exc_type, exc, traceback))]
+    fn __exit__(
+        slf: &Bound<'_, Self>,
+        exc_type: &Bound<'_, PyAny>,
+        exc: &Bound<'_, PyAny>,
+        traceback: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let _ = (exc_type, traceback);
+        let ticket = slf.get().with_stack.pop(slf.py())?;
+        if exc.is_none() {
+            Self::record(slf, ticket, Outcome::Success);
+        } else {
+            let err = PyErr::from_value(exc.clone());
+            Self::record_error(slf, ticket, &err);
+        }
+        Ok(false)
+    }
+
+    fn __aenter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let me = Self::__enter__(slf)?;
+        aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((me,))
+    }
+
+    #[pyo3(signature = (exc_type, exc, traceback))]
+    fn __aexit__<'py>(
+        slf: &Bound<'py, Self>,
+        exc_type: &Bound<'py, PyAny>,
+        exc: &Bound<'py, PyAny>,
+        traceback: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let suppress = Self::__exit__(slf, exc_type, exc, traceback)?;
+        aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((suppress,))
+    }
+
+    /// Asks to make a call: a `Ticket`, or raises `CircuitOpenError`.
+    fn _acquire(slf: &Bound<'_, Self>) -> PyResult<Ticket> {
+        Ok(Ticket { ticket: Self::acquire(slf)? })
+    }
+
+    /// Records a call that returned `result`.
+    fn _record_result(
+        slf: &Bound<'_, Self>,
+        ticket: &Bound<'_, Ticket>,
+        result: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        Self::record_result(slf, ticket.get().ticket, result)
+    }
+
+    /// Records a call that raised `exc`.
+    fn _record_error(slf: &Bound<'_, Self>, ticket: &Bound<'_, Ticket>, exc: &Bound<'_, PyAny>) {
+        let err = PyErr::from_value(exc.clone());
+        Self::record_error(slf, ticket.get().ticket, &err);
+    }
+
+    /// Records an outcome given by name: "success", "failure" or "ignored".
+    fn _record(slf: &Bound<'_, Self>, ticket: &Bound<'_, Ticket>, outcome: &str) -> PyResult<()> {
+        let outcome = match outcome {
+            "success" => Outcome::Success,
+            "failure" => Outcome::Failure,
+            "ignored" => Outcome::Ignored,
+            other => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "outcome must be \"success\", \"failure\" or \"ignored\", got {other:?}"
+                )));
+            }
+        };
+        Self::record(slf, ticket.get().ticket, outcome);
+        Ok(())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("Breaker(name={}, state={:?})", self.name.bind(py).repr()?, self.core().state().as_str()))
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        self.classifier.traverse(&visit)?;
+        for l in &self.listeners {
+            visit.call(l)?;
+        }
+        if let Some(c) = &self.manual_clock {
+            visit.call(c)?;
+        }
+        visit.call(&self.name)?;
+        self.with_stack.traverse(&visit)
+    }
+}

@@ -1,0 +1,238 @@
+//! The core's bulkhead: a capped count of calls in flight.
+//!
+//! Admission is one compare-and-swap. With `max_wait`, a sync caller parks
+//! in the core (detached from the interpreter, so other threads run) until
+//! a release wakes it or the deadline passes; an asyncio caller polls from
+//! `tripwire/_aio.py` with `asyncio.sleep`, never blocking the event loop.
+
+use core::time::Duration;
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::{PyTraverseError, PyVisit, intern};
+
+use crate::config::{count, seconds};
+use crate::errors;
+
+/// A cap on the calls in flight to one dependency.
+///
+/// `with bulkhead:` / `async with bulkhead:`, as a decorator (plain and
+/// `async def` functions) or through `call` / `call_async`. A full bulkhead
+/// raises `BulkheadFullError` at once, or after waiting up to `max_wait`
+/// seconds for a slot.
+#[pyclass(module = "tripwire", frozen, weakref)]
+pub struct Bulkhead {
+    core: tripwire::Bulkhead,
+    max_concurrent: u32,
+    max_wait: Option<Duration>,
+    /// `str` or `None`.
+    name: Py<PyAny>,
+}
+
+impl Bulkhead {
+    /// Takes a slot if one is free.
+    #[inline]
+    fn take(&self) -> bool {
+        self.core.try_acquire_raw()
+    }
+
+    /// Takes a slot, waiting up to `max_wait`; `BulkheadFullError` if none.
+    fn acquire(&self, py: Python<'_>) -> PyResult<()> {
+        if self.take() {
+            return Ok(());
+        }
+        let Some(max_wait) = self.max_wait else {
+            return Err(errors::bulkhead_full(py, &self.name, self.max_concurrent));
+        };
+        match py.detach(|| self.core.acquire_timeout(max_wait)) {
+            Ok(permit) => {
+                // The slot is released by `give_back`, on `__exit__` or
+                // when the call returns, not when this permit would drop.
+                core::mem::forget(permit);
+                Ok(())
+            }
+            Err(_) => Err(errors::bulkhead_full(py, &self.name, self.max_concurrent)),
+        }
+    }
+
+    fn give_back(&self) -> PyResult<()> {
+        if self.core.release_raw() {
+            Ok(())
+        } else {
+            Err(PyRuntimeError::new_err("Bulkhead.release() without a slot taken"))
+        }
+    }
+}
+
+#[pymethods]
+impl Bulkhead {
+    #[new]
+    #[pyo3(signature = (max_concurrent, *, max_wait = None, name = None))]
+    fn new(
+        py: Python<'_>,
+        max_concurrent: &Bound<'_, PyAny>,
+        max_wait: Option<&Bound<'_, PyAny>>,
+        name: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let max = count("max_concurrent", max_concurrent)?;
+        if max == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "invalid bulkhead config: max_concurrent = 0, expected at least 1",
+            ));
+        }
+        let max_wait = match max_wait.filter(|w| !w.is_none()) {
+            Some(w) => Some(seconds("max_wait", w)?),
+            None => None,
+        };
+        let name = match name.filter(|n| !n.is_none()) {
+            None => py.None(),
+            Some(n) if n.is_instance_of::<PyString>() => n.clone().unbind(),
+            Some(n) => {
+                return Err(PyTypeError::new_err(format!("name must be a str or None, got {}", n.repr()?)));
+            }
+        };
+        Ok(Self { core: tripwire::Bulkhead::new(max), max_concurrent: max, max_wait, name })
+    }
+
+    /// The most calls in flight at once.
+    #[getter]
+    fn max_concurrent(&self) -> u32 {
+        self.max_concurrent
+    }
+
+    /// How long a call waits for a slot, in seconds; None: it does not wait.
+    #[getter]
+    fn max_wait(&self) -> Option<f64> {
+        self.max_wait.map(|d| d.as_secs_f64())
+    }
+
+    /// The bulkhead's name, or None.
+    #[getter]
+    fn name(&self, py: Python<'_>) -> Py<PyAny> {
+        self.name.clone_ref(py)
+    }
+
+    /// Calls in flight now.
+    #[getter]
+    fn in_flight(&self) -> u32 {
+        self.core.in_flight()
+    }
+
+    /// Counters: slots handed out, calls refused, in flight now, peak.
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.core.snapshot();
+        let d = PyDict::new(py);
+        d.set_item("acquired", s.acquired)?;
+        d.set_item("rejected", s.rejected)?;
+        d.set_item("in_flight", s.in_flight)?;
+        d.set_item("peak_in_flight", s.peak_in_flight)?;
+        Ok(d)
+    }
+
+    /// Free slots now.
+    #[getter]
+    fn available(&self) -> u32 {
+        self.max_concurrent.saturating_sub(self.in_flight())
+    }
+
+    /// Takes a slot if one is free, without waiting. Pair with `release()`.
+    fn try_acquire(&self) -> bool {
+        self.take()
+    }
+
+    /// Frees a slot taken by `try_acquire()`.
+    fn release(&self) -> PyResult<()> {
+        self.give_back()
+    }
+
+    /// Calls `func(*args, **kwargs)` in a slot.
+    #[pyo3(signature = (func, /, *args, **kwargs))]
+    fn call<'py>(
+        &self,
+        py: Python<'py>,
+        func: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.acquire(py)?;
+        let result = func.call(args, kwargs);
+        self.give_back()?;
+        result
+    }
+
+    /// Awaits `func(*args, **kwargs)` in a slot: a coroutine.
+    #[pyo3(signature = (func, /, *args, **kwargs))]
+    fn call_async<'py>(
+        slf: &Bound<'py, Self>,
+        func: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        crate::breaker::aio(py)?.getattr(intern!(py, "bulkhead_call_async"))?.call1((slf, func, args, kwargs))
+    }
+
+    /// Decorates a plain or `async def` function.
+    fn __call__<'py>(slf: &Bound<'py, Self>, func: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        if !func.is_callable() {
+            return Err(PyTypeError::new_err(format!(
+                "a Bulkhead decorates a function; got {}",
+                func.repr()?
+            )));
+        }
+        crate::breaker::aio(py)?.getattr(intern!(py, "bulkhead_wrap"))?.call1((slf, func))
+    }
+
+    fn __enter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        slf.get().acquire(slf.py())?;
+        Ok(slf.clone())
+    }
+
+    #[pyo3(signature = (exc_type, exc, traceback))]
+    fn __exit__(
+        &self,
+        exc_type: &Bound<'_, PyAny>,
+        exc: &Bound<'_, PyAny>,
+        traceback: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let _ = (exc_type, exc, traceback);
+        self.give_back()?;
+        Ok(false)
+    }
+
+    fn __aenter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        crate::breaker::aio(py)?.getattr(intern!(py, "bulkhead_enter"))?.call1((slf,))
+    }
+
+    #[pyo3(signature = (exc_type, exc, traceback))]
+    fn __aexit__<'py>(
+        slf: &Bound<'py, Self>,
+        exc_type: &Bound<'py, PyAny>,
+        exc: &Bound<'py, PyAny>,
+        traceback: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let suppress = slf.get().__exit__(exc_type, exc, traceback)?;
+        crate::breaker::aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((suppress,))
+    }
+
+    /// Raises `BulkheadFullError` for this bulkhead (used by the asyncio wait).
+    fn _full(&self, py: Python<'_>) -> PyErr {
+        errors::bulkhead_full(py, &self.name, self.max_concurrent)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Bulkhead(name={}, max_concurrent={}, in_flight={})",
+            self.name.bind(py).repr()?,
+            self.max_concurrent,
+            self.in_flight()
+        ))
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.name)
+    }
+}

@@ -1,0 +1,143 @@
+//! Which outcomes count as failures: `failure_on`, `ignore_on`, `failure_if`.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyTuple, PyType};
+use tripwire::Outcome;
+
+/// How a breaker classifies what a guarded call did.
+#[derive(Debug)]
+pub(crate) struct Classifier {
+    /// Exceptions that count as failures.
+    failure_on: Py<PyTuple>,
+    /// Exceptions that count as neither (checked first).
+    ignore_on: Option<Py<PyTuple>>,
+    /// A predicate on results: truthy means the call failed.
+    failure_if: Option<Py<PyAny>>,
+}
+
+/// Exceptions that say nothing about the dependency, whatever `failure_on`
+/// says: cancellation and the interpreter shutting a call down.
+static NEUTRAL: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+
+fn neutral(py: Python<'_>) -> PyResult<&Bound<'_, PyTuple>> {
+    let t = NEUTRAL.get_or_try_init(py, || -> PyResult<_> {
+        let cancelled = py.import("asyncio")?.getattr("CancelledError")?;
+        let builtins = py.import("builtins")?;
+        let items = [
+            cancelled,
+            builtins.getattr("KeyboardInterrupt")?,
+            builtins.getattr("SystemExit")?,
+            builtins.getattr("GeneratorExit")?,
+        ];
+        Ok(PyTuple::new(py, items)?.unbind())
+    })?;
+    Ok(t.bind(py))
+}
+
+/// `value` as a tuple of exception classes, or a `TypeError` naming `arg`.
+pub(crate) fn exception_tuple(arg: &str, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTuple>> {
+    let py = value.py();
+    let base = py.get_type::<pyo3::exceptions::PyBaseException>();
+    let is_exc_class = |v: &Bound<'_, PyAny>| -> bool {
+        v.cast::<PyType>().is_ok_and(|t| t.is_subclass(&base).unwrap_or(false))
+    };
+    if is_exc_class(value) {
+        return Ok(PyTuple::new(py, [value])?.unbind());
+    }
+    let bad = || {
+        PyTypeError::new_err(format!(
+            "{arg} must be an exception class or a tuple of exception classes, got {}",
+            value.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into())
+        ))
+    };
+    let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = value.cast::<PyTuple>() {
+        t.iter().collect()
+    } else if value.is_instance_of::<pyo3::types::PyList>() || value.is_instance_of::<pyo3::types::PySet>() {
+        value.try_iter()?.collect::<PyResult<_>>()?
+    } else {
+        return Err(bad());
+    };
+    if !items.iter().all(is_exc_class) {
+        return Err(bad());
+    }
+    Ok(PyTuple::new(py, items)?.unbind())
+}
+
+impl Classifier {
+    pub(crate) fn new(
+        py: Python<'_>,
+        failure_on: Option<&Bound<'_, PyAny>>,
+        ignore_on: Option<&Bound<'_, PyAny>>,
+        failure_if: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        neutral(py)?;
+        let failure_on = match failure_on {
+            Some(v) => exception_tuple("failure_on", v)?,
+            None => PyTuple::new(py, [py.get_type::<pyo3::exceptions::PyException>()])?.unbind(),
+        };
+        let ignore_on = match ignore_on {
+            Some(v) => Some(exception_tuple("ignore_on", v)?).filter(|t| !t.bind(py).is_empty()),
+            None => None,
+        };
+        let failure_if = match failure_if {
+            Some(f) if f.is_none() => None,
+            Some(f) if !f.is_callable() => {
+                return Err(PyTypeError::new_err(format!(
+                    "failure_if must be a callable taking the result, got {}",
+                    f.repr()?
+                )));
+            }
+            Some(f) => Some(f.clone().unbind()),
+            None => None,
+        };
+        Ok(Self { failure_on, ignore_on, failure_if })
+    }
+
+    /// The outcome of a call that raised `err`.
+    #[inline]
+    pub(crate) fn error(&self, py: Python<'_>, err: &PyErr) -> Outcome {
+        if let Some(ignore) = &self.ignore_on
+            && err.is_instance(py, ignore.bind(py).as_any())
+        {
+            return Outcome::Ignored;
+        }
+        // `neutral` was initialised in `new`, so this cannot fail.
+        if let Ok(neutral) = neutral(py)
+            && err.is_instance(py, neutral.as_any())
+        {
+            return Outcome::Ignored;
+        }
+        if err.is_instance(py, self.failure_on.bind(py).as_any()) {
+            Outcome::Failure
+        } else {
+            Outcome::Ignored
+        }
+    }
+
+    /// The outcome of a call that returned `result`; an error if the
+    /// predicate itself raised.
+    #[inline]
+    pub(crate) fn result(&self, result: &Bound<'_, PyAny>) -> PyResult<Outcome> {
+        match &self.failure_if {
+            None => Ok(Outcome::Success),
+            Some(f) => {
+                let failed = f.bind(result.py()).call1((result,))?.is_truthy()?;
+                Ok(if failed { Outcome::Failure } else { Outcome::Success })
+            }
+        }
+    }
+
+    /// For the garbage collector.
+    pub(crate) fn traverse(&self, visit: &pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        visit.call(&self.failure_on)?;
+        if let Some(t) = &self.ignore_on {
+            visit.call(t)?;
+        }
+        if let Some(f) = &self.failure_if {
+            visit.call(f)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,102 @@
+//! Where a Python breaker reads the time: the host's monotonic clock, or a
+//! [`ManualClock`] that tests move by hand.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+/// The clock a breaker reads (only when a decision needs the time).
+#[derive(Debug, Clone)]
+pub(crate) enum ClockSource {
+    /// `CLOCK_MONOTONIC`, the same in every process on the host.
+    Monotonic,
+    /// A clock moved by hand, shared with the Python `ManualClock` object.
+    Manual(Arc<tripwire::ManualClock>),
+}
+
+impl tripwire::Clock for ClockSource {
+    #[inline]
+    fn now(&self) -> u64 {
+        match self {
+            ClockSource::Monotonic => tripwire::MonotonicClock.now(),
+            ClockSource::Manual(c) => c.now(),
+        }
+    }
+}
+
+/// `clock=`: a `ManualClock`, or None for the host's monotonic clock.
+pub(crate) fn clock_arg(
+    clock: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(ClockSource, Option<Py<ManualClock>>)> {
+    match clock.filter(|c| !c.is_none()) {
+        None => Ok((ClockSource::Monotonic, None)),
+        Some(c) => match c.cast::<ManualClock>() {
+            Ok(m) => Ok((ClockSource::Manual(m.get().inner.clone()), Some(m.clone().unbind()))),
+            Err(_) => Err(PyTypeError::new_err(format!(
+                "clock must be a tripwire.ManualClock or None, got {}",
+                c.repr()?
+            ))),
+        },
+    }
+}
+
+/// Seconds as a float → nanoseconds, or a `ValueError` naming `arg`.
+pub(crate) fn seconds_to_ns(arg: &str, seconds: f64) -> PyResult<u64> {
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(PyValueError::new_err(format!(
+            "{arg} must be a finite, non-negative number of seconds, got {seconds}"
+        )));
+    }
+    let ns = seconds * 1e9;
+    // Saturate beyond 584 years; the config's own range check reports it.
+    Ok(if ns >= u64::MAX as f64 { u64::MAX } else { ns as u64 })
+}
+
+/// A clock that only moves when told to, for tests and simulations: pass it
+/// as `clock=` to a `Breaker`.
+///
+/// ```python
+/// clock = tripwire.ManualClock()
+/// breaker = tripwire.Breaker(failure_threshold=1, open_timeout=5.0, clock=clock)
+/// clock.advance(5.0)
+/// ```
+#[pyclass(module = "tripwire", frozen)]
+#[derive(Debug)]
+pub struct ManualClock {
+    pub(crate) inner: Arc<tripwire::ManualClock>,
+}
+
+#[pymethods]
+impl ManualClock {
+    #[new]
+    #[pyo3(signature = (start = 0.0))]
+    fn new(start: f64) -> PyResult<Self> {
+        let ns = seconds_to_ns("start", start)?;
+        Ok(Self { inner: Arc::new(tripwire::ManualClock::new(ns)) })
+    }
+
+    /// Moves the clock forward by `seconds` (≥ 0).
+    fn advance(&self, seconds: f64) -> PyResult<()> {
+        let ns = seconds_to_ns("seconds", seconds)?;
+        self.inner.advance(core::time::Duration::from_nanos(ns));
+        Ok(())
+    }
+
+    /// Sets the clock to `seconds` if that is not earlier than it reads now.
+    fn set(&self, seconds: f64) -> PyResult<()> {
+        let ns = seconds_to_ns("seconds", seconds)?;
+        self.inner.set(ns);
+        Ok(())
+    }
+
+    /// The time it reads, in seconds.
+    fn now(&self) -> f64 {
+        use tripwire::Clock;
+        self.inner.now() as f64 / 1e9
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ManualClock({:?})", self.now())
+    }
+}

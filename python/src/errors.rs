@@ -1,0 +1,37 @@
+//! Raising the exceptions defined in `tripwire/_errors.py`.
+//!
+//! The hierarchy is plain Python (so that `CircuitOpenError` can keep its
+//! fields in `args` and format its message only when read); the types are
+//! looked up once and then raised from Rust with their arguments.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+
+static CIRCUIT_OPEN: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static BULKHEAD_FULL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The rejection of a call by the breaker called `name` (None if unnamed).
+#[inline]
+pub(crate) fn circuit_open(
+    py: Python<'_>,
+    retry_after: Option<f64>,
+    name: &Py<PyAny>,
+    state: tripwire::State,
+) -> PyErr {
+    match CIRCUIT_OPEN.import(py, "tripwire._errors", "CircuitOpenError") {
+        Ok(ty) => PyErr::from_type(
+            ty.clone(),
+            (retry_after, name.clone_ref(py), crate::breaker::state_name(py, state).unbind()),
+        ),
+        Err(e) => e,
+    }
+}
+
+/// A full bulkhead.
+pub(crate) fn bulkhead_full(py: Python<'_>, name: &Py<PyAny>, max_concurrent: u32) -> PyErr {
+    match BULKHEAD_FULL.import(py, "tripwire._errors", "BulkheadFullError") {
+        Ok(ty) => PyErr::from_type(ty.clone(), (name.clone_ref(py), max_concurrent)),
+        Err(e) => e,
+    }
+}

@@ -1,0 +1,54 @@
+//! The `tripwire._tripwire` extension module: the core's breaker behind a
+//! Python API (`import tripwire`).
+//!
+//! - [`breaker::Breaker`]: the breaker, usable as a decorator, a context
+//!   manager (`with` / `async with`) and through `call`.
+//! - [`guarded::Guarded`]: what decorating a plain function returns; its
+//!   `__call__` is the whole hot path, in Rust.
+//! - [`clock::ManualClock`]: a clock that only moves when told to, for tests.
+//! - [`errors`]: raising the exceptions of `tripwire/_errors.py`.
+//! - [`registry`]: named breakers and their Prometheus export.
+//! - [`shared`]: breakers in a memory-mapped file (`Breaker.shared`).
+//! - [`bulkhead::Bulkhead`]: a cap on calls in flight.
+//! - [`budget::RetryBudget`], [`backoff::Backoff`]: the core's retry budget
+//!   and backoff, for `tripwire.retry` (Python, in `tripwire/_retry.py`).
+//!
+//! Nothing here takes a lock on a call's path or holds one across a call:
+//! admission and recording are the core's atomic operations, done while the
+//! calling thread is attached to the interpreter; the guarded call runs
+//! between them like any other Python call.
+
+mod backoff;
+mod breaker;
+mod budget;
+mod bulkhead;
+mod classify;
+mod clock;
+mod config;
+mod errors;
+mod guarded;
+mod registry;
+mod shared;
+mod snapshot;
+mod with_stack;
+
+use pyo3::prelude::*;
+
+/// The extension module.
+#[pymodule]
+fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<breaker::Breaker>()?;
+    m.add_class::<guarded::Guarded>()?;
+    m.add_class::<clock::ManualClock>()?;
+    m.add_class::<snapshot::Snapshot>()?;
+    m.add_class::<breaker::Ticket>()?;
+    m.add_class::<bulkhead::Bulkhead>()?;
+    m.add_class::<budget::RetryBudget>()?;
+    m.add_class::<backoff::Backoff>()?;
+    m.add_function(wrap_pyfunction!(registry::prometheus_text, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::breaker_names, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    let _ = py;
+    Ok(())
+}

@@ -1,0 +1,97 @@
+//! Breakers in a memory-mapped file, shared by every process that opens
+//! the same path: `Breaker.shared(path, ...)`.
+//!
+//! The region's layout, its initialisation race and its validation are the
+//! core's (`tripwire::SharedRegion`); this module only makes the mapping.
+//! A new file is created empty and extended with zeros to the region's
+//! size, which is the unclaimed state `open_in` expects; of several
+//! processes racing to set it up, exactly one initialises it and the others
+//! attach, and a process asking for another config is refused.
+
+use std::fs::OpenOptions;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::time::{Duration, Instant};
+
+use memmap2::{MmapOptions, MmapRaw};
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use tripwire::{BreakerConfig, SharedError, SharedRegion};
+
+/// How long to wait for another process that is initialising the region.
+const INIT_WAIT: Duration = Duration::from_secs(1);
+
+/// A breaker living in a shared mapping, and the mapping that keeps it.
+#[derive(Debug)]
+pub(crate) struct Mapping {
+    breaker: NonNull<tripwire::Breaker>,
+    /// Unmapped on drop, after every reference to `breaker` is gone (the
+    /// breaker is only reached through `&self`).
+    _map: MmapRaw,
+}
+
+// SAFETY:
+// - `breaker` points into `_map`, which lives as long as `self`, and is
+//   only turned into shared references, whose lifetime is bounded by
+//   `&self`.
+// - `tripwire::Breaker` is `Sync` (atomics and plain data); sharing a
+//   reference to it between threads is what it is made for, and other
+//   processes touch it only through the same atomics.
+unsafe impl Send for Mapping {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Opens (creating it if need be) the region at `path` holding a
+    /// breaker made with `config`.
+    pub(crate) fn open(py: Python<'_>, path: &Path, config: BreakerConfig) -> PyResult<Self> {
+        let (needed, _align) = SharedRegion::layout();
+        let os_err = |e: std::io::Error| PyOSError::new_err(format!("{}: {e}", path.display()));
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let file = options.open(path).map_err(os_err)?;
+        // A new file is empty: extend it with zeros, the unclaimed state.
+        // Racing creators all extend it to the same size, which changes
+        // nothing for the one that got there first.
+        if file.metadata().map_err(os_err)?.len() == 0 {
+            file.set_len(needed as u64).map_err(os_err)?;
+        }
+        let map = MmapOptions::new().map_raw(&file).map_err(os_err)?;
+        let deadline = Instant::now() + INIT_WAIT;
+        loop {
+            // SAFETY:
+            // - `map` is a shared read-write mapping of `map.len()` bytes,
+            //   page-aligned, valid for as long as `map` lives; the returned
+            //   reference is kept next to `map` and never outlives it.
+            // - The region's bytes are only accessed through the core's
+            //   shared-region functions and the breaker they return, in
+            //   this process and (by contract of the file) in every other
+            //   one; the file is never truncated by this code.
+            let opened = unsafe { SharedRegion::open_in(map.as_mut_ptr(), map.len(), config) };
+            match opened {
+                Ok(breaker) => return Ok(Self { breaker: NonNull::from(breaker), _map: map }),
+                Err(SharedError::Initialising) if Instant::now() < deadline => {
+                    py.detach(|| std::thread::sleep(Duration::from_millis(1)));
+                }
+                Err(SharedError::ConfigMismatch) => {
+                    return Err(PyValueError::new_err(format!(
+                        "{}: the shared breaker there was made with another config",
+                        path.display()
+                    )));
+                }
+                Err(e) => return Err(PyValueError::new_err(format!("{}: {e}", path.display()))),
+            }
+        }
+    }
+
+    #[inline]
+    pub(crate) fn breaker(&self) -> &tripwire::Breaker {
+        // SAFETY: see the `Send` impl: valid while `self` is.
+        unsafe { self.breaker.as_ref() }
+    }
+}

@@ -1,0 +1,56 @@
+"""tripwire: a lock-free circuit breaker for clients of flaky APIs.
+
+>>> import tripwire
+>>> breaker = tripwire.Breaker(failure_threshold=5, open_timeout=30.0, name="exchange")
+>>> @breaker
+... def fetch_price(symbol): ...
+
+The breaker, the bulkhead, the retry budget, the clock and the registry
+live in the Rust extension ``tripwire._tripwire``; retry policies and the
+stale-data fallback are Python (``_retry``, ``_fallback``): they wait
+between attempts, where microseconds of bookkeeping do not matter.
+"""
+
+from ._errors import BulkheadFullError, CircuitOpenError, RetryBudgetExhausted, TripwireError
+from ._fallback import Cached, StaleCache
+from ._retry import Retry, retry, retry_after_attribute
+from ._tripwire import (
+    Backoff,
+    Breaker,
+    Bulkhead,
+    Guarded,
+    ManualClock,
+    RetryBudget,
+    Snapshot,
+    Ticket,
+    __version__,
+    breaker_names,
+    prometheus_text,
+)
+from ._types import ExceptionClasses, Seconds, StateName
+
+__all__ = [
+    "Backoff",
+    "Breaker",
+    "Bulkhead",
+    "BulkheadFullError",
+    "Cached",
+    "CircuitOpenError",
+    "ExceptionClasses",
+    "Guarded",
+    "ManualClock",
+    "Retry",
+    "RetryBudget",
+    "RetryBudgetExhausted",
+    "Seconds",
+    "Snapshot",
+    "StaleCache",
+    "StateName",
+    "Ticket",
+    "TripwireError",
+    "__version__",
+    "breaker_names",
+    "prometheus_text",
+    "retry",
+    "retry_after_attribute",
+]

@@ -1,0 +1,156 @@
+"""Stale-data fallback: the last good value of each endpoint, returned with
+its age when a fresh one cannot be had.
+
+Each key (an endpoint, a symbol's order book, an account's balance) has a
+policy: stale data up to ``max_age`` seconds is acceptable (prices, order
+books), or never (balances: the caller gets the error). The cache is a
+dict whose single-key reads and writes are atomic in CPython; there is no
+lock.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from typing import Any, Awaitable, Callable, Dict, Hashable, NamedTuple, Optional, Tuple, TypeVar
+
+from ._tripwire import ManualClock
+
+T = TypeVar("T")
+
+#: A policy's `max_age` meaning "never serve stale data".
+NEVER = None
+
+
+class Cached(NamedTuple):
+    """A value and how old it is: ``age`` is 0.0 and ``stale`` False for a
+    fresh value; for a fallback, the seconds since it was fetched."""
+
+    value: Any
+    age: float
+    stale: bool
+
+
+def _max_age(arg: str, value: Any) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{arg} must be a number of seconds or None (never stale), got {type(value).__name__}")
+    if not value >= 0:
+        raise ValueError(f"{arg} must be a non-negative number of seconds or None, got {value}")
+    return float(value)
+
+
+class StaleCache:
+    """Last-known-good values per key, served with their age when a call
+    fails.
+
+    ``max_age``: the default policy, seconds of staleness acceptable (None:
+    never serve stale data). ``policies``: per-key overrides, e.g.
+    ``{"balances": None, "orderbook": 5.0}``. ``fallback_on``: the errors
+    that may be answered with stale data (default: any ``Exception``,
+    breaker rejections included). ``clock``: a ``ManualClock`` for tests.
+    """
+
+    def __init__(
+        self,
+        max_age: Optional[float] = 60.0,
+        *,
+        policies: Optional[Dict[Hashable, Optional[float]]] = None,
+        fallback_on: Any = (Exception,),
+        clock: Optional[ManualClock] = None,
+    ) -> None:
+        self.max_age = _max_age("max_age", max_age)
+        self._policies = {k: _max_age(f"policies[{k!r}]", v) for k, v in (policies or {}).items()}
+        items = fallback_on if isinstance(fallback_on, (tuple, list)) else (fallback_on,)
+        if not all(isinstance(c, type) and issubclass(c, BaseException) for c in items):
+            raise TypeError(f"fallback_on must be an exception class or a tuple of them, got {fallback_on!r}")
+        self.fallback_on = tuple(items)
+        if clock is not None and not isinstance(clock, ManualClock):
+            raise TypeError(f"clock must be a tripwire.ManualClock or None, got {clock!r}")
+        self._now: Callable[[], float] = clock.now if clock is not None else time.monotonic
+        self._values: Dict[Hashable, Tuple[Any, float]] = {}
+
+    def policy(self, key: Hashable, max_age: Optional[float]) -> None:
+        """Sets how stale ``key``'s value may be (None: never stale)."""
+        self._policies[key] = _max_age("max_age", max_age)
+
+    def max_age_of(self, key: Hashable) -> Optional[float]:
+        """The policy for ``key``: seconds, or None for never."""
+        return self._policies.get(key, self.max_age)
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Stores a fresh value for ``key``."""
+        self._values[key] = (value, self._now())
+
+    def get(self, key: Hashable) -> Optional[Cached]:
+        """The last good value of ``key`` with its age, if the policy still
+        accepts it; else None."""
+        entry = self._values.get(key)
+        max_age = self.max_age_of(key)
+        if entry is None or max_age is None:
+            return None
+        value, stored = entry
+        age = max(self._now() - stored, 0.0)
+        return Cached(value, age, True) if age <= max_age else None
+
+    def _fallback(self, key: Hashable, exc: BaseException) -> Optional[Cached]:
+        return self.get(key) if isinstance(exc, self.fallback_on) else None
+
+    def call(self, key: Hashable, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> Cached:
+        """Calls ``func``; stores and returns its value (age 0), or, if it
+        raises, the stored value with its age when the policy allows, else
+        re-raises."""
+        try:
+            value = func(*args, **kwargs)
+        except BaseException as exc:
+            cached = self._fallback(key, exc)
+            if cached is None:
+                raise
+            return cached
+        self.put(key, value)
+        return Cached(value, 0.0, False)
+
+    async def call_async(
+        self, key: Hashable, func: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any
+    ) -> Cached:
+        """As ``call``, awaiting ``func``."""
+        try:
+            value = await func(*args, **kwargs)
+        except BaseException as exc:
+            cached = self._fallback(key, exc)
+            if cached is None:
+                raise
+            return cached
+        self.put(key, value)
+        return Cached(value, 0.0, False)
+
+    def fallback(self, key: Hashable, *, max_age: Any = ...) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator: the function's results are cached under ``key`` and it
+        returns ``Cached`` values. ``max_age`` sets the key's policy."""
+        if max_age is not ...:
+            self.policy(key, max_age)
+
+        def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+            if inspect.iscoroutinefunction(func):
+
+                @functools.wraps(func)
+                async def cached_async(*args: Any, **kwargs: Any) -> Any:
+                    return await self.call_async(key, func, *args, **kwargs)
+
+                return cached_async
+
+            @functools.wraps(func)
+            def cached(*args: Any, **kwargs: Any) -> Any:
+                return self.call(key, func, *args, **kwargs)
+
+            return cached
+
+        return decorate
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"StaleCache(max_age={self.max_age}, keys={len(self._values)})"
