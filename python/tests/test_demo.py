@@ -9,7 +9,7 @@ from tripwire import demo
 
 
 def test_tripwire_stops_calling_a_dead_exchange_and_recovers_by_itself() -> None:
-    config = demo.Config(rate=4.0, outage=180.0, scale=100.0, live=False)
+    config = demo.Config(rate=5.0, outage=180.0, scale=100.0, live=False)
     stats = demo.run(config)
     naive, guarded = stats["naive"], stats["tripwire"]
     report = demo.table(config, stats, 0.0)
