@@ -1,13 +1,11 @@
 """Per-call cost of tripwire's Python breaker next to a bare call and to
-pybreaker (and circuitbreaker, when installed), measured in one run.
+pybreaker, circuitbreaker, aiobreaker and purgatory (whichever are
+installed), measured in one run. `bash benches/python/run.sh` makes the
+virtual environment and runs this; `--markdown` prints Markdown tables.
 
-    python -m venv .venv && . .venv/bin/activate
-    pip install maturin pybreaker circuitbreaker
-    (cd python && maturin develop --release)
-    python benches/python/bench.py
-
-Prints µs per call (the best of several rounds, the candidates taking
-turns in each, so that noise from other processes weighs least) and the overhead over a bare call; then the wall
+Prints µs per call (the best of several rounds, the candidates taking turns
+in each, so that noise from other processes weighs least) and the overhead
+over a bare call, for sync calls and for awaited `async def`; then the wall
 time of 8 threads × 50 calls that each sleep 1 ms.
 """
 
@@ -32,6 +30,14 @@ try:
     import circuitbreaker
 except ImportError:  # pragma: no cover
     circuitbreaker = None
+try:
+    import aiobreaker
+except ImportError:  # pragma: no cover
+    aiobreaker = None
+try:
+    import purgatory
+except ImportError:  # pragma: no cover
+    purgatory = None
 
 N = 200_000
 ROUNDS = 7
@@ -133,6 +139,11 @@ def main() -> None:
         rows.append(("circuitbreaker: decorated call", per_call(cb(work))))
 
     rows = measure(rows)
+    async_rows = measure_async(async_candidates())
+    thread_rows = [(name, threads(deco)) for name, deco in threads_candidates()]
+    if "--markdown" in sys.argv:
+        markdown(rows, async_rows, thread_rows)
+        return
     bare = rows[0][1]
     print(
         f"# Python {platform.python_version()} on {platform.machine()}, "
@@ -141,10 +152,79 @@ def main() -> None:
     print(f"{'what':45} {'µs/call':>8} {'over bare':>10}")
     for name, us in rows:
         print(f"{name:45} {us:8.3f} {us - bare:10.3f}")
-
+    print(f"\n# async def, awaited in one task ({N_ASYNC:,} awaits a round)")
+    abare = async_rows[0][1]
+    for name, us in async_rows:
+        print(f"{name:45} {us:8.3f} {us - abare:10.3f}")
     print("\n# 8 threads × 50 calls that each sleep 1 ms (serialised: 0.400 s)")
-    for name, deco in threads_candidates():
-        print(f"{name:45} {threads(deco):8.3f} s")
+    for name, secs in thread_rows:
+        print(f"{name:45} {secs:8.3f} s")
+
+
+def markdown(rows, async_rows, thread_rows) -> None:
+    """The same figures as Markdown tables, for benches/RESULTS.md."""
+    from importlib.metadata import version
+
+    versions = ", ".join(
+        f"{m.__name__} {version(m.__name__)}"
+        for m in (pybreaker, circuitbreaker, aiobreaker, purgatory)
+        if m is not None
+    )
+    print(f"Python {platform.python_version()}; peers from PyPI: {versions or 'none installed'}.")
+    print(f"Best of {ROUNDS} interleaved rounds.\n")
+    for title, table in (("sync call", rows), ("async def, awaited", async_rows)):
+        base = table[0][1]
+        print(f"| {title} | µs per call | µs over a bare call |")
+        print("| --- | --- | --- |")
+        for name, us in table:
+            print(f"| {name} | {us:.3f} | {us - base:.3f} |")
+        print()
+    print("| 8 threads × 50 calls that each sleep 1 ms (0.400 s if serialised) | wall time (s) |")
+    print("| --- | --- |")
+    for name, secs in thread_rows:
+        print(f"| {name} | {secs:.3f} |")
+
+
+N_ASYNC = 50_000
+
+
+async def awork(x: int = 1) -> int:
+    return x
+
+
+def async_candidates() -> list:
+    """Coroutine functions to await N_ASYNC times in a row."""
+    rows: list = [("bare async def", awork)]
+    b = tripwire.Breaker(failure_threshold=5, open_timeout=30.0)
+    rows.append(("tripwire: decorated async def", b(awork)))
+    if aiobreaker is not None:
+        ab = aiobreaker.CircuitBreaker(fail_max=5)
+        rows.append(("aiobreaker: decorated async def", ab(awork)))
+    if purgatory is not None:
+        factory = purgatory.AsyncCircuitBreakerFactory(default_threshold=5, default_ttl=30)
+        rows.append(("purgatory: decorated async def", factory("bench")(awork)))
+    return rows
+
+
+def measure_async(rows: list) -> list[tuple[str, float]]:
+    """Best µs per await of each candidate, rounds interleaved as in `measure`."""
+    import asyncio
+
+    async def run(fn) -> float:
+        start = time.perf_counter()
+        for _ in range(N_ASYNC):
+            await fn()
+        return (time.perf_counter() - start) / N_ASYNC * 1e6
+
+    best = [float("inf")] * len(rows)
+
+    async def rounds() -> None:
+        for _ in range(ROUNDS):
+            for i, (_, fn) in enumerate(rows):
+                best[i] = min(best[i], await run(fn))
+
+    asyncio.run(rounds())
+    return [(name, us) for (name, _), us in zip(rows, best)]
 
 
 def threads_candidates():

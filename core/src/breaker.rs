@@ -315,9 +315,10 @@ impl Breaker {
     /// the window and its rate conditions.
     fn record_measured(&self, ticket: Ticket, outcome: Outcome, now: u64) -> Option<Transition> {
         let cfg = &self.config;
+        // Every ticket of a timed breaker carries its start time (0 is a
+        // time like any other, e.g. on a manual clock).
         let slow = outcome != Outcome::Ignored
             && cfg.slow_call_ns != 0
-            && ticket.started_at != 0
             && now.saturating_sub(ticket.started_at) >= cfg.slow_call_ns;
         if slow {
             self.counters.add(Event::Slow);

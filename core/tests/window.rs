@@ -127,6 +127,16 @@ proptest! {
 }
 
 #[test]
+fn slow_calls_count_on_a_clock_that_starts_at_zero() {
+    let breaker = Breaker::new(BreakerConfig::builder().slow_call(Duration::from_micros(5)).build().unwrap());
+    let clock = ManualClock::new(0);
+    let ticket = breaker.try_acquire(&clock).unwrap();
+    clock.advance(Duration::from_micros(5));
+    breaker.record(ticket, Outcome::Success, &clock);
+    assert_eq!(breaker.snapshot().slow, 1);
+}
+
+#[test]
 fn no_count_is_lost_when_threads_record_at_once() {
     const THREADS: usize = 4;
     let per_thread: u32 = if cfg!(miri) { 10 } else { 20_000 };
