@@ -455,7 +455,11 @@ def _positive(v: str) -> float:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The command line; see ``--help``."""
-    p = argparse.ArgumentParser(prog="python -m tripwire.demo", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m tripwire.demo",
+        description="An exchange outage, replayed on 127.0.0.1 and measured: a naive client and one "
+        "behind tripwire poll a simulated exchange side by side.",
+    )
     p.add_argument("--rate", type=_positive, default=10.0, help="requests per second per client (default 10)")
     p.add_argument("--outage", type=_duration, default=600.0, help="how long the exchange is down: 10m, 90s, 1h (default 10m)")
     p.add_argument("--scale", type=_positive, default=24.0, help="replay this many times faster (default 24)")
