@@ -67,32 +67,41 @@ def group_table(est, group, unit_key):
 
 
 def targets(est):
-    """The design's budgets as ratios measured in this run."""
+    """The design's budgets as ratios measured in this run. Success-path
+    rows include the guarded call itself, so the bare call measured in the
+    same group is taken off before dividing by one fetch_add."""
     def get(group, func, param):
         return est.get((group, func, param))
 
     checks = []
 
-    def check(name, value, base, limit):
+    def check(name, value, base, limit, minus=None):
         if value is None or base is None:
             checks.append(f"| {name} | not measured | ≤ {limit}× | — |")
             return
-        ratio = value / base
+        ratio = (value - (minus or 0.0)) / base
         verdict = "met" if ratio <= limit else "**missed**"
         checks.append(f"| {name} | {ratio:.2f}× | ≤ {limit}× | {verdict} |")
 
     fa = get("closed_success", "baseline", "fetch_add")
-    check("closed success, consecutive (no success count) ÷ fetch_add",
-          get("closed_success", "tripwire", "consecutive, no success count"), fa, 1)
-    check("closed success, consecutive (success counted) ÷ fetch_add",
-          get("closed_success", "tripwire", "consecutive"), fa, 1)
-    check("closed success, window, CoarseClock ÷ fetch_add",
-          get("closed_success", "tripwire", "window, CoarseClock"), fa, 2)
+    bare = get("closed_success", "baseline", "bare call")
+    check("closed success, consecutive, success counted: (tripwire − bare call) ÷ fetch_add",
+          get("closed_success", "tripwire", "consecutive"), fa, 1, bare)
+    check("closed success, consecutive, no success count: (tripwire − bare call) ÷ fetch_add",
+          get("closed_success", "tripwire", "consecutive, no success count"), fa, 1, bare)
+    check("closed success, rolling window, CoarseClock: (tripwire − bare call) ÷ fetch_add",
+          get("closed_success", "tripwire", "window, CoarseClock"), fa, 2, bare)
     check("rejection, CoarseClock ÷ fetch_add",
           get("rejection", "tripwire", "CoarseClock"), get("rejection", "baseline", "fetch_add"), 3)
     check("two threads, tripwire consecutive ÷ two threads on one fetch_add",
           get("two_threads_success", "tripwire", "consecutive"), get("two_threads_success", "baseline", "fetch_add"), 1)
-    return "| target | this run | budget | |\n| --- | --- | --- | --- |\n" + "\n".join(checks) + "\n"
+    coarse = get("closed_success", "baseline", "CoarseClock read")
+    note = ""
+    if coarse and fa:
+        note = (f"\nOne CoarseClock read alone costs {coarse / fa:.2f}× a fetch_add on this machine, and a "
+                "rolling window or a rejection must read a clock once; those two budgets are out of reach "
+                "here by that read alone.\n")
+    return "| target | this run | budget | |\n| --- | --- | --- | --- |\n" + "\n".join(checks) + "\n" + note
 
 
 def chart(est, path):
@@ -161,6 +170,10 @@ def main():
         "Time per call on each thread while the other thread calls too.\n",
         group_table(est, "two_threads_success", ("two_threads_success", "baseline", "fetch_add")),
         "## Other core pieces\n", group_table(est, "pieces", ("pieces", "baseline", "fetch_add")),
+        "## The std layer: what each layer adds (sync)\n",
+        group_table(est, "layers_sync", ("layers_sync", "baseline", "bare call")),
+        "## The std layer: async, on a current-thread tokio runtime\n",
+        group_table(est, "layers_async", ("layers_async", "baseline", "bare future")),
         "## Heap growth over one million transitions\n", table_file("heap.md"),
         "## Instructions per call (callgrind)\n", table_file("callgrind.md"),
         "## C ABI next to Rust\n", table_file("c_abi.md"),

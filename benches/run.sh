@@ -9,6 +9,7 @@ rm -rf "$target/criterion"
 quick=(--warm-up-time 1 --measurement-time 3)
 cargo bench -p tripwire-benches --bench breaker -- "${quick[@]}"
 cargo bench -p tripwire-benches --bench pieces -- "${quick[@]}"
+cargo bench -p tripwire-benches --bench layers -- "${quick[@]}"
 cargo bench -p tripwire-benches --bench contention
 cargo bench -p tripwire-benches --bench heap | grep '^|' > "$target/bench/heap.md"
 bash benches/callgrind.sh > "$target/bench/callgrind.md"

@@ -47,6 +47,7 @@ fn main() {
             black_box(consecutive.record(t, Outcome::Success, &clock));
             _ = black_box(r);
         }),
+        "call" => repeat(&mut || _ = black_box(consecutive.call(&clock, || guarded(black_box(1))))),
         "consecutive_uncounted" => repeat(&mut || {
             let t = uncounted.try_acquire(&clock).unwrap();
             let r = guarded(black_box(1));

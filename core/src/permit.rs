@@ -47,6 +47,7 @@ impl<'a, C: Clock> Permit<'a, C> {
     }
 
     /// Records the outcome; returns the transition it caused, if any.
+    #[inline]
     pub fn record(self, outcome: Outcome) -> Option<Transition> {
         let this = core::mem::ManuallyDrop::new(self);
         this.breaker.record(this.ticket, outcome, this.clock)
@@ -123,6 +124,7 @@ impl Breaker {
     /// assert!(matches!(breaker.call(&clock, || Ok::<_, &str>(1)), Err(CallError::Rejected(_))));
     /// # Ok::<(), tripwire::ConfigError>(())
     /// ```
+    #[inline]
     pub fn call<C, T, E>(&self, clock: &C, f: impl FnOnce() -> Result<T, E>) -> Result<T, CallError<E>>
     where
         C: Clock,
@@ -137,6 +139,7 @@ impl Breaker {
     /// Runs `f` if the breaker admits it, and records what `classify` makes
     /// of its result: e.g. a 4xx the caller caused is [`Outcome::Ignored`],
     /// a 503 a [`Outcome::Failure`] even when it arrives as `Ok(response)`.
+    #[inline]
     pub fn call_with<C, T, E>(
         &self,
         clock: &C,
