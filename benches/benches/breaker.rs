@@ -16,23 +16,28 @@ use tripwire_benches::{Failed, failing, guarded};
 
 const LONG: Duration = Duration::from_secs(3600);
 
-fn consecutive(count_successes: bool) -> Breaker {
-    Breaker::new(BreakerConfig::builder().count_successes(count_successes).build().unwrap())
+// Breakers live on the heap, as in a service (an `Arc`, a static): on the
+// stack, a 3 KiB breaker next to the bench loop's locals times the stack
+// layout as much as the breaker.
+fn consecutive(count_successes: bool) -> Box<Breaker> {
+    Box::new(Breaker::new(BreakerConfig::builder().count_successes(count_successes).build().unwrap()))
 }
 
-fn windowed() -> Breaker {
-    Breaker::new(
+fn windowed() -> Box<Breaker> {
+    Box::new(Breaker::new(
         BreakerConfig::builder()
             .failure_threshold(0)
             .failure_rate(0.5)
             .window(10, Duration::from_secs(1))
             .build()
             .unwrap(),
-    )
+    ))
 }
 
-fn open(clock: &impl Clock) -> Breaker {
-    let b = Breaker::new(BreakerConfig::builder().failure_threshold(1).open_timeout(LONG).build().unwrap());
+fn open(clock: &impl Clock) -> Box<Breaker> {
+    let b = Box::new(Breaker::new(
+        BreakerConfig::builder().failure_threshold(1).open_timeout(LONG).build().unwrap(),
+    ));
     let _ = b.call(clock, || failing(0));
     b
 }
@@ -151,9 +156,9 @@ fn rejection(c: &mut Criterion) {
 fn half_open_cycle(c: &mut Criterion) {
     let mut g = c.benchmark_group("half_open_cycle");
     let clock = ManualClock::new(1);
-    let breaker = Breaker::new(
+    let breaker = Box::new(Breaker::new(
         BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_micros(1)).build().unwrap(),
-    );
+    ));
     // Trip, wait out the cool-down, probe, close: three transitions.
     g.bench_function(BenchmarkId::new("tripwire", "trip, probe, close"), |b| {
         b.iter(|| {

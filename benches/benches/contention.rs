@@ -48,7 +48,8 @@ fn two_threads(c: &mut Criterion) {
         b.iter_custom(|iters| on_two_threads(iters, &|| *mutex.lock().unwrap() += 1))
     });
     for (name, count) in [("consecutive", true), ("consecutive, no success count", false)] {
-        let breaker = Breaker::new(BreakerConfig::builder().count_successes(count).build().unwrap());
+        let breaker =
+            Box::new(Breaker::new(BreakerConfig::builder().count_successes(count).build().unwrap()));
         g.bench_function(BenchmarkId::new("tripwire", name), |b| {
             b.iter_custom(|iters| {
                 on_two_threads(iters, &|| {
@@ -59,8 +60,9 @@ fn two_threads(c: &mut Criterion) {
             })
         });
     }
-    let windowed =
-        Breaker::new(BreakerConfig::builder().failure_threshold(0).failure_rate(0.5).build().unwrap());
+    let windowed = Box::new(Breaker::new(
+        BreakerConfig::builder().failure_threshold(0).failure_rate(0.5).build().unwrap(),
+    ));
     g.bench_function(BenchmarkId::new("tripwire", "window"), |b| {
         b.iter_custom(|iters| {
             on_two_threads(iters, &|| {

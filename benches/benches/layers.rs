@@ -26,7 +26,7 @@ fn named() -> Arc<NamedBreaker> {
 fn sync_layers(c: &mut Criterion) {
     let mut g = c.benchmark_group("layers_sync");
     g.bench_function(BenchmarkId::new("baseline", "bare call"), |b| b.iter(|| guarded(black_box(1))));
-    let core = Breaker::new(BreakerConfig::default());
+    let core = Box::new(Breaker::new(BreakerConfig::default()));
     g.bench_function(BenchmarkId::new("tripwire", "core Breaker::call"), |b| {
         b.iter(|| core.call(&MonotonicClock, || guarded(black_box(1))))
     });

@@ -48,6 +48,9 @@ fn main() {
             _ = black_box(r);
         }),
         "call" => repeat(&mut || _ = black_box(consecutive.call(&clock, || guarded(black_box(1))))),
+        "call_monotonic" => {
+            repeat(&mut || _ = black_box(consecutive.call(&MonotonicClock, || guarded(black_box(1)))))
+        }
         "consecutive_uncounted" => repeat(&mut || {
             let t = uncounted.try_acquire(&clock).unwrap();
             let r = guarded(black_box(1));

@@ -149,9 +149,15 @@ impl Breaker {
     where
         C: Clock,
     {
-        let permit = self.permit(clock).map_err(CallError::Rejected)?;
+        let ticket = self.try_acquire(clock).map_err(CallError::Rejected)?;
+        // The permit is only for unwinding (a panic in `f` records Ignored);
+        // the normal path records with the ticket it still holds in
+        // registers, not by reloading the permit from memory after the
+        // call, which stalls on store forwarding.
+        let permit = Permit { breaker: self, clock, ticket };
         let result = f();
-        permit.record(classify(&result));
+        core::mem::forget(permit);
+        self.record(ticket, classify(&result), clock);
         result.map_err(CallError::Inner)
     }
 }
