@@ -1,9 +1,10 @@
 //! Event counters, striped so that threads counting at once do not write
 //! to one cache line.
 //!
-//! Each thread picks a stripe by hashing the address of its own stack, so
-//! two threads usually land on different cache lines; a collision only costs
-//! contention, never a lost count, since every increment is a `fetch_add`.
+//! Each thread keeps to one stripe: with `std`, threads are handed stripes
+//! in turn on their first call; without it, a thread hashes the address of
+//! its own stack. A collision only costs contention, never a lost count,
+//! since every increment is a `fetch_add`.
 //! A snapshot sums the stripes.
 //!
 //! # Orderings
@@ -64,18 +65,50 @@ impl Counters {
     }
 }
 
-/// This thread's stripe of `stripes` (a power of two): a hash of its stack
-/// address at 4 KiB granularity (threads' stacks lie megabytes apart; one
-/// thread stays on one stripe at similar call depths).
+/// This thread's stripe of `stripes` (a power of two).
 #[inline(always)]
 pub(crate) fn stripe(stripes: usize) -> usize {
     debug_assert!(stripes.is_power_of_two());
     if stripes == 1 {
         return 0;
     }
+    thread_slot() & (stripes - 1)
+}
+
+/// With `std`: a number handed to each thread on its first call, in turn,
+/// so the first eight threads get eight different stripes whatever their
+/// stack addresses.
+#[cfg(all(feature = "std", not(loom)))]
+#[inline(always)]
+fn thread_slot() -> usize {
+    use core::cell::Cell;
+    use core::sync::atomic::AtomicUsize;
+
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    std::thread_local! {
+        static SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    SLOT.with(|slot| {
+        let n = slot.get();
+        if n != usize::MAX {
+            return n;
+        }
+        // Relaxed: a ticket number; it orders nothing.
+        let n = NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed) & (usize::MAX >> 1);
+        slot.set(n);
+        n
+    })
+}
+
+/// Without `std` (no thread-locals): a hash of the stack address at 4 KiB
+/// granularity (threads' stacks lie megabytes apart; one thread stays on
+/// one stripe at similar call depths), so two threads usually differ.
+#[cfg(not(all(feature = "std", not(loom))))]
+#[inline(always)]
+fn thread_slot() -> usize {
     let marker = 0u8;
     let page = (core::ptr::addr_of!(marker).addr() >> 12) as u64;
-    ((page.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) & (stripes - 1)
+    (page.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize
 }
 
 /// The breaker's counters at one moment (each counter read separately, so a
