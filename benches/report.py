@@ -143,9 +143,11 @@ def main():
     est = estimates()
     if not est:
         sys.exit(f"no criterion results under {CRITERION}: run {COMMAND}")
-    chart(est, ROOT / "benches" / "chart.svg")
     commit = sh("git", "-C", str(ROOT), "rev-parse", "--short", "HEAD")
-    dirty = " (with uncommitted changes)" if sh("git", "-C", str(ROOT), "status", "--porcelain") else ""
+    # Asked before this report rewrites its own two files.
+    changed = sh("git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no")
+    dirty = " (with uncommitted changes)" if changed else ""
+    chart(est, ROOT / "benches" / "chart.svg")
     sections = [
         "# Benchmark results\n",
         "Produced by `" + COMMAND + "`; every figure below comes from that one run.\n",
