@@ -499,8 +499,9 @@ impl ConfigError {
     }
 }
 
+/// A config value as an error shows it (also used by the retry configs).
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Value {
+pub(crate) enum Value {
     Int(u64),
     Float(f64),
     /// Nanoseconds.

@@ -3,6 +3,8 @@
 //! in the style of [`ConfigError`](crate::ConfigError).
 
 use core::fmt;
+
+pub(crate) use crate::config::Value;
 use core::time::Duration;
 
 /// The longest delay, window or total time a retry-side config accepts.
@@ -40,27 +42,9 @@ impl RetryConfigError {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Value {
-    Int(u64),
-    Float(f64),
-    /// Nanoseconds.
-    Duration(u64),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
 enum Rule {
     Range { min: Value, max: Value },
     AtLeast { field: &'static str, value: Value },
-}
-
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Value::Int(v) => write!(f, "{v}"),
-            Value::Float(v) => write!(f, "{v}"),
-            Value::Duration(ns) => write!(f, "{:?}", Duration::from_nanos(ns)),
-        }
-    }
 }
 
 impl fmt::Display for RetryConfigError {
