@@ -1,6 +1,6 @@
 /*
  * A rough timing of one try-acquire + record through the C ABI, called
- * from C. ffi/bench/timing.sh runs it next to the same calls made in Rust
+ * from C. benches/c/timing.sh runs it next to the same calls made in Rust
  * (ffi/examples/abi_timing.rs). Informal: best of 5 runs of a tight loop.
  */
 #define _POSIX_C_SOURCE 200809L

@@ -1,4 +1,4 @@
-//! The Rust half of `ffi/bench/timing.sh`: one try-acquire + record in
+//! The Rust half of `benches/c/timing.sh`: one try-acquire + record in
 //! Rust, and the same through the C ABI's functions called from Rust.
 //! Informal: best of 5 runs of a tight loop; criterion benches live in
 //! `benches/`.
