@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use tripwire_demo::args::{self, Command};
+use tripwire_demo::args;
 use tripwire_demo::memory::CountingAlloc;
 use tripwire_demo::{chart, table};
 
@@ -11,17 +11,8 @@ use tripwire_demo::{chart, table};
 static ALLOC: CountingAlloc = CountingAlloc;
 
 fn main() -> ExitCode {
-    let config = match args::parse(std::env::args().skip(1)) {
-        Ok(Command::Run(c)) => c,
-        Ok(Command::Help) => {
-            print!("{}", args::HELP);
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    // `--help`, `--version` and bad flags: clap prints and exits (0 or 2).
+    let config = args::parse(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let c = &config;
     println!(
         "A simulated exchange on 127.0.0.1 goes down for {} min ({}); two clients poll it at {} req/s each.\n\
@@ -42,7 +33,8 @@ fn main() -> ExitCode {
     println!("\n{table}");
     if let Some(dir) = &report.config.out {
         let written = std::fs::create_dir_all(dir)
-            .and_then(|()| std::fs::write(dir.join("outage.svg"), chart::render(&report)))
+            .and_then(|()| chart::render(&report))
+            .and_then(|svg| std::fs::write(dir.join("outage.svg"), svg))
             .and_then(|()| std::fs::write(dir.join("table.md"), &table));
         match written {
             Ok(()) => println!(

@@ -8,27 +8,17 @@
 use std::fmt;
 use std::time::Duration;
 
-/// How the exchange fails while it is down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the exchange fails while it is down. The command line names them
+/// `503`, `hang` and `mixed` (the doc of each is its `--help` line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Pattern {
-    /// Maintenance page: every request answered 503 at once.
+    /// Maintenance page: every request answered 503 at once
+    #[value(name = "503")]
     Unavailable,
-    /// Connections accepted, requests never answered.
+    /// Connections accepted, requests never answered
     Hang,
-    /// The first half answers 503, the second half hangs.
+    /// The first half answers 503, the second half hangs
     Mixed,
-}
-
-impl Pattern {
-    /// Reads `503`, `hang` or `mixed`.
-    pub fn parse(s: &str) -> Option<Pattern> {
-        match s {
-            "503" => Some(Pattern::Unavailable),
-            "hang" => Some(Pattern::Hang),
-            "mixed" => Some(Pattern::Mixed),
-            _ => None,
-        }
-    }
 }
 
 impl fmt::Display for Pattern {
@@ -188,7 +178,13 @@ mod tests {
         let t = Timeline::new(Duration::from_secs(120), Pattern::Hang);
         let phases: Vec<_> = t.spans().iter().map(|s| s.phase).collect();
         assert_eq!(phases, [Phase::Healthy, Phase::Hang, Phase::Recovered]);
-        assert_eq!(Pattern::parse("503"), Some(Pattern::Unavailable));
-        assert_eq!(Pattern::parse("down"), None);
+    }
+
+    #[test]
+    fn a_pattern_prints_as_its_flag_value() {
+        use clap::ValueEnum;
+        for p in Pattern::value_variants() {
+            assert_eq!(Some(p.to_string()), p.to_possible_value().map(|v| v.get_name().to_owned()));
+        }
     }
 }

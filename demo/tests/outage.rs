@@ -49,7 +49,7 @@ fn tripwire_stops_calling_a_dead_exchange_and_recovers_by_itself() {
     assert!(recovery <= config.cool_down + config.timeout, "{recovery:?}\n{report}");
 
     // The chart draws every phase and the breaker's band.
-    let svg = chart::render(&r);
+    let svg = chart::render(&r).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     for phase in ["maintenance 503", "hanging", "recovered"] {
         assert!(svg.contains(phase), "{phase}");
