@@ -188,11 +188,11 @@ impl Panel {
                 let name = s.phase.name();
                 let px = |t: Duration| chart.backend_coord(&(minutes(t), y_max)).0;
                 let (text_w, _) = area.estimate_text_size(name, &font(12.0))?;
-                if px(s.end) - px(s.start) > text_w as i32 + 4 {
+                if px(s.end) - px(s.start) >= text_w as i32 + 3 {
                     let at = (minutes(s.start), y_max);
                     chart
                         .plotting_area()
-                        .draw(&(EmptyElement::at(at) + Text::new(name, (3, 4), font(12.0))))?;
+                        .draw(&(EmptyElement::at(at) + Text::new(name, (2, 4), font(12.0))))?;
                 }
             }
         }
