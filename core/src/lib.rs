@@ -154,7 +154,7 @@ mod timeout;
 pub mod tower;
 
 pub use backoff::Backoff;
-pub use backoff_config::{BackoffConfig, BackoffConfigBuilder, Jitter, MAX_BACKOFF_FACTOR};
+pub use backoff_config::{BackoffConfig, BackoffConfigBuilder, Jitter, MAX_BACKOFF_FACTOR, ParseJitterError};
 pub use breaker::Breaker;
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, FixedClock, ManualClock};

@@ -19,32 +19,10 @@ pub struct Backoff {
     config: BackoffConfig,
 }
 
-fn jitter(v: &Bound<'_, PyAny>) -> PyResult<Jitter> {
-    let s = v
-        .cast::<PyString>()
-        .map_err(|_| PyTypeError::new_err("jitter must be a str"))?
-        .to_cow()?
-        .into_owned();
-    Ok(match s.as_str() {
-        "none" => Jitter::None,
-        "full" => Jitter::Full,
-        "equal" => Jitter::Equal,
-        "decorrelated" => Jitter::Decorrelated,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "jitter = {s:?}, expected \"full\", \"equal\", \"decorrelated\" or \"none\""
-            )));
-        }
-    })
-}
-
-fn jitter_name(j: Jitter) -> &'static str {
-    match j {
-        Jitter::None => "none",
-        Jitter::Full => "full",
-        Jitter::Equal => "equal",
-        Jitter::Decorrelated => "decorrelated",
-    }
+/// `jitter=`: a mode named as the core names it.
+pub(crate) fn jitter(v: &Bound<'_, PyAny>) -> PyResult<Jitter> {
+    let s = v.cast::<PyString>().map_err(|_| PyTypeError::new_err("jitter must be a str"))?.to_cow()?;
+    s.parse().map_err(|e| PyValueError::new_err(format!("invalid backoff config: jitter = {s:?}, {e}")))
 }
 
 #[pymethods]
@@ -122,7 +100,7 @@ impl Backoff {
     /// The jitter mode.
     #[getter]
     fn jitter(&self) -> &'static str {
-        jitter_name(self.config.jitter())
+        self.config.jitter().as_str()
     }
 
     fn __repr__(&self) -> String {
