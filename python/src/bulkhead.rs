@@ -170,7 +170,7 @@ impl Bulkhead {
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        crate::breaker::aio(py)?.getattr(intern!(py, "bulkhead_call_async"))?.call1((slf, func, args, kwargs))
+        crate::aio::aio(py)?.getattr(intern!(py, "bulkhead_call_async"))?.call1((slf, func, args, kwargs))
     }
 
     /// Decorates a plain or `async def` function.
@@ -182,7 +182,7 @@ impl Bulkhead {
                 func.repr()?
             )));
         }
-        crate::breaker::aio(py)?.getattr(intern!(py, "bulkhead_wrap"))?.call1((slf, func))
+        crate::aio::aio(py)?.getattr(intern!(py, "bulkhead_wrap"))?.call1((slf, func))
     }
 
     fn __enter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
@@ -204,7 +204,7 @@ impl Bulkhead {
 
     fn __aenter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        crate::breaker::aio(py)?.getattr(intern!(py, "bulkhead_enter"))?.call1((slf,))
+        crate::aio::aio(py)?.getattr(intern!(py, "bulkhead_enter"))?.call1((slf,))
     }
 
     #[pyo3(signature = (exc_type, exc, traceback))]
@@ -215,7 +215,7 @@ impl Bulkhead {
         traceback: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let suppress = slf.get().__exit__(exc_type, exc, traceback)?;
-        crate::breaker::aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((suppress,))
+        crate::aio::aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((suppress,))
     }
 
     /// Raises `BulkheadFullError` for this bulkhead (used by the asyncio wait).

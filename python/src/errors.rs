@@ -22,7 +22,7 @@ pub(crate) fn circuit_open(
     match CIRCUIT_OPEN.import(py, "tripwire._errors", "CircuitOpenError") {
         Ok(ty) => PyErr::from_type(
             ty.clone(),
-            (retry_after, name.clone_ref(py), crate::breaker::state_name(py, state).unbind()),
+            (retry_after, name.clone_ref(py), crate::state::state_name(py, state).unbind()),
         ),
         Err(e) => e,
     }

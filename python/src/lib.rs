@@ -6,7 +6,10 @@
 //! - [`guarded::Guarded`]: what decorating a plain function returns; its
 //!   `__call__` is the whole hot path, in Rust.
 //! - [`clock::ManualClock`]: a clock that only moves when told to, for tests.
-//! - [`errors`]: raising the exceptions of `tripwire/_errors.py`.
+//! - [`core_breaker`]: the core breaker a `Breaker` wraps, in this
+//!   process or in a shared mapping; [`state`]: states' names.
+//! - [`errors`]: raising the exceptions of `tripwire/_errors.py`;
+//!   [`aio`]: the asyncio helpers of `tripwire/_aio.py`.
 //! - [`registry`]: named breakers and their Prometheus export.
 //! - [`shared`]: breakers in a memory-mapped file (`Breaker.shared`).
 //! - [`bulkhead::Bulkhead`]: a cap on calls in flight.
@@ -18,6 +21,7 @@
 //! calling thread is attached to the interpreter; the guarded call runs
 //! between them like any other Python call.
 
+mod aio;
 mod backoff;
 mod breaker;
 mod budget;
@@ -25,11 +29,13 @@ mod bulkhead;
 mod classify;
 mod clock;
 mod config;
+mod core_breaker;
 mod errors;
 mod guarded;
 mod registry;
 mod shared;
 mod snapshot;
+mod state;
 mod with_stack;
 
 use pyo3::prelude::*;

@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use pyo3::prelude::*;
 
-use crate::breaker::Core;
+use crate::core_breaker::CoreBreaker;
 
 struct Entry {
     name: String,
-    core: Weak<Core>,
+    core: Weak<CoreBreaker>,
 }
 
 static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
@@ -28,13 +28,13 @@ fn registry() -> MutexGuard<'static, Vec<Entry>> {
 }
 
 /// Registers `core` under `name`, replacing any breaker of that name.
-pub(crate) fn register(name: &str, core: &Arc<Core>) {
+pub(crate) fn register(name: &str, core: &Arc<CoreBreaker>) {
     let mut r = registry();
     r.retain(|e| e.name != name && e.core.strong_count() > 0);
     r.push(Entry { name: name.to_owned(), core: Arc::downgrade(core) });
 }
 
-fn live() -> Vec<(String, Arc<Core>)> {
+fn live() -> Vec<(String, Arc<CoreBreaker>)> {
     let mut v: Vec<_> = registry().iter().filter_map(|e| Some((e.name.clone(), e.core.upgrade()?))).collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
     v
