@@ -68,7 +68,8 @@
 //!   [`tower::RetryLayer`] and [`tower::RetryService`] (retries with a
 //!   budget, stopping at a breaker's refusal).
 //! - Metrics: [`Registry`] of named breakers, exported by
-//!   [`Registry::prometheus`] (text format) and `Registry::publish_metrics`
+//!   [`Registry::prometheus`] (text format, written by [`prometheus`]'s
+//!   row writers, which bindings call too) and `Registry::publish_metrics`
 //!   (feature `metrics`, to the `metrics` crate's recorder); `tracing`
 //!   events on every state change (feature `tracing`).
 //!
@@ -141,7 +142,7 @@ mod named;
 #[cfg(feature = "std")]
 mod pipeline;
 #[cfg(feature = "std")]
-mod prometheus;
+pub mod prometheus;
 #[cfg(feature = "std")]
 mod registry;
 #[cfg(feature = "async")]

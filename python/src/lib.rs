@@ -10,7 +10,8 @@
 //!   process or in a shared mapping; [`state`]: states' names.
 //! - [`errors`]: raising the exceptions of `tripwire/_errors.py`;
 //!   [`aio`]: the asyncio helpers of `tripwire/_aio.py`.
-//! - [`registry`]: named breakers and their Prometheus export.
+//! - [`registry`]: named breakers and their Prometheus export (the core's
+//!   writer, so the families are a Rust `Registry`'s).
 //! - [`shared`]: breakers in a memory-mapped file (`Breaker.shared`).
 //! - [`bulkhead::Bulkhead`]: a cap on calls in flight.
 //! - [`budget::RetryBudget`], [`backoff::Backoff`]: the core's retry budget
