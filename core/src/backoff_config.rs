@@ -5,7 +5,8 @@ use core::fmt;
 use core::str::FromStr;
 use core::time::Duration;
 
-use crate::retry_config::{MAX_NS, RetryConfigError, Value, check_at_least, check_range, nanos};
+use crate::clock::duration_ns;
+use crate::retry_config::{MAX_NS, RetryConfigError, Value, check_at_least, check_range};
 
 /// The largest growth factor between two delays.
 pub const MAX_BACKOFF_FACTOR: f64 = 100.0;
@@ -206,7 +207,7 @@ impl BackoffConfigBuilder {
     /// The first delay (1 ns to 7 days; default 100 ms). Also raises `cap`
     /// to it if `cap` was below.
     pub fn base(mut self, d: Duration) -> Self {
-        self.config.base_ns = nanos(d);
+        self.config.base_ns = duration_ns(d);
         self.config.cap_ns = self.config.cap_ns.max(self.config.base_ns);
         self
     }
@@ -215,7 +216,7 @@ impl BackoffConfigBuilder {
     /// 30 s). A delay set with [`Backoff::override_next`](crate::Backoff::override_next)
     /// is not capped.
     pub fn cap(mut self, d: Duration) -> Self {
-        self.config.cap_ns = nanos(d);
+        self.config.cap_ns = duration_ns(d);
         self
     }
 

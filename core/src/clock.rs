@@ -14,7 +14,26 @@
 //! | [`ManualClock`] | an atomic the caller advances | one load | per instance |
 //! | [`FixedClock`] | a timestamp the caller already has (e.g. from the TSC) | free | as the caller makes it |
 
+use core::time::Duration;
+
 use crate::sync::{AtomicU64, Ordering};
+
+/// A duration as the core's `u64` nanoseconds, saturating at `u64::MAX`
+/// (584 years): how every config, clock and binding here turns a
+/// [`Duration`] into the core's time.
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::duration_ns;
+/// assert_eq!(duration_ns(Duration::from_millis(3)), 3_000_000);
+/// assert_eq!(duration_ns(Duration::MAX), u64::MAX);
+/// ```
+#[inline]
+pub const fn duration_ns(d: Duration) -> u64 {
+    let ns = d.as_nanos();
+    if ns > u64::MAX as u128 { u64::MAX } else { ns as u64 }
+}
 
 /// Nanoseconds from a monotonic source. Only differences between two
 /// readings of the same clock are meaningful.
@@ -72,8 +91,8 @@ impl ManualClock {
     }
 
     /// Moves the clock forward by `by` (saturating at `u64::MAX` ns).
-    pub fn advance(&self, by: core::time::Duration) {
-        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+    pub fn advance(&self, by: Duration) {
+        let by = duration_ns(by);
         // Relaxed: see the field's comment.
         let _ = self.nanos.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some(n.saturating_add(by)));
     }

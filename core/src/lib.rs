@@ -41,6 +41,7 @@
 //! - [`Clock`]: monotonic nanoseconds, read only when a decision needs it.
 //! - [`MonotonicClock`] and [`CoarseClock`] (feature `std`), [`ManualClock`]
 //!   for tests, [`FixedClock`] for a timestamp the caller already has.
+//! - [`duration_ns`]: a `Duration` as the core's nanoseconds, saturating.
 //!
 //! # The std and async layer
 //! - [`NamedBreaker`] (feature `std`): a breaker with a name, a clock and
@@ -158,7 +159,7 @@ pub use backoff::Backoff;
 pub use backoff_config::{BackoffConfig, BackoffConfigBuilder, Jitter, MAX_BACKOFF_FACTOR, ParseJitterError};
 pub use breaker::Breaker;
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
-pub use clock::{Clock, FixedClock, ManualClock};
+pub use clock::{Clock, FixedClock, ManualClock, duration_ns};
 #[cfg(feature = "std")]
 pub use clock::{CoarseClock, MonotonicClock};
 pub use config::{

@@ -98,10 +98,5 @@ pub(crate) fn check_at_least(
     })
 }
 
-/// A duration in nanoseconds, saturating at `u64::MAX` (584 years).
-pub(crate) fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// [`MAX_RETRY_DURATION`] in nanoseconds.
-pub(crate) const MAX_NS: u64 = MAX_RETRY_DURATION.as_secs() * 1_000_000_000;
+pub(crate) const MAX_NS: u64 = crate::clock::duration_ns(MAX_RETRY_DURATION);
