@@ -162,6 +162,29 @@ mod os {
 #[cfg(feature = "std")]
 pub use os::{CoarseClock, MonotonicClock};
 
+/// `at` as a reading of [`MonotonicClock`]: its reading now, moved by the
+/// time from now to `at` (saturating), for executors whose callers give
+/// deadlines as `Instant`s.
+#[cfg(feature = "std")]
+pub(crate) fn monotonic_at(at: std::time::Instant) -> u64 {
+    let (now, clock) = (std::time::Instant::now(), MonotonicClock.now());
+    match at.checked_duration_since(now) {
+        Some(ahead) => clock.saturating_add(duration_ns(ahead)),
+        None => clock.saturating_sub(duration_ns(now.duration_since(at))),
+    }
+}
+
+/// The `Instant` at which [`MonotonicClock`] reads `ns`; `None` if it is
+/// too far ahead to represent.
+#[cfg(feature = "async")]
+pub(crate) fn instant_at(ns: u64) -> Option<std::time::Instant> {
+    let (now, clock) = (std::time::Instant::now(), MonotonicClock.now());
+    match ns.checked_sub(clock) {
+        Some(ahead) => now.checked_add(Duration::from_nanos(ahead)),
+        None => Some(now.checked_sub(Duration::from_nanos(clock - ns)).unwrap_or(now)),
+    }
+}
+
 #[cfg(all(test, feature = "std"))]
 mod tests {
     use super::*;

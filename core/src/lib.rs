@@ -32,6 +32,10 @@
 //!   backoff, budget, and a [`Classify`] (any `Fn(&E) -> `[`Verdict`], or
 //!   [`RetryAll`]); [`RetryPolicy::next`] → [`Next`]. A [`Refusal`] (a
 //!   breaker's [`Rejected`], a [`BulkheadFull`]) is never retried.
+//! - [`RetryLoop`]: those decisions one step at a time (start an attempt;
+//!   after a failure, the wait or the [`RetryError`] that ends the loop),
+//!   on the caller's clock, for a caller that runs attempts and waits
+//!   itself: every executor below, and the bindings.
 //! - [`retry()`] with a [`Stop`] (deadline, cancel flag; feature `std`):
 //!   the blocking executor, which ends with a [`RetryError`] saying why.
 //! - [`RetryConfigError`]: the field, value and accepted range of a bad
@@ -119,6 +123,7 @@ mod retry_blocking;
 mod retry_budget;
 mod retry_config;
 mod retry_error;
+mod retry_loop;
 #[cfg(not(loom))]
 mod shared;
 mod state;
@@ -148,8 +153,6 @@ pub mod prometheus;
 mod registry;
 #[cfg(feature = "async")]
 mod retry_async;
-#[cfg(feature = "std")]
-mod retry_loop;
 #[cfg(feature = "async")]
 mod timeout;
 #[cfg(feature = "tower")]
@@ -176,6 +179,7 @@ pub use retry_budget::{
 };
 pub use retry_config::{MAX_RETRY_DURATION, RetryConfigError};
 pub use retry_error::RetryError;
+pub use retry_loop::RetryLoop;
 #[cfg(not(loom))]
 pub use shared::{SharedError, SharedRegion};
 pub use state::State;
