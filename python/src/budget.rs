@@ -14,7 +14,9 @@ use crate::config::{number, seconds};
 /// `min_retries_per_sec × ttl` tokens lets a quiet client retry at all.
 #[pyclass(module = "tripwire", frozen)]
 pub struct RetryBudget {
-    core: tripwire::RetryBudget,
+    /// Boxed: the core's budget is aligned to a cache line (128 bytes),
+    /// more than the interpreter aligns the objects it allocates (16).
+    core: Box<tripwire::RetryBudget>,
     clock: ClockSource,
     manual_clock: Option<Py<ManualClock>>,
 }
@@ -41,7 +43,7 @@ impl RetryBudget {
         }
         let config = b.build().map_err(|e| PyValueError::new_err(e.to_string()))?;
         let (clock, manual_clock) = clock_arg(clock)?;
-        Ok(Self { core: tripwire::RetryBudget::new(config), clock, manual_clock })
+        Ok(Self { core: Box::new(tripwire::RetryBudget::new(config)), clock, manual_clock })
     }
 
     /// Counts a call (a first attempt): adds `ratio` of a token.
@@ -93,5 +95,27 @@ impl RetryBudget {
             visit.call(c)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_core_budget_keeps_its_alignment_inside_a_python_object() {
+        Python::initialize();
+        Python::attach(|py| {
+            // Many objects, so that none is aligned by luck.
+            let all: Vec<_> = (0..32)
+                .map(|_| Bound::new(py, RetryBudget::new(None, None, None, None).unwrap()))
+                .collect::<PyResult<_>>()
+                .unwrap();
+            for b in &all {
+                let at = core::ptr::from_ref::<tripwire::RetryBudget>(&b.get().core).addr();
+                assert_eq!(at % align_of::<tripwire::RetryBudget>(), 0, "{at:#x}");
+                assert!(b.get().try_withdraw());
+            }
+        });
     }
 }

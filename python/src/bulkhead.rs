@@ -23,7 +23,9 @@ use crate::errors;
 /// seconds for a slot.
 #[pyclass(module = "tripwire", frozen, weakref)]
 pub struct Bulkhead {
-    core: tripwire::Bulkhead,
+    /// Boxed: the core's bulkhead is aligned to a cache line (128 bytes),
+    /// more than the interpreter aligns the objects it allocates (16).
+    core: Box<tripwire::Bulkhead>,
     max_concurrent: u32,
     max_wait: Option<Duration>,
     /// `str` or `None`.
@@ -92,7 +94,7 @@ impl Bulkhead {
                 return Err(PyTypeError::new_err(format!("name must be a str or None, got {}", n.repr()?)));
             }
         };
-        Ok(Self { core: tripwire::Bulkhead::new(max), max_concurrent: max, max_wait, name })
+        Ok(Self { core: Box::new(tripwire::Bulkhead::new(max)), max_concurrent: max, max_wait, name })
     }
 
     /// The most calls in flight at once.
@@ -234,5 +236,29 @@ impl Bulkhead {
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_core_bulkhead_keeps_its_alignment_inside_a_python_object() {
+        Python::initialize();
+        Python::attach(|py| {
+            // Many objects, so that none is aligned by luck.
+            let all: Vec<_> = (0..32)
+                .map(|_| {
+                    Bound::new(py, Bulkhead::new(py, &3u32.into_pyobject(py).unwrap(), None, None).unwrap())
+                })
+                .collect::<PyResult<_>>()
+                .unwrap();
+            for b in &all {
+                let at = core::ptr::from_ref::<tripwire::Bulkhead>(&b.get().core).addr();
+                assert_eq!(at % align_of::<tripwire::Bulkhead>(), 0, "{at:#x}");
+                assert!(b.get().take());
+            }
+        });
     }
 }
