@@ -39,6 +39,21 @@ impl RetryConfigError {
     pub fn field(&self) -> &'static str {
         self.field
     }
+
+    /// The same error under another field name: for a binding whose
+    /// argument is named otherwise than the builder method, so that its
+    /// message names what the caller wrote.
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::RetryPolicy;
+    /// let err = RetryPolicy::builder().max_attempts(0).build().unwrap_err().with_field("attempts");
+    /// assert_eq!(err.to_string(), "invalid retry policy config: attempts = 0, expected 1 to 10000");
+    /// ```
+    #[must_use]
+    pub fn with_field(self, field: &'static str) -> Self {
+        Self { field, ..self }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
