@@ -21,6 +21,18 @@ pub struct RetryBudget {
     manual_clock: Option<Py<ManualClock>>,
 }
 
+impl RetryBudget {
+    /// The core's budget.
+    pub(crate) fn core(&self) -> &tripwire::RetryBudget {
+        &self.core
+    }
+
+    /// The clock the budget reads.
+    pub(crate) fn clock(&self) -> &ClockSource {
+        &self.clock
+    }
+}
+
 #[pymethods]
 impl RetryBudget {
     #[new]

@@ -10,12 +10,15 @@
 //!   process or in a shared mapping; [`state`]: states' names.
 //! - [`errors`]: raising the exceptions of `tripwire/_errors.py`;
 //!   [`aio`]: the asyncio helpers of `tripwire/_aio.py`.
+//! - [`args`]: the argument checks, for the Python modules too.
 //! - [`registry`]: named breakers and their Prometheus export (the core's
 //!   writer, so the families are a Rust `Registry`'s).
 //! - [`shared`]: breakers in a memory-mapped file (`Breaker.shared`).
 //! - [`bulkhead::Bulkhead`]: a cap on calls in flight.
 //! - [`budget::RetryBudget`], [`backoff::Backoff`]: the core's retry budget
-//!   and backoff, for `tripwire.retry` (Python, in `tripwire/_retry.py`).
+//!   and backoff; [`retry::RetryPolicy`] and [`retry::RetryRun`]: the
+//!   core's retry loop, whose decisions `tripwire.retry`
+//!   (`tripwire/_retry.py`) follows while it sleeps and awaits.
 //!
 //! Nothing here takes a lock on a call's path or holds one across a call:
 //! admission and recording are the core's atomic operations, done while the
@@ -23,6 +26,7 @@
 //! between them like any other Python call.
 
 mod aio;
+mod args;
 mod backoff;
 mod breaker;
 mod budget;
@@ -34,6 +38,7 @@ mod core_breaker;
 mod errors;
 mod guarded;
 mod registry;
+mod retry;
 mod shared;
 mod snapshot;
 mod state;
@@ -53,8 +58,13 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bulkhead::Bulkhead>()?;
     m.add_class::<budget::RetryBudget>()?;
     m.add_class::<backoff::Backoff>()?;
+    m.add_class::<retry::RetryPolicy>()?;
+    m.add_class::<retry::RetryRun>()?;
     m.add_function(wrap_pyfunction!(registry::prometheus_text, m)?)?;
     m.add_function(wrap_pyfunction!(registry::breaker_names, m)?)?;
+    m.add_function(wrap_pyfunction!(args::seconds_or_none, m)?)?;
+    m.add_function(wrap_pyfunction!(args::exception_classes, m)?)?;
+    m.add_function(wrap_pyfunction!(args::manual_clock, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     let _ = py;
     Ok(())
