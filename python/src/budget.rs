@@ -109,25 +109,3 @@ impl RetryBudget {
         Ok(())
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_core_budget_keeps_its_alignment_inside_a_python_object() {
-        Python::initialize();
-        Python::attach(|py| {
-            // Many objects, so that none is aligned by luck.
-            let all: Vec<_> = (0..32)
-                .map(|_| Bound::new(py, RetryBudget::new(None, None, None, None).unwrap()))
-                .collect::<PyResult<_>>()
-                .unwrap();
-            for b in &all {
-                let at = core::ptr::from_ref::<tripwire::RetryBudget>(&b.get().core).addr();
-                assert_eq!(at % align_of::<tripwire::RetryBudget>(), 0, "{at:#x}");
-                assert!(b.get().try_withdraw());
-            }
-        });
-    }
-}

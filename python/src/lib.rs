@@ -69,3 +69,32 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let _ = py;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_class_fits_in_an_object_as_the_interpreter_aligns_it() {
+        // CPython aligns the objects it allocates to 16 bytes (pymalloc's
+        // ALIGNMENT, and malloc's on 64-bit targets); a class whose value
+        // needs more (a core type padded to a cache line) must box it.
+        const OBJECT_ALIGN: usize = 16;
+        let classes = [
+            ("Backoff", align_of::<backoff::Backoff>()),
+            ("Breaker", align_of::<breaker::Breaker>()),
+            ("Ticket", align_of::<breaker::Ticket>()),
+            ("RetryBudget", align_of::<budget::RetryBudget>()),
+            ("Bulkhead", align_of::<bulkhead::Bulkhead>()),
+            ("ManualClock", align_of::<clock::ManualClock>()),
+            ("Guarded", align_of::<guarded::Guarded>()),
+            ("RetryPolicy", align_of::<retry::RetryPolicy>()),
+            ("RetryRun", align_of::<retry::RetryRun>()),
+            ("Snapshot", align_of::<snapshot::Snapshot>()),
+            ("with_stack.Frame", align_of::<with_stack::Frame>()),
+        ];
+        for (name, align) in classes {
+            assert!(align <= OBJECT_ALIGN, "{name} needs {align}-byte alignment");
+        }
+    }
+}
