@@ -118,7 +118,7 @@ impl Backoff {
     pub fn next_delay(&mut self) -> Duration {
         let c = self.config;
         let delay = if let Some(d) = self.next_override.take() {
-            self.prev_ns = crate::retry_config::nanos(d).clamp(c.base_ns, c.cap_ns);
+            self.prev_ns = crate::clock::duration_ns(d).clamp(c.base_ns, c.cap_ns);
             d
         } else {
             let curve = self.curve_ns;

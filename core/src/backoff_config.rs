@@ -1,9 +1,12 @@
 //! Backoff configuration: plain `#[repr(C)]` data, validated once by
 //! [`BackoffConfigBuilder::build`].
 
+use core::fmt;
+use core::str::FromStr;
 use core::time::Duration;
 
-use crate::retry_config::{MAX_NS, RetryConfigError, Value, check_at_least, check_range, nanos};
+use crate::clock::duration_ns;
+use crate::retry_config::{MAX_NS, RetryConfigError, Value, check_at_least, check_range};
 
 /// The largest growth factor between two delays.
 pub const MAX_BACKOFF_FACTOR: f64 = 100.0;
@@ -45,6 +48,70 @@ pub enum Jitter {
     /// (`factor` is not used).
     Decorrelated = 3,
 }
+
+impl Jitter {
+    /// Every mode, in the order of their discriminants.
+    pub const ALL: [Jitter; 4] = [Jitter::None, Jitter::Full, Jitter::Equal, Jitter::Decorrelated];
+
+    /// The mode's name in lower case: what [`FromStr`](core::str::FromStr)
+    /// parses and a binding shows.
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::Jitter;
+    /// assert_eq!(Jitter::Decorrelated.as_str(), "decorrelated");
+    /// assert_eq!("equal".parse(), Ok(Jitter::Equal));
+    /// let err = "wild".parse::<Jitter>().unwrap_err();
+    /// assert_eq!(err.to_string(), r#"expected "none", "full", "equal" or "decorrelated""#);
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Jitter::None => "none",
+            Jitter::Full => "full",
+            Jitter::Equal => "equal",
+            Jitter::Decorrelated => "decorrelated",
+        }
+    }
+}
+
+impl fmt::Display for Jitter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Jitter {
+    type Err = ParseJitterError;
+
+    /// The mode named `s` exactly as [`Jitter::as_str`] names it.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Jitter::ALL.into_iter().find(|j| j.as_str() == s).ok_or(ParseJitterError)
+    }
+}
+
+/// A name that is none of [`Jitter::ALL`]'s; its message lists the names
+/// accepted (the caller adds the name it was given, which this error does
+/// not keep, so that it needs no allocation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParseJitterError;
+
+impl fmt::Display for ParseJitterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("expected ")?;
+        let last = Jitter::ALL.len() - 1;
+        for (i, j) in Jitter::ALL.iter().enumerate() {
+            let sep = match i {
+                0 => "",
+                _ if i == last => " or ",
+                _ => ", ",
+            };
+            write!(f, "{sep}\"{j}\"")?;
+        }
+        Ok(())
+    }
+}
+
+impl core::error::Error for ParseJitterError {}
 
 /// How a [`Backoff`](crate::Backoff) spaces retries.
 ///
@@ -140,7 +207,7 @@ impl BackoffConfigBuilder {
     /// The first delay (1 ns to 7 days; default 100 ms). Also raises `cap`
     /// to it if `cap` was below.
     pub fn base(mut self, d: Duration) -> Self {
-        self.config.base_ns = nanos(d);
+        self.config.base_ns = duration_ns(d);
         self.config.cap_ns = self.config.cap_ns.max(self.config.base_ns);
         self
     }
@@ -149,7 +216,7 @@ impl BackoffConfigBuilder {
     /// 30 s). A delay set with [`Backoff::override_next`](crate::Backoff::override_next)
     /// is not capped.
     pub fn cap(mut self, d: Duration) -> Self {
-        self.config.cap_ns = nanos(d);
+        self.config.cap_ns = duration_ns(d);
         self
     }
 
@@ -208,6 +275,17 @@ mod tests {
             let err = builder.build().unwrap_err();
             assert_eq!(err.config(), "backoff");
             assert_eq!(err.to_string(), std::format!("invalid backoff config: {want}"));
+        }
+    }
+
+    #[test]
+    fn every_jitter_name_parses_back_and_no_other_does() {
+        for j in Jitter::ALL {
+            assert_eq!(j.as_str().parse(), Ok(j));
+            assert_eq!(Jitter::ALL[j as usize], j, "ALL is in discriminant order");
+        }
+        for bad in ["", "Full", "full ", "random"] {
+            assert_eq!(bad.parse::<Jitter>(), Err(ParseJitterError), "{bad:?}");
         }
     }
 

@@ -14,7 +14,26 @@
 //! | [`ManualClock`] | an atomic the caller advances | one load | per instance |
 //! | [`FixedClock`] | a timestamp the caller already has (e.g. from the TSC) | free | as the caller makes it |
 
+use core::time::Duration;
+
 use crate::sync::{AtomicU64, Ordering};
+
+/// A duration as the core's `u64` nanoseconds, saturating at `u64::MAX`
+/// (584 years): how every config, clock and binding here turns a
+/// [`Duration`] into the core's time.
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::duration_ns;
+/// assert_eq!(duration_ns(Duration::from_millis(3)), 3_000_000);
+/// assert_eq!(duration_ns(Duration::MAX), u64::MAX);
+/// ```
+#[inline]
+pub const fn duration_ns(d: Duration) -> u64 {
+    let ns = d.as_nanos();
+    if ns > u64::MAX as u128 { u64::MAX } else { ns as u64 }
+}
 
 /// Nanoseconds from a monotonic source. Only differences between two
 /// readings of the same clock are meaningful.
@@ -72,8 +91,8 @@ impl ManualClock {
     }
 
     /// Moves the clock forward by `by` (saturating at `u64::MAX` ns).
-    pub fn advance(&self, by: core::time::Duration) {
-        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+    pub fn advance(&self, by: Duration) {
+        let by = duration_ns(by);
         // Relaxed: see the field's comment.
         let _ = self.nanos.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some(n.saturating_add(by)));
     }
@@ -142,6 +161,29 @@ mod os {
 
 #[cfg(feature = "std")]
 pub use os::{CoarseClock, MonotonicClock};
+
+/// `at` as a reading of [`MonotonicClock`]: its reading now, moved by the
+/// time from now to `at` (saturating), for executors whose callers give
+/// deadlines as `Instant`s.
+#[cfg(feature = "std")]
+pub(crate) fn monotonic_at(at: std::time::Instant) -> u64 {
+    let (now, clock) = (std::time::Instant::now(), MonotonicClock.now());
+    match at.checked_duration_since(now) {
+        Some(ahead) => clock.saturating_add(duration_ns(ahead)),
+        None => clock.saturating_sub(duration_ns(now.duration_since(at))),
+    }
+}
+
+/// The `Instant` at which [`MonotonicClock`] reads `ns`; `None` if it is
+/// too far ahead to represent.
+#[cfg(feature = "async")]
+pub(crate) fn instant_at(ns: u64) -> Option<std::time::Instant> {
+    let (now, clock) = (std::time::Instant::now(), MonotonicClock.now());
+    match ns.checked_sub(clock) {
+        Some(ahead) => now.checked_add(Duration::from_nanos(ahead)),
+        None => Some(now.checked_sub(Duration::from_nanos(clock - ns)).unwrap_or(now)),
+    }
+}
 
 #[cfg(all(test, feature = "std"))]
 mod tests {

@@ -32,6 +32,10 @@
 //!   backoff, budget, and a [`Classify`] (any `Fn(&E) -> `[`Verdict`], or
 //!   [`RetryAll`]); [`RetryPolicy::next`] → [`Next`]. A [`Refusal`] (a
 //!   breaker's [`Rejected`], a [`BulkheadFull`]) is never retried.
+//! - [`RetryLoop`]: those decisions one step at a time (start an attempt;
+//!   after a failure, the wait or the [`RetryError`] that ends the loop),
+//!   on the caller's clock, for a caller that runs attempts and waits
+//!   itself: every executor below, and the bindings.
 //! - [`retry()`] with a [`Stop`] (deadline, cancel flag; feature `std`):
 //!   the blocking executor, which ends with a [`RetryError`] saying why.
 //! - [`RetryConfigError`]: the field, value and accepted range of a bad
@@ -41,6 +45,7 @@
 //! - [`Clock`]: monotonic nanoseconds, read only when a decision needs it.
 //! - [`MonotonicClock`] and [`CoarseClock`] (feature `std`), [`ManualClock`]
 //!   for tests, [`FixedClock`] for a timestamp the caller already has.
+//! - [`duration_ns`]: a `Duration` as the core's nanoseconds, saturating.
 //!
 //! # The std and async layer
 //! - [`NamedBreaker`] (feature `std`): a breaker with a name, a clock and
@@ -68,7 +73,8 @@
 //!   [`tower::RetryLayer`] and [`tower::RetryService`] (retries with a
 //!   budget, stopping at a breaker's refusal).
 //! - Metrics: [`Registry`] of named breakers, exported by
-//!   [`Registry::prometheus`] (text format) and `Registry::publish_metrics`
+//!   [`Registry::prometheus`] (text format, written by [`prometheus`]'s
+//!   row writers, which bindings call too) and `Registry::publish_metrics`
 //!   (feature `metrics`, to the `metrics` crate's recorder); `tracing`
 //!   events on every state change (feature `tracing`).
 //!
@@ -117,6 +123,7 @@ mod retry_blocking;
 mod retry_budget;
 mod retry_config;
 mod retry_error;
+mod retry_loop;
 #[cfg(not(loom))]
 mod shared;
 mod state;
@@ -141,23 +148,21 @@ mod named;
 #[cfg(feature = "std")]
 mod pipeline;
 #[cfg(feature = "std")]
-mod prometheus;
+pub mod prometheus;
 #[cfg(feature = "std")]
 mod registry;
 #[cfg(feature = "async")]
 mod retry_async;
-#[cfg(feature = "std")]
-mod retry_loop;
 #[cfg(feature = "async")]
 mod timeout;
 #[cfg(feature = "tower")]
 pub mod tower;
 
 pub use backoff::Backoff;
-pub use backoff_config::{BackoffConfig, BackoffConfigBuilder, Jitter, MAX_BACKOFF_FACTOR};
+pub use backoff_config::{BackoffConfig, BackoffConfigBuilder, Jitter, MAX_BACKOFF_FACTOR, ParseJitterError};
 pub use breaker::Breaker;
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
-pub use clock::{Clock, FixedClock, ManualClock};
+pub use clock::{Clock, FixedClock, ManualClock, duration_ns};
 #[cfg(feature = "std")]
 pub use clock::{CoarseClock, MonotonicClock};
 pub use config::{
@@ -174,6 +179,7 @@ pub use retry_budget::{
 };
 pub use retry_config::{MAX_RETRY_DURATION, RetryConfigError};
 pub use retry_error::RetryError;
+pub use retry_loop::RetryLoop;
 #[cfg(not(loom))]
 pub use shared::{SharedError, SharedRegion};
 pub use state::State;

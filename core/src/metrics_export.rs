@@ -10,10 +10,12 @@
 use std::borrow::ToOwned;
 use std::string::String;
 
+use crate::prometheus::{
+    BREAKER_CALLS, BREAKER_REJECTED, BREAKER_SLOW, BREAKER_STATE, BREAKER_TRANSITIONS, BULKHEAD_ACQUIRED,
+    BULKHEAD_IN_FLIGHT, BULKHEAD_MAX, BULKHEAD_PEAK, BULKHEAD_REJECTED, FALLBACK, outcomes, results,
+};
 use crate::registry::Registry;
 use crate::state::State;
-
-const STATES: [State; 5] = [State::Closed, State::Open, State::HalfOpen, State::ForcedOpen, State::Disabled];
 
 impl Registry {
     /// Copies every counter and state to the `metrics` recorder.
@@ -30,41 +32,29 @@ impl Registry {
         for b in self.breakers() {
             let name: String = b.name().to_owned();
             let state = b.state();
-            for s in STATES {
+            for s in State::ALL {
                 let v = if s == state { 1.0 } else { 0.0 };
-                metrics::gauge!("tripwire_breaker_state", "breaker" => name.clone(), "state" => s.as_str())
-                    .set(v);
+                metrics::gauge!(BREAKER_STATE, "breaker" => name.clone(), "state" => s.as_str()).set(v);
             }
             let snap = b.snapshot();
-            for (outcome, v) in
-                [("success", snap.successes), ("failure", snap.failures), ("ignored", snap.ignored)]
-            {
-                metrics::counter!("tripwire_breaker_calls_total", "breaker" => name.clone(), "outcome" => outcome)
-                    .absolute(v);
+            for (outcome, v) in outcomes(&snap) {
+                metrics::counter!(BREAKER_CALLS, "breaker" => name.clone(), "outcome" => outcome).absolute(v);
             }
-            metrics::counter!("tripwire_breaker_rejected_total", "breaker" => name.clone())
-                .absolute(snap.rejected);
-            metrics::counter!("tripwire_breaker_slow_calls_total", "breaker" => name.clone())
-                .absolute(snap.slow);
-            metrics::counter!("tripwire_breaker_transitions_total", "breaker" => name)
-                .absolute(snap.transitions);
+            metrics::counter!(BREAKER_REJECTED, "breaker" => name.clone()).absolute(snap.rejected);
+            metrics::counter!(BREAKER_SLOW, "breaker" => name.clone()).absolute(snap.slow);
+            metrics::counter!(BREAKER_TRANSITIONS, "breaker" => name).absolute(snap.transitions);
         }
         for (name, b) in self.bulkheads() {
             let s = b.snapshot();
-            metrics::gauge!("tripwire_bulkhead_in_flight", "bulkhead" => name.clone())
-                .set(f64::from(s.in_flight));
-            metrics::gauge!("tripwire_bulkhead_max", "bulkhead" => name.clone()).set(f64::from(b.max()));
-            metrics::gauge!("tripwire_bulkhead_peak_in_flight", "bulkhead" => name.clone())
-                .set(f64::from(s.peak_in_flight));
-            metrics::counter!("tripwire_bulkhead_acquired_total", "bulkhead" => name.clone())
-                .absolute(s.acquired);
-            metrics::counter!("tripwire_bulkhead_rejected_total", "bulkhead" => name).absolute(s.rejected);
+            metrics::gauge!(BULKHEAD_IN_FLIGHT, "bulkhead" => name.clone()).set(f64::from(s.in_flight));
+            metrics::gauge!(BULKHEAD_MAX, "bulkhead" => name.clone()).set(f64::from(b.max()));
+            metrics::gauge!(BULKHEAD_PEAK, "bulkhead" => name.clone()).set(f64::from(s.peak_in_flight));
+            metrics::counter!(BULKHEAD_ACQUIRED, "bulkhead" => name.clone()).absolute(s.acquired);
+            metrics::counter!(BULKHEAD_REJECTED, "bulkhead" => name).absolute(s.rejected);
         }
         for (name, stats) in self.stale_caches() {
-            let s = stats.snapshot();
-            for (result, v) in [("fresh", s.fresh), ("stale", s.stale), ("refused", s.refused)] {
-                metrics::counter!("tripwire_fallback_total", "cache" => name.clone(), "result" => result)
-                    .absolute(v);
+            for (result, v) in results(&stats.snapshot()) {
+                metrics::counter!(FALLBACK, "cache" => name.clone(), "result" => result).absolute(v);
             }
         }
     }

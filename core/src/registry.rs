@@ -4,6 +4,9 @@
 //! The maps are behind `RwLock`s: get-or-create runs when a client is set
 //! up, not per call (keep the `Arc` it returns), and an export holds the
 //! read lock only to clone the list of handles.
+//!
+//! The exports live with their formats: [`Registry::prometheus`] in
+//! `prometheus.rs`, `Registry::publish_metrics` in `metrics_export.rs`.
 
 use std::collections::BTreeMap;
 use std::string::String;
@@ -97,10 +100,5 @@ impl Registry {
     pub fn stale_caches(&self) -> Vec<(String, Arc<StaleStats>)> {
         let map = self.stale.read().unwrap_or_else(PoisonError::into_inner);
         map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
-    }
-
-    /// Every counter and state in the Prometheus text exposition format.
-    pub fn prometheus(&self) -> String {
-        crate::prometheus::render(self)
     }
 }

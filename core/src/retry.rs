@@ -10,9 +10,10 @@ use core::time::Duration;
 
 use crate::backoff_config::BackoffConfig;
 use crate::bulkhead::BulkheadFull;
+use crate::clock::duration_ns;
 use crate::permit::CallError;
 use crate::retry_budget::RetryBudget;
-use crate::retry_config::{MAX_NS, RetryConfigError, Value, check_range, nanos};
+use crate::retry_config::{MAX_NS, RetryConfigError, Value, check_range};
 use crate::ticket::Rejected;
 
 /// The most attempts a policy allows.
@@ -304,7 +305,7 @@ impl RetryPolicyBuilder {
     /// none). The executor also takes the caller's own deadline and keeps
     /// the earlier of the two.
     pub fn max_total(mut self, d: Duration) -> Self {
-        self.max_total_ns = Some(nanos(d));
+        self.max_total_ns = Some(duration_ns(d));
         self
     }
 

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use crate::clock::{MonotonicClock, monotonic_at};
 use crate::retry::{Classify, Refusal, RetryPolicy};
 use crate::retry_error::RetryError;
 use crate::retry_loop::RetryLoop;
@@ -51,14 +52,15 @@ where
     Tm: Timer,
     Fut: Future<Output = Result<T, E>>,
 {
-    let mut run = RetryLoop::new(policy, deadline);
+    let clock = MonotonicClock;
+    let mut run = RetryLoop::new(policy, &clock, deadline.map(monotonic_at));
     loop {
-        let n = run.start()?;
+        let n = run.start(&clock)?;
         let error = match attempt(n).await {
             Ok(value) => return Ok(value),
             Err(e) => e,
         };
-        let delay = run.failed(error)?;
+        let delay = run.failed(policy, &clock, error)?;
         timer.sleep(delay).await;
     }
 }

@@ -6,6 +6,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use core::time::Duration;
 use std::time::Instant;
 
+use crate::clock::{MonotonicClock, monotonic_at};
 use crate::retry::{Classify, Refusal, RetryPolicy};
 use crate::retry_error::RetryError;
 use crate::retry_loop::RetryLoop;
@@ -103,18 +104,19 @@ where
     K: Classify<E>,
     E: Refusal,
 {
-    let mut state = RetryLoop::new(policy, stop.deadline);
+    let clock = MonotonicClock;
+    let mut state = RetryLoop::new(policy, &clock, stop.deadline.map(monotonic_at));
     loop {
         // Did the caller give up while we were away?
         if stop.cancelled() {
             return Err(state.cancelled());
         }
-        let n = state.start()?;
+        let n = state.start(&clock)?;
         let error = match attempt(n) {
             Ok(value) => return Ok(value),
             Err(e) => e,
         };
-        let delay = state.failed(error)?;
+        let delay = state.failed(policy, &clock, error)?;
         sleep_until(Instant::now().checked_add(delay), stop);
     }
 }

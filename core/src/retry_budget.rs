@@ -39,7 +39,8 @@ use core::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use crate::clock::Clock;
-use crate::retry_config::{MAX_NS, RetryConfigError, Value, check_range, nanos};
+use crate::clock::duration_ns;
+use crate::retry_config::{MAX_NS, RetryConfigError, Value, check_range};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Bit 31: the tick is stamped.
@@ -143,7 +144,7 @@ impl RetryBudgetConfig {
         const C: &str = "retry budget";
         let f = Value::Float;
         check_range(C, "ratio", f(self.ratio), f(0.0), f(MAX_RATIO))?;
-        let min_ttl = Value::Duration(nanos(MIN_BUDGET_TTL));
+        let min_ttl = Value::Duration(duration_ns(MIN_BUDGET_TTL));
         check_range(C, "ttl", Value::Duration(self.ttl_ns), min_ttl, Value::Duration(MAX_NS))?;
         let max_rate = MAX_RESERVE_TOKENS / (self.ttl_ns as f64 / 1e9);
         check_range(C, "min_retries_per_sec", f(self.min_retries_per_sec), f(0.0), f(max_rate))
@@ -177,7 +178,7 @@ impl RetryBudgetConfigBuilder {
     /// How long a deposit counts, on average (100 ms to 7 days; default 10 s).
     pub fn ttl(mut self, ttl: Duration) -> Self {
         let c = self.config;
-        self.config = RetryBudgetConfig::derive(c.ratio, c.min_retries_per_sec, nanos(ttl));
+        self.config = RetryBudgetConfig::derive(c.ratio, c.min_retries_per_sec, duration_ns(ttl));
         self
     }
 

@@ -39,6 +39,21 @@ impl RetryConfigError {
     pub fn field(&self) -> &'static str {
         self.field
     }
+
+    /// The same error under another field name: for a binding whose
+    /// argument is named otherwise than the builder method, so that its
+    /// message names what the caller wrote.
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::RetryPolicy;
+    /// let err = RetryPolicy::builder().max_attempts(0).build().unwrap_err().with_field("attempts");
+    /// assert_eq!(err.to_string(), "invalid retry policy config: attempts = 0, expected 1 to 10000");
+    /// ```
+    #[must_use]
+    pub fn with_field(self, field: &'static str) -> Self {
+        Self { field, ..self }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -98,10 +113,5 @@ pub(crate) fn check_at_least(
     })
 }
 
-/// A duration in nanoseconds, saturating at `u64::MAX` (584 years).
-pub(crate) fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// [`MAX_RETRY_DURATION`] in nanoseconds.
-pub(crate) const MAX_NS: u64 = MAX_RETRY_DURATION.as_secs() * 1_000_000_000;
+pub(crate) const MAX_NS: u64 = crate::clock::duration_ns(MAX_RETRY_DURATION);

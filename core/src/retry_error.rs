@@ -86,17 +86,42 @@ impl<E> RetryError<E> {
     }
 }
 
+impl<E> RetryError<E> {
+    /// Why the loop stopped and after how many attempts, without the last
+    /// error's message: for a binding that attaches the error its own way
+    /// (Python's `__cause__`).
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::RetryError;
+    /// let e = RetryError::BudgetExhausted { attempts: 1, last: "503" };
+    /// assert_eq!(e.summary().to_string(), "retry budget exhausted after 1 attempt");
+    /// ```
+    pub fn summary(&self) -> impl fmt::Display + '_ {
+        Summary(self)
+    }
+}
+
+/// [`RetryError::summary`].
+struct Summary<'a, E>(&'a RetryError<E>);
+
+impl<E> fmt::Display for Summary<'_, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0.attempts();
+        let s = if n == 1 { "" } else { "s" };
+        match self.0 {
+            RetryError::Exhausted { .. } => write!(f, "gave up after {n} attempt{s}"),
+            RetryError::Final { .. } => write!(f, "not retried after {n} attempt{s}: the error is final"),
+            RetryError::Deadline { .. } => write!(f, "deadline reached after {n} attempt{s}"),
+            RetryError::Cancelled { .. } => write!(f, "cancelled after {n} attempt{s}"),
+            RetryError::BudgetExhausted { .. } => write!(f, "retry budget exhausted after {n} attempt{s}"),
+        }
+    }
+}
+
 impl<E: fmt::Display> fmt::Display for RetryError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.attempts();
-        let s = if n == 1 { "" } else { "s" };
-        match self {
-            RetryError::Exhausted { .. } => write!(f, "gave up after {n} attempt{s}")?,
-            RetryError::Final { .. } => write!(f, "not retried after {n} attempt{s}: the error is final")?,
-            RetryError::Deadline { .. } => write!(f, "deadline reached after {n} attempt{s}")?,
-            RetryError::Cancelled { .. } => write!(f, "cancelled after {n} attempt{s}")?,
-            RetryError::BudgetExhausted { .. } => write!(f, "retry budget exhausted after {n} attempt{s}")?,
-        }
+        write!(f, "{}", self.summary())?;
         match self.last_error() {
             Some(e) => write!(f, "; last error: {e}"),
             None => Ok(()),

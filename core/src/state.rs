@@ -38,6 +38,18 @@ pub enum State {
 }
 
 impl State {
+    /// Every state, in the order of their discriminants: what an exporter
+    /// lists when it writes one series per state.
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::State;
+    /// assert!(State::ALL.iter().enumerate().all(|(i, s)| State::from_u8(i as u8) == Some(*s)));
+    /// assert_eq!(State::from_u8(State::ALL.len() as u8), None, "no state is left out");
+    /// ```
+    pub const ALL: [State; 5] =
+        [State::Closed, State::Open, State::HalfOpen, State::ForcedOpen, State::Disabled];
+
     #[inline]
     /// The state's name in snake case, as exported in metrics.
     pub fn as_str(self) -> &'static str {

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use support::{Mode, Server, client, get_ok};
 use tripwire::{
-    Assessment, BackoffConfig, BreakerConfig, Bulkhead, ManualClock, NamedBreaker, Pipeline, PipelineError,
-    RetryBudget, RetryBudgetConfig, RetryPolicy, State, TokioTimer,
+    Assessment, BackoffConfig, BreakerConfig, Bulkhead, Jitter, ManualClock, NamedBreaker, Pipeline,
+    PipelineError, RetryBudget, RetryBudgetConfig, RetryPolicy, State, TokioTimer,
 };
 
 const TIMEOUT: Duration = Duration::from_millis(30);
@@ -165,7 +165,10 @@ fn ok_is_success<T, E>(r: &Result<T, E>) -> Assessment {
 async fn dropping_the_call_stops_its_retries_at_once() {
     let server = Server::start().await;
     let client = client();
-    let slow_backoff = BackoffConfig::builder().base(Duration::from_secs(10)).build().unwrap();
+    // No jitter: a full-jitter delay drawn under 300 ms (3% of draws) would
+    // start the second attempt before the drop.
+    let slow_backoff =
+        BackoffConfig::builder().base(Duration::from_secs(10)).jitter(Jitter::None).build().unwrap();
     let policy = RetryPolicy::builder().max_attempts(5).backoff(slow_backoff).build().unwrap();
     let pipeline = Pipeline::builder().retry(policy).timer(TokioTimer).build();
     server.set(Mode::Unavailable);

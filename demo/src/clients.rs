@@ -255,14 +255,14 @@ impl Call<'_> {
             Ok(Served::Fresh(())) => {
                 stats.fresh.fetch_add(1, Ordering::Relaxed);
                 if let Some(after) = now.checked_sub(s.timeline.recovered_at()) {
-                    let ns = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
+                    let ns = tripwire::duration_ns(after);
                     stats.first_success_after_recovery.fetch_min(ns, Ordering::Relaxed);
                 }
             }
             Ok(Served::Stale { age, .. }) => {
                 let counter = if self.balance { &stats.stale_balances } else { &stats.stale };
                 counter.fetch_add(1, Ordering::Relaxed);
-                let age = u64::try_from(s.scenario(age).as_nanos()).unwrap_or(u64::MAX);
+                let age = tripwire::duration_ns(s.scenario(age));
                 stats.stale_max_age.fetch_max(age, Ordering::Relaxed);
             }
             Err(()) => {

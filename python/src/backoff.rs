@@ -2,7 +2,7 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBool, PyInt, PyString};
 use tripwire::{BackoffConfig, Jitter};
 
 use crate::config::{number, seconds};
@@ -19,32 +19,50 @@ pub struct Backoff {
     config: BackoffConfig,
 }
 
-fn jitter(v: &Bound<'_, PyAny>) -> PyResult<Jitter> {
-    let s = v
-        .cast::<PyString>()
-        .map_err(|_| PyTypeError::new_err("jitter must be a str"))?
-        .to_cow()?
-        .into_owned();
-    Ok(match s.as_str() {
-        "none" => Jitter::None,
-        "full" => Jitter::Full,
-        "equal" => Jitter::Equal,
-        "decorrelated" => Jitter::Decorrelated,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "jitter = {s:?}, expected \"full\", \"equal\", \"decorrelated\" or \"none\""
-            )));
-        }
+/// `jitter=`: a mode named as the core names it.
+pub(crate) fn jitter(v: &Bound<'_, PyAny>) -> PyResult<Jitter> {
+    let s = v.cast::<PyString>().map_err(|_| PyTypeError::new_err("jitter must be a str"))?.to_cow()?;
+    s.parse().map_err(|e| PyValueError::new_err(format!("invalid backoff config: jitter = {s:?}, {e}")))
+}
+
+/// An argument given and not None.
+pub(crate) fn given<'a, 'py>(v: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
+    v.filter(|v| !v.is_none())
+}
+
+/// `seed=`: an int the core keeps as a `u64`.
+pub(crate) fn seed(v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!("seed must be an int, got {}", v.repr()?)));
+    }
+    let n: Result<u64, _> = v.extract();
+    n.or_else(|_| {
+        Err(PyValueError::new_err(format!("seed = {}, expected an int from 0 to 2**64 - 1", v.repr()?)))
     })
 }
 
-fn jitter_name(j: Jitter) -> &'static str {
-    match j {
-        Jitter::None => "none",
-        Jitter::Full => "full",
-        Jitter::Equal => "equal",
-        Jitter::Decorrelated => "decorrelated",
+/// The backoff arguments (None: the core's default) → the core's config;
+/// errors name the argument.
+pub(crate) fn backoff_config(
+    base: Option<&Bound<'_, PyAny>>,
+    cap: Option<&Bound<'_, PyAny>>,
+    factor: Option<&Bound<'_, PyAny>>,
+    jitter: Option<&Bound<'_, PyAny>>,
+) -> PyResult<BackoffConfig> {
+    let mut b = BackoffConfig::builder();
+    if let Some(v) = given(base) {
+        b = b.base(seconds("base", v)?);
     }
+    if let Some(v) = given(cap) {
+        b = b.cap(seconds("cap", v)?);
+    }
+    if let Some(v) = given(factor) {
+        b = b.factor(number("factor", v)?);
+    }
+    if let Some(v) = given(jitter) {
+        b = b.jitter(self::jitter(v)?);
+    }
+    b.build().map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 #[pymethods]
@@ -56,24 +74,11 @@ impl Backoff {
         cap: Option<&Bound<'_, PyAny>>,
         factor: Option<&Bound<'_, PyAny>>,
         jitter: Option<&Bound<'_, PyAny>>,
-        seed: Option<u64>,
+        seed: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let mut b = BackoffConfig::builder();
-        if let Some(v) = base.filter(|v| !v.is_none()) {
-            b = b.base(seconds("base", v)?);
-        }
-        if let Some(v) = cap.filter(|v| !v.is_none()) {
-            b = b.cap(seconds("cap", v)?);
-        }
-        if let Some(v) = factor.filter(|v| !v.is_none()) {
-            b = b.factor(number("factor", v)?);
-        }
-        if let Some(v) = jitter.filter(|v| !v.is_none()) {
-            b = b.jitter(self::jitter(v)?);
-        }
-        let config = b.build().map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let core = match seed {
-            Some(s) => tripwire::Backoff::seeded(config, s),
+        let config = backoff_config(base, cap, factor, jitter)?;
+        let core = match given(seed) {
+            Some(s) => tripwire::Backoff::seeded(config, self::seed(s)?),
             None => tripwire::Backoff::new(config),
         };
         Ok(Self { core, config })
@@ -122,7 +127,7 @@ impl Backoff {
     /// The jitter mode.
     #[getter]
     fn jitter(&self) -> &'static str {
-        jitter_name(self.config.jitter())
+        self.config.jitter().as_str()
     }
 
     fn __repr__(&self) -> String {

@@ -8,41 +8,23 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use pyo3::{PyTraverseError, PyVisit, intern};
-use tripwire::{Outcome, State, Transition};
+use tripwire::{Outcome, Transition};
 
+use crate::aio::aio;
 use crate::classify::Classifier;
 use crate::clock::{ClockSource, ManualClock, clock_arg};
 use crate::config::ConfigArgs;
+use crate::core_breaker::CoreBreaker;
 use crate::errors;
+// `Guarded` calls back into `Breaker::guard`: a decorator and the breaker
+// it decorates with are one pair, kept in two files because `Guarded` is a
+// Python class of its own (`@breaker` returns it).
 use crate::guarded::Guarded;
 use crate::registry;
 use crate::shared::Mapping;
 use crate::snapshot::Snapshot;
+use crate::state::state_name;
 use crate::with_stack::WithStack;
-
-/// The core breaker, in this process's memory or in a shared mapping; the
-/// registry holds it weakly for the Prometheus export.
-#[derive(Debug)]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "one per breaker, behind an Arc; boxing the breaker would add a pointer chase to every call"
-)]
-pub(crate) enum Core {
-    /// `Breaker(...)`: this process's own.
-    Owned(tripwire::Breaker),
-    /// `Breaker.shared(path, ...)`: in a file every process maps.
-    Mapped(Mapping),
-}
-
-impl Core {
-    #[inline]
-    pub(crate) fn breaker(&self) -> &tripwire::Breaker {
-        match self {
-            Core::Owned(b) => b,
-            Core::Mapped(m) => m.breaker(),
-        }
-    }
-}
 
 /// Proof that a call was admitted; hand it back with the outcome. Used by
 /// the asyncio helpers; most code never sees one.
@@ -59,7 +41,7 @@ pub struct Ticket {
 /// Every argument is keyword-only; see the stub for the full signature.
 #[pyclass(module = "tripwire", frozen, weakref)]
 pub struct Breaker {
-    core: Arc<Core>,
+    core: Arc<CoreBreaker>,
     clock: ClockSource,
     /// The `ManualClock` object, if one was given (for `clock`).
     manual_clock: Option<Py<ManualClock>>,
@@ -71,24 +53,7 @@ pub struct Breaker {
     with_stack: WithStack,
 }
 
-static AIO: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 static ISCOROUTINEFUNCTION: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-/// The state's name as an interned Python string.
-pub(crate) fn state_name(py: Python<'_>, state: State) -> Bound<'_, PyString> {
-    match state {
-        State::Closed => intern!(py, "closed"),
-        State::Open => intern!(py, "open"),
-        State::HalfOpen => intern!(py, "half_open"),
-        State::ForcedOpen => intern!(py, "forced_open"),
-        State::Disabled => intern!(py, "disabled"),
-    }
-    .clone()
-}
-
-pub(crate) fn aio(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
-    Ok(AIO.get_or_try_init(py, || py.import("tripwire._aio").map(Bound::unbind))?.bind(py))
-}
 
 impl Breaker {
     #[inline]
@@ -281,8 +246,8 @@ impl Breaker {
         let with_stack = WithStack::new(py)?;
 
         let core = Arc::new(match shared {
-            None => Core::Owned(tripwire::Breaker::new(config)),
-            Some(path) => Core::Mapped(Mapping::open(py, path, config)?),
+            None => CoreBreaker::Owned(tripwire::Breaker::new(config)),
+            Some(path) => CoreBreaker::Mapped(Mapping::open(py, path, config)?),
         });
         if let Ok(s) = name.cast::<PyString>() {
             registry::register(&s.to_cow()?, &core);

@@ -14,9 +14,23 @@ use crate::config::{number, seconds};
 /// `min_retries_per_sec × ttl` tokens lets a quiet client retry at all.
 #[pyclass(module = "tripwire", frozen)]
 pub struct RetryBudget {
-    core: tripwire::RetryBudget,
+    /// Boxed: the core's budget is aligned to a cache line (128 bytes),
+    /// more than the interpreter aligns the objects it allocates (16).
+    core: Box<tripwire::RetryBudget>,
     clock: ClockSource,
     manual_clock: Option<Py<ManualClock>>,
+}
+
+impl RetryBudget {
+    /// The core's budget.
+    pub(crate) fn core(&self) -> &tripwire::RetryBudget {
+        &self.core
+    }
+
+    /// The clock the budget reads.
+    pub(crate) fn clock(&self) -> &ClockSource {
+        &self.clock
+    }
 }
 
 #[pymethods]
@@ -41,7 +55,7 @@ impl RetryBudget {
         }
         let config = b.build().map_err(|e| PyValueError::new_err(e.to_string()))?;
         let (clock, manual_clock) = clock_arg(clock)?;
-        Ok(Self { core: tripwire::RetryBudget::new(config), clock, manual_clock })
+        Ok(Self { core: Box::new(tripwire::RetryBudget::new(config)), clock, manual_clock })
     }
 
     /// Counts a call (a first attempt): adds `ratio` of a token.

@@ -23,7 +23,9 @@ use crate::errors;
 /// seconds for a slot.
 #[pyclass(module = "tripwire", frozen, weakref)]
 pub struct Bulkhead {
-    core: tripwire::Bulkhead,
+    /// Boxed: the core's bulkhead is aligned to a cache line (128 bytes),
+    /// more than the interpreter aligns the objects it allocates (16).
+    core: Box<tripwire::Bulkhead>,
     max_concurrent: u32,
     max_wait: Option<Duration>,
     /// `str` or `None`.
@@ -92,7 +94,7 @@ impl Bulkhead {
                 return Err(PyTypeError::new_err(format!("name must be a str or None, got {}", n.repr()?)));
             }
         };
-        Ok(Self { core: tripwire::Bulkhead::new(max), max_concurrent: max, max_wait, name })
+        Ok(Self { core: Box::new(tripwire::Bulkhead::new(max)), max_concurrent: max, max_wait, name })
     }
 
     /// The most calls in flight at once.
@@ -170,7 +172,7 @@ impl Bulkhead {
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        crate::breaker::aio(py)?.getattr(intern!(py, "bulkhead_call_async"))?.call1((slf, func, args, kwargs))
+        crate::aio::aio(py)?.getattr(intern!(py, "bulkhead_call_async"))?.call1((slf, func, args, kwargs))
     }
 
     /// Decorates a plain or `async def` function.
@@ -182,7 +184,7 @@ impl Bulkhead {
                 func.repr()?
             )));
         }
-        crate::breaker::aio(py)?.getattr(intern!(py, "bulkhead_wrap"))?.call1((slf, func))
+        crate::aio::aio(py)?.getattr(intern!(py, "bulkhead_wrap"))?.call1((slf, func))
     }
 
     fn __enter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
@@ -204,7 +206,7 @@ impl Bulkhead {
 
     fn __aenter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        crate::breaker::aio(py)?.getattr(intern!(py, "bulkhead_enter"))?.call1((slf,))
+        crate::aio::aio(py)?.getattr(intern!(py, "bulkhead_enter"))?.call1((slf,))
     }
 
     #[pyo3(signature = (exc_type, exc, traceback))]
@@ -215,7 +217,7 @@ impl Bulkhead {
         traceback: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let suppress = slf.get().__exit__(exc_type, exc, traceback)?;
-        crate::breaker::aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((suppress,))
+        crate::aio::aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((suppress,))
     }
 
     /// Raises `BulkheadFullError` for this bulkhead (used by the asyncio wait).

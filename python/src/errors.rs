@@ -10,6 +10,7 @@ use pyo3::types::PyType;
 
 static CIRCUIT_OPEN: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static BULKHEAD_FULL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static BUDGET_EXHAUSTED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// The rejection of a call by the breaker called `name` (None if unnamed).
 #[inline]
@@ -22,7 +23,7 @@ pub(crate) fn circuit_open(
     match CIRCUIT_OPEN.import(py, "tripwire._errors", "CircuitOpenError") {
         Ok(ty) => PyErr::from_type(
             ty.clone(),
-            (retry_after, name.clone_ref(py), crate::breaker::state_name(py, state).unbind()),
+            (retry_after, name.clone_ref(py), crate::state::state_name(py, state).unbind()),
         ),
         Err(e) => e,
     }
@@ -34,4 +35,25 @@ pub(crate) fn bulkhead_full(py: Python<'_>, name: &Py<PyAny>, max_concurrent: u3
         Ok(ty) => PyErr::from_type(ty.clone(), (name.clone_ref(py), max_concurrent)),
         Err(e) => e,
     }
+}
+
+/// Whether `exc` is a guard's refusal (`CircuitOpenError`,
+/// `BulkheadFullError`): what the core's `Refusal` means, which a retry
+/// never retries.
+pub(crate) fn is_refusal(exc: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = exc.py();
+    Ok(exc.is_instance(CIRCUIT_OPEN.import(py, "tripwire._errors", "CircuitOpenError")?)?
+        || exc.is_instance(BULKHEAD_FULL.import(py, "tripwire._errors", "BulkheadFullError")?)?)
+}
+
+/// `RetryBudgetExhausted(message)` raised from `cause`, the last attempt's
+/// error.
+pub(crate) fn budget_exhausted(cause: &Bound<'_, PyAny>, message: String) -> PyErr {
+    let py = cause.py();
+    let err = match BUDGET_EXHAUSTED.import(py, "tripwire._errors", "RetryBudgetExhausted") {
+        Ok(ty) => PyErr::from_type(ty.clone(), (message,)),
+        Err(e) => return e,
+    };
+    err.set_cause(py, Some(PyErr::from_value(cause.clone())));
+    err
 }

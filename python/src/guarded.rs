@@ -6,6 +6,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3::{PyTraverseError, PyVisit, intern};
 
+// The one cycle in this crate: `Breaker.__call__` makes a `Guarded`, whose
+// call runs `Breaker::guard`. See `breaker.rs`.
 use crate::breaker::Breaker;
 
 /// A function guarded by a breaker. It carries the wrapped function's

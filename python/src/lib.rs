@@ -6,18 +6,27 @@
 //! - [`guarded::Guarded`]: what decorating a plain function returns; its
 //!   `__call__` is the whole hot path, in Rust.
 //! - [`clock::ManualClock`]: a clock that only moves when told to, for tests.
-//! - [`errors`]: raising the exceptions of `tripwire/_errors.py`.
-//! - [`registry`]: named breakers and their Prometheus export.
+//! - [`core_breaker`]: the core breaker a `Breaker` wraps, in this
+//!   process or in a shared mapping; [`state`]: states' names.
+//! - [`errors`]: raising the exceptions of `tripwire/_errors.py`;
+//!   [`aio`]: the asyncio helpers of `tripwire/_aio.py`.
+//! - [`args`]: the argument checks, for the Python modules too.
+//! - [`registry`]: named breakers and their Prometheus export (the core's
+//!   writer, so the families are a Rust `Registry`'s).
 //! - [`shared`]: breakers in a memory-mapped file (`Breaker.shared`).
 //! - [`bulkhead::Bulkhead`]: a cap on calls in flight.
 //! - [`budget::RetryBudget`], [`backoff::Backoff`]: the core's retry budget
-//!   and backoff, for `tripwire.retry` (Python, in `tripwire/_retry.py`).
+//!   and backoff; [`retry::RetryPolicy`] and [`retry::RetryRun`]: the
+//!   core's retry loop, whose decisions `tripwire.retry`
+//!   (`tripwire/_retry.py`) follows while it sleeps and awaits.
 //!
 //! Nothing here takes a lock on a call's path or holds one across a call:
 //! admission and recording are the core's atomic operations, done while the
 //! calling thread is attached to the interpreter; the guarded call runs
 //! between them like any other Python call.
 
+mod aio;
+mod args;
 mod backoff;
 mod breaker;
 mod budget;
@@ -25,11 +34,14 @@ mod bulkhead;
 mod classify;
 mod clock;
 mod config;
+mod core_breaker;
 mod errors;
 mod guarded;
 mod registry;
+mod retry;
 mod shared;
 mod snapshot;
+mod state;
 mod with_stack;
 
 use pyo3::prelude::*;
@@ -46,9 +58,43 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bulkhead::Bulkhead>()?;
     m.add_class::<budget::RetryBudget>()?;
     m.add_class::<backoff::Backoff>()?;
+    m.add_class::<retry::RetryPolicy>()?;
+    m.add_class::<retry::RetryRun>()?;
     m.add_function(wrap_pyfunction!(registry::prometheus_text, m)?)?;
     m.add_function(wrap_pyfunction!(registry::breaker_names, m)?)?;
+    m.add_function(wrap_pyfunction!(args::seconds_or_none, m)?)?;
+    m.add_function(wrap_pyfunction!(args::exception_classes, m)?)?;
+    m.add_function(wrap_pyfunction!(args::manual_clock, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     let _ = py;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_class_fits_in_an_object_as_the_interpreter_aligns_it() {
+        // CPython aligns the objects it allocates to 16 bytes (pymalloc's
+        // ALIGNMENT, and malloc's on 64-bit targets); a class whose value
+        // needs more (a core type padded to a cache line) must box it.
+        const OBJECT_ALIGN: usize = 16;
+        let classes = [
+            ("Backoff", align_of::<backoff::Backoff>()),
+            ("Breaker", align_of::<breaker::Breaker>()),
+            ("Ticket", align_of::<breaker::Ticket>()),
+            ("RetryBudget", align_of::<budget::RetryBudget>()),
+            ("Bulkhead", align_of::<bulkhead::Bulkhead>()),
+            ("ManualClock", align_of::<clock::ManualClock>()),
+            ("Guarded", align_of::<guarded::Guarded>()),
+            ("RetryPolicy", align_of::<retry::RetryPolicy>()),
+            ("RetryRun", align_of::<retry::RetryRun>()),
+            ("Snapshot", align_of::<snapshot::Snapshot>()),
+            ("with_stack.Frame", align_of::<with_stack::Frame>()),
+        ];
+        for (name, align) in classes {
+            assert!(align <= OBJECT_ALIGN, "{name} needs {align}-byte alignment");
+        }
+    }
 }

@@ -1,73 +1,105 @@
-//! A breaker's counters at one moment, as a small frozen Python object.
+//! A breaker's counters at one moment, as a small frozen Python object: the
+//! core's [`tripwire::Snapshot`] and the state, read through.
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
+use tripwire::State;
+
+use crate::state::state_name;
 
 /// The counters of a breaker at one moment, and its state.
-#[pyclass(module = "tripwire", frozen, eq, get_all)]
+#[pyclass(module = "tripwire", frozen, eq)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
-    /// Calls recorded as successes.
-    pub successes: u64,
-    /// Calls recorded as failures.
-    pub failures: u64,
-    /// Calls recorded as ignored (neither success nor failure).
-    pub ignored: u64,
-    /// Calls the breaker refused.
-    pub rejected: u64,
-    /// Calls slower than the breaker's slow-call threshold.
-    pub slow: u64,
-    /// State transitions, manual ones included.
-    pub transitions: u64,
-    /// Calls admitted and recorded: successes + failures + ignored.
-    pub calls: u64,
-    /// The state when the snapshot was taken.
-    pub state: &'static str,
+    counts: tripwire::Snapshot,
+    state: State,
 }
 
 impl Snapshot {
     pub(crate) fn of(b: &tripwire::Breaker) -> Self {
-        let s = b.snapshot();
-        Self {
-            successes: s.successes,
-            failures: s.failures,
-            ignored: s.ignored,
-            rejected: s.rejected,
-            slow: s.slow,
-            transitions: s.transitions,
-            calls: s.calls(),
-            state: b.state().as_str(),
-        }
+        Self { counts: b.snapshot(), state: b.state() }
+    }
+
+    /// The counters by name, in the order `as_dict` and `repr` show them.
+    fn counters(&self) -> [(&'static str, u64); 7] {
+        let c = &self.counts;
+        [
+            ("calls", c.calls()),
+            ("successes", c.successes),
+            ("failures", c.failures),
+            ("ignored", c.ignored),
+            ("rejected", c.rejected),
+            ("slow", c.slow),
+            ("transitions", c.transitions),
+        ]
     }
 }
 
 #[pymethods]
 impl Snapshot {
+    /// Calls recorded as successes.
+    #[getter]
+    fn successes(&self) -> u64 {
+        self.counts.successes
+    }
+
+    /// Calls recorded as failures.
+    #[getter]
+    fn failures(&self) -> u64 {
+        self.counts.failures
+    }
+
+    /// Calls recorded as ignored (neither success nor failure).
+    #[getter]
+    fn ignored(&self) -> u64 {
+        self.counts.ignored
+    }
+
+    /// Calls the breaker refused.
+    #[getter]
+    fn rejected(&self) -> u64 {
+        self.counts.rejected
+    }
+
+    /// Calls slower than the breaker's slow-call threshold.
+    #[getter]
+    fn slow(&self) -> u64 {
+        self.counts.slow
+    }
+
+    /// State transitions, manual ones included.
+    #[getter]
+    fn transitions(&self) -> u64 {
+        self.counts.transitions
+    }
+
+    /// Calls admitted and recorded: successes + failures + ignored.
+    #[getter]
+    fn calls(&self) -> u64 {
+        self.counts.calls()
+    }
+
+    /// The state when the snapshot was taken.
+    #[getter]
+    fn state<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        state_name(py, self.state)
+    }
+
     /// The snapshot as a plain dict.
     fn as_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        d.set_item("successes", self.successes)?;
-        d.set_item("failures", self.failures)?;
-        d.set_item("ignored", self.ignored)?;
-        d.set_item("rejected", self.rejected)?;
-        d.set_item("slow", self.slow)?;
-        d.set_item("transitions", self.transitions)?;
-        d.set_item("calls", self.calls)?;
-        d.set_item("state", self.state)?;
+        for (name, v) in self.counters() {
+            d.set_item(name, v)?;
+        }
+        d.set_item("state", self.state(py))?;
         Ok(d)
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "Snapshot(state={:?}, calls={}, successes={}, failures={}, ignored={}, rejected={}, slow={}, transitions={})",
-            self.state,
-            self.calls,
-            self.successes,
-            self.failures,
-            self.ignored,
-            self.rejected,
-            self.slow,
-            self.transitions
-        )
+        let mut s = format!("Snapshot(state={:?}", self.state.as_str());
+        for (name, v) in self.counters() {
+            s += &format!(", {name}={v}");
+        }
+        s + ")"
     }
 }

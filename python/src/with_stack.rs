@@ -18,7 +18,7 @@ use pyo3::{PyTraverseError, PyVisit};
 /// The innermost open block of one breaker in one context: its ticket, and
 /// the token that restores the block around it.
 #[pyclass(module = "tripwire", frozen)]
-struct Frame {
+pub(crate) struct Frame {
     ticket: tripwire::Ticket,
     token: OnceLock<Py<PyAny>>,
 }

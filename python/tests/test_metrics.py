@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import gc
+import pathlib
 import re
+import shutil
+import subprocess
+
+import pytest
 
 import tripwire
 from conftest import trip
@@ -17,15 +22,98 @@ def test_prometheus_text_exports_named_breakers(make_breaker):
     label = r'breaker="exchange \"a\"\\b"'
     assert "# HELP tripwire_breaker_state " in text
     assert "# TYPE tripwire_breaker_state gauge" in text
-    assert "# TYPE tripwire_breaker_failures_total counter" in text
+    assert "# TYPE tripwire_breaker_calls_total counter" in text
     assert f"tripwire_breaker_state{{{label},state=\"open\"}} 1" in text
     assert f"tripwire_breaker_state{{{label},state=\"closed\"}} 0" in text
-    assert f"tripwire_breaker_successes_total{{{label}}} 1" in text
-    assert f"tripwire_breaker_failures_total{{{label}}} 1" in text
+    assert f"tripwire_breaker_calls_total{{{label},outcome=\"success\"}} 1" in text
+    assert f"tripwire_breaker_calls_total{{{label},outcome=\"failure\"}} 1" in text
     assert f"tripwire_breaker_transitions_total{{{label}}} 1" in text
     # Every sample line is `name{labels} value`.
     for line in text.splitlines():
         assert line.startswith("# ") or re.fullmatch(r"tripwire_[a-z_]+\{.*\} \d+", line), line
+
+
+#: Breaker actions, one a line, as `core/examples/registry_script.rs` reads
+#: them; the names carry the characters a label value must escape.
+SCRIPT = """
+new parity/binance"book\\x 2
+new parity/coinbase 3
+success parity/binance"book\\x
+ignored parity/binance"book\\x
+failure parity/binance"book\\x
+failure parity/binance"book\\x
+rejected parity/binance"book\\x
+rejected parity/binance"book\\x
+success parity/coinbase
+failure parity/coinbase
+disable parity/coinbase
+failure parity/coinbase
+success parity/coinbase
+"""
+
+
+def run_script(script: str) -> dict[str, tripwire.Breaker]:
+    """The script's actions on Python breakers (kept alive by the dict)."""
+    breakers: dict[str, tripwire.Breaker] = {}
+    for line in script.strip().splitlines():
+        action, name, *rest = line.split(" ")
+        if action == "new":
+            breakers[name] = tripwire.Breaker(name=name, failure_threshold=int(rest[0]))
+            continue
+        b = breakers[name]
+        if action in ("success", "failure", "ignored"):
+            b._record(b._acquire(), action)  # type: ignore[arg-type]
+        elif action == "rejected":
+            with pytest.raises(tripwire.CircuitOpenError):
+                b._acquire()
+        else:
+            getattr(b, action)()
+    return breakers
+
+
+def families(text: str) -> dict[str, list[str]]:
+    """Each family's HELP and TYPE lines and the samples of the script's
+    breakers (other tests' named breakers may still be registered)."""
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            out[line.split(" ")[2]] = [line]
+        elif line.startswith("# TYPE "):
+            out[line.split(" ")[2]].append(line)
+        elif line.split("{", 1)[1].startswith('breaker="parity/'):
+            out[line.split("{", 1)[0]].append(line)
+    return out
+
+
+def test_the_python_registry_exports_what_a_rust_registry_exports():
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        pytest.skip("cargo is not on PATH: the Rust registry's text cannot be rendered")
+    root = pathlib.Path(__file__).resolve().parents[2]
+    rust = subprocess.run(
+        [cargo, "run", "--quiet", "--manifest-path", str(root / "Cargo.toml"), "-p", "tripwire",
+         "--example", "registry_script"],
+        input=SCRIPT, capture_output=True, text=True, timeout=900,
+    )
+    assert rust.returncode == 0, rust.stderr
+    gc.collect()
+    breakers = run_script(SCRIPT)
+    python = families(tripwire.prometheus_text())
+    assert python == families(rust.stdout)
+    assert sorted(python) == [
+        "tripwire_breaker_calls_total",
+        "tripwire_breaker_rejected_total",
+        "tripwire_breaker_slow_calls_total",
+        "tripwire_breaker_state",
+        "tripwire_breaker_transitions_total",
+    ]
+    # Two breakers: five state series and three outcomes each, after HELP and TYPE.
+    assert len(python["tripwire_breaker_state"]) == 2 + 2 * 5
+    assert len(python["tripwire_breaker_calls_total"]) == 2 + 2 * 3
+    assert 'tripwire_breaker_rejected_total{breaker="parity/binance\\"book\\\\x"} 2' in python[
+        "tripwire_breaker_rejected_total"
+    ]
+    assert [b.state for b in breakers.values()] == ["open", "disabled"]
 
 
 def test_unnamed_breakers_are_not_exported_and_dropped_ones_leave(make_breaker):

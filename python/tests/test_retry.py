@@ -104,6 +104,75 @@ def test_retry_after_hint_is_honoured():
     assert pauses == [0.7]
 
 
+def test_a_full_bulkhead_ends_the_retries():
+    """A refusal is never retried, as the core decides for Rust callers:
+    retrying a full bulkhead only adds load where there is no room."""
+    bulkhead = tripwire.Bulkhead(1)
+    assert bulkhead.try_acquire()  # the only slot is taken
+    attempts: list[int] = []
+    pauses: list[float] = []
+
+    def fetch() -> int:
+        attempts.append(1)
+        return bulkhead.call(lambda: 1)
+
+    for retry_on in ((Exception,), (tripwire.BulkheadFullError,)):
+        attempts.clear()
+        r = tripwire.retry(attempts=5, base=0.001, retry_on=retry_on, sleep=pauses.append)
+        with pytest.raises(tripwire.BulkheadFullError):
+            r.call(fetch)
+        assert (attempts, pauses) == ([1], []), retry_on
+
+    async def afetch() -> int:
+        attempts.append(1)
+        return await bulkhead.call_async(asyncio.sleep, 0, 1)
+
+    async def no_sleep(s: float) -> None:
+        pauses.append(s)
+
+    attempts.clear()
+    r = tripwire.retry(attempts=5, base=0.001, sleep=no_sleep)
+    with pytest.raises(tripwire.BulkheadFullError):
+        asyncio.run(r.call_async(afetch))
+    assert (attempts, pauses) == ([1], [])
+    bulkhead.release()
+    assert r.call(fetch) == 1
+
+
+def test_a_servers_hint_is_the_wait_exactly():
+    """``Retry-After: 0.25`` means 0.25 s, even when the backoff would wait
+    longer (1 s here); a hint longer than the cap is not cut either."""
+
+    class RateLimited(Exception):
+        def __init__(self, after: float) -> None:
+            self.retry_after = after
+
+    pauses: list[float] = []
+    r = tripwire.retry(attempts=4, base=1.0, cap=2.0, jitter="none", sleep=pauses.append)
+    f = Flaky(3, RateLimited(0.25))
+    assert r.call(f) == 1
+    assert pauses == [0.25, 0.25, 0.25]
+    pauses.clear()
+    assert r.call(Flaky(1, RateLimited(30.0))) == 1
+    assert pauses == [30.0]
+    # Without a hint: the backoff's curve, 1 s then 2 s.
+    pauses.clear()
+    r.call(Flaky(2))
+    assert pauses == [1.0, 2.0]
+
+
+def test_a_deadline_on_the_budgets_clock(clock):
+    """With a ``ManualClock`` on the budget, the deadline is read on it."""
+    budget = tripwire.RetryBudget(1.0, clock=clock)
+    r = tripwire.retry(attempts=10, base=1.0, factor=1.0, jitter="none", budget=budget, deadline=2.5,
+                       sleep=clock.advance)
+    f = Flaky(10)
+    with pytest.raises(Boom) as info:
+        r.call(f)
+    # Waits of 1 s end at 1 and 2; the third would end at 3, past 2.5.
+    assert f.calls == 3 and info.value.args == (3,)
+
+
 def test_deadline_stops_retries_that_would_end_too_late():
     r = tripwire.retry(attempts=5, base=10.0, jitter="none", deadline=1.0, sleep=lambda s: None)
     f = Flaky(3)
@@ -160,8 +229,26 @@ def test_backoff():
 
 
 def test_bad_retry_arguments_name_the_argument():
-    with pytest.raises(ValueError, match="attempts = 0"):
+    with pytest.raises(ValueError, match="invalid retry policy config: attempts = 0, expected 1 to 10000"):
         tripwire.retry(attempts=0)
+    with pytest.raises(ValueError, match="attempts = 10001"):
+        tripwire.retry(attempts=10_001)
+    with pytest.raises(ValueError, match="attempts = -1"):
+        tripwire.retry(attempts=-1)
+    with pytest.raises(ValueError, match=r"deadline = 0ns, expected 1ns to 604800s"):
+        tripwire.retry(deadline=0)
+    with pytest.raises(ValueError, match="deadline must be a finite, non-negative number of seconds"):
+        tripwire.retry(deadline=float("nan"))
+    with pytest.raises(TypeError, match="deadline must be a number of seconds"):
+        tripwire.retry(deadline="1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="seed = -1, expected an int from 0 to 2\\*\\*64 - 1"):
+        tripwire.retry(seed=-1)
+    with pytest.raises(TypeError, match="retry_if must be a callable or None"):
+        tripwire.retry(retry_if=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="sleep must be a callable or None"):
+        tripwire.retry(sleep=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="give_up_on must be"):
+        tripwire.retry(give_up_on=[KeyError, 3])
     with pytest.raises(TypeError, match="attempts must be an int"):
         tripwire.retry(attempts="3")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="base must be"):
@@ -180,6 +267,27 @@ def test_bad_retry_arguments_name_the_argument():
         tripwire.RetryBudget("x")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="ttl"):
         tripwire.RetryBudget(ttl=0.001)
+
+
+def test_a_bad_hint_is_an_error_that_names_it():
+    r = tripwire.retry(attempts=2, base=0.001, retry_after=lambda e: -1.0, sleep=lambda s: None)
+    with pytest.raises(ValueError, match="retry_after's result must be a finite, non-negative") as info:
+        r.call(Flaky(1))
+    assert isinstance(info.value.__context__, Boom)
+    r = tripwire.retry(attempts=2, base=0.001, retry_after=lambda e: "soon", sleep=lambda s: None)
+    with pytest.raises(TypeError, match="retry_after's result must be a number of seconds"):
+        r.call(Flaky(1))
+
+
+def test_the_policy_shows_its_validated_arguments():
+    budget = tripwire.RetryBudget()
+    r = tripwire.retry(4, base=0.2, cap=3.0, factor=1.5, jitter="equal", retry_on=[OSError], budget=budget,
+                       deadline=5.0, seed=9)
+    p = r.policy
+    assert (p.attempts, p.base, p.cap, p.factor, p.jitter, p.deadline, p.seed) == (4, 0.2, 3.0, 1.5, "equal", 5.0, 9)
+    assert p.retry_on == (OSError,) and p.give_up_on == () and p.budget is budget
+    assert p.retry_after is tripwire.retry_after_attribute and p.retry_if is None
+    assert repr(r) == 'Retry(attempts=4, base=0.2, cap=3.0, factor=1.5, jitter="equal")'
 
 
 def test_decorator_sync_and_async():

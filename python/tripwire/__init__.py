@@ -5,10 +5,11 @@
 >>> @breaker
 ... def fetch_price(symbol): ...
 
-The breaker, the bulkhead, the retry budget, the clock and the registry
-live in the Rust extension ``tripwire._tripwire``; retry policies and the
-stale-data fallback are Python (``_retry``, ``_fallback``): they wait
-between attempts, where microseconds of bookkeeping do not matter.
+The breaker, the bulkhead, the retry budget and the retry decisions, the
+clock and the registry live in the Rust extension ``tripwire._tripwire``;
+the retry loop's sleeping and awaiting and the stale-data fallback are
+Python (``_retry``, ``_fallback``), with their arguments checked by the
+extension.
 """
 
 from ._errors import BulkheadFullError, CircuitOpenError, RetryBudgetExhausted, TripwireError

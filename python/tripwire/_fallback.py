@@ -15,7 +15,7 @@ import inspect
 import time
 from typing import Any, Awaitable, Callable, Dict, Hashable, NamedTuple, Optional, Tuple, TypeVar
 
-from ._tripwire import ManualClock
+from ._tripwire import ManualClock, _exception_classes, _manual_clock, _seconds_or_none
 
 T = TypeVar("T")
 
@@ -32,16 +32,6 @@ class Cached(NamedTuple):
     stale: bool
 
 
-def _max_age(arg: str, value: Any) -> Optional[float]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{arg} must be a number of seconds or None (never stale), got {type(value).__name__}")
-    if not value >= 0:
-        raise ValueError(f"{arg} must be a non-negative number of seconds or None, got {value}")
-    return float(value)
-
-
 class StaleCache:
     """Last-known-good values per key, served with their age when a call
     fails.
@@ -51,6 +41,8 @@ class StaleCache:
     ``{"balances": None, "orderbook": 5.0}``. ``fallback_on``: the errors
     that may be answered with stale data (default: any ``Exception``,
     breaker rejections included). ``clock``: a ``ManualClock`` for tests.
+    The arguments are checked by the extension, as every other argument of
+    the package is.
     """
 
     def __init__(
@@ -61,20 +53,16 @@ class StaleCache:
         fallback_on: Any = (Exception,),
         clock: Optional[ManualClock] = None,
     ) -> None:
-        self.max_age = _max_age("max_age", max_age)
-        self._policies = {k: _max_age(f"policies[{k!r}]", v) for k, v in (policies or {}).items()}
-        items = fallback_on if isinstance(fallback_on, (tuple, list)) else (fallback_on,)
-        if not all(isinstance(c, type) and issubclass(c, BaseException) for c in items):
-            raise TypeError(f"fallback_on must be an exception class or a tuple of them, got {fallback_on!r}")
-        self.fallback_on = tuple(items)
-        if clock is not None and not isinstance(clock, ManualClock):
-            raise TypeError(f"clock must be a tripwire.ManualClock or None, got {clock!r}")
-        self._now: Callable[[], float] = clock.now if clock is not None else time.monotonic
+        self.max_age = _seconds_or_none("max_age", max_age)
+        self._policies = {k: _seconds_or_none(f"policies[{k!r}]", v) for k, v in (policies or {}).items()}
+        self.fallback_on = _exception_classes("fallback_on", fallback_on)
+        manual = _manual_clock(clock)
+        self._now: Callable[[], float] = manual.now if manual is not None else time.monotonic
         self._values: Dict[Hashable, Tuple[Any, float]] = {}
 
     def policy(self, key: Hashable, max_age: Optional[float]) -> None:
         """Sets how stale ``key``'s value may be (None: never stale)."""
-        self._policies[key] = _max_age("max_age", max_age)
+        self._policies[key] = _seconds_or_none("max_age", max_age)
 
     def max_age_of(self, key: Hashable) -> Optional[float]:
         """The policy for ``key``: seconds, or None for never."""

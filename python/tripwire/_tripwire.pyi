@@ -21,9 +21,14 @@ __all__ = [
     "Guarded",
     "ManualClock",
     "RetryBudget",
+    "RetryPolicy",
+    "RetryRun",
     "Snapshot",
     "Ticket",
     "__version__",
+    "_exception_classes",
+    "_manual_clock",
+    "_seconds_or_none",
     "breaker_names",
     "prometheus_text",
 ]
@@ -264,8 +269,69 @@ class Backoff:
     @property
     def jitter(self) -> Literal["full", "equal", "decorrelated", "none"]: ...
 
+@final
+class RetryPolicy:
+    """The core's retry decisions for ``tripwire.retry``: validated arguments,
+    and the verdict on each failed attempt."""
+
+    def __new__(
+        cls,
+        attempts: int | None = None,
+        *,
+        base: Seconds | None = None,
+        cap: Seconds | None = None,
+        factor: float | None = None,
+        jitter: Literal["full", "equal", "decorrelated", "none"] | None = None,
+        retry_on: ExceptionClasses | list[type[BaseException]] | None = None,
+        give_up_on: ExceptionClasses | list[type[BaseException]] | None = None,
+        retry_if: Callable[[BaseException], object] | None = None,
+        retry_after: Callable[[BaseException], Seconds | None] | None = None,
+        budget: RetryBudget | None = None,
+        deadline: Seconds | None = None,
+        seed: int | None = None,
+    ) -> Self: ...
+    def run(self) -> RetryRun: ...
+    def delays(self) -> list[float]: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def base(self) -> float: ...
+    @property
+    def cap(self) -> float: ...
+    @property
+    def factor(self) -> float: ...
+    @property
+    def jitter(self) -> Literal["full", "equal", "decorrelated", "none"]: ...
+    @property
+    def deadline(self) -> float | None: ...
+    @property
+    def retry_on(self) -> tuple[type[BaseException], ...]: ...
+    @property
+    def give_up_on(self) -> tuple[type[BaseException], ...]: ...
+    @property
+    def retry_if(self) -> Callable[[BaseException], object] | None: ...
+    @property
+    def retry_after(self) -> Callable[[BaseException], Seconds | None] | None: ...
+    @property
+    def budget(self) -> RetryBudget | None: ...
+    @property
+    def seed(self) -> int | None: ...
+
+@final
+class RetryRun:
+    """One call's retry loop: ``failed(exc)`` after a failed attempt, ``start()`` after each pause."""
+
+    def start(self) -> bool: ...
+    def failed(self, exc: BaseException) -> float | None: ...
+    @property
+    def attempts(self) -> int: ...
+
 def prometheus_text() -> str:
     """Every named breaker's state and counters, Prometheus text format."""
 
 def breaker_names() -> list[str]:
     """The names of the named breakers alive now, sorted."""
+
+def _seconds_or_none(arg: str, value: object) -> float | None: ...
+def _exception_classes(arg: str, value: object) -> tuple[type[BaseException], ...]: ...
+def _manual_clock(value: object) -> ManualClock | None: ...

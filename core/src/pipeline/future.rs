@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use crate::assessment::Assessment;
-use crate::clock::Clock;
+use crate::clock::{Clock, MonotonicClock, instant_at, monotonic_at};
 use crate::pipeline::{Failed, Nesting, Pipeline, PipelineError, from_retry, judged, ok_is_success};
 use crate::retry_error::RetryError;
 use crate::retry_loop::RetryLoop;
@@ -104,8 +104,11 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             Some(b) => policy.budget(b),
             None => policy,
         };
-        let mut run = RetryLoop::new(&policy, deadline);
-        let deadline = run.deadline();
+        let clock = MonotonicClock;
+        let mut run = RetryLoop::new(&policy, &clock, deadline.map(monotonic_at));
+        // The earlier of the caller's deadline and the policy's total, for
+        // the attempts' timeouts.
+        let deadline = run.deadline().and_then(instant_at);
         // Breaker outside the retries: one admission for the whole request.
         let outer = match self.nesting {
             Nesting::BreakerOutsideRetry => self.admit().map_err(|f| f.error)?,
@@ -114,7 +117,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         let mut last = Assessment::Ignored;
         // The retry loop, written out (not a closure) so the future stays `Send`.
         let result = loop {
-            let attempts = match run.start() {
+            let attempts = match run.start(&clock) {
                 Ok(n) => n,
                 Err(e) => break Err(e),
             };
@@ -135,7 +138,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                 Ok(value) => break Ok(value),
                 Err(failed) => failed,
             };
-            match run.failed(failed) {
+            match run.failed(&policy, &clock, failed) {
                 Ok(delay) => self.timer.sleep(delay).await,
                 Err(e) => break Err(e),
             }

@@ -32,7 +32,7 @@ pub use error::PipelineError;
 
 use crate::assessment::Assessment;
 use crate::bulkhead::{Bulkhead, BulkheadPermit};
-use crate::clock::{Clock, MonotonicClock};
+use crate::clock::{Clock, MonotonicClock, monotonic_at};
 use crate::named::{NamedBreaker, NamedPermit};
 use crate::retry::{Refusal, RetryAll, RetryPolicy, Verdict};
 use crate::retry_budget::RetryBudget;
@@ -396,14 +396,15 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
             Some(b) => policy.budget(b),
             None => policy,
         };
-        let mut run = RetryLoop::new(&policy, deadline);
+        let clock = MonotonicClock;
+        let mut run = RetryLoop::new(&policy, &clock, deadline.map(monotonic_at));
         loop {
-            let n = run.start().map_err(from_retry)?;
+            let n = run.start(&clock).map_err(from_retry)?;
             let failed = match attempt(n) {
                 Ok(value) => return Ok(value),
                 Err(failed) => failed,
             };
-            let delay = run.failed(failed).map_err(from_retry)?;
+            let delay = run.failed(&policy, &clock, failed).map_err(from_retry)?;
             std::thread::sleep(delay);
         }
     }
