@@ -1,11 +1,21 @@
 //! loom models of the retry budget: concurrent withdrawals never take more
-//! tokens than the budget holds, and no deposit is lost.
+//! tokens than the budget holds, no deposit is lost, and decay happens once
+//! per tick whatever the order the clock readings land in. Run with
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire
+//! --release --target-dir target/loom --test loom_retry_budget`.
+//!
+//! Every model races for real (see `loom_support`) and fails when the
+//! ordering or check it names under "Guards" is weakened;
+//! `tests/mutants/run.sh` makes each of those weakenings and shows it.
 #![cfg(loom)]
+
+mod loom_support;
 
 use core::time::Duration;
 
 use loom::sync::Arc;
 use loom::thread;
+use loom_support::model;
 use tripwire::{FixedClock, RetryBudget, RetryBudgetConfig};
 
 const NOW: FixedClock = FixedClock(1_000_000_000);
@@ -22,9 +32,12 @@ fn budget(ratio: f64, reserve_tokens: f64) -> RetryBudget {
     )
 }
 
+/// Guards: the CAS in `RetryBudget::update` (as a plain store, two
+/// withdrawals from the same balance both take its last token), and the
+/// check in `try_withdraw` that a whole token is left.
 #[test]
 fn concurrent_withdrawals_take_at_most_the_balance() {
-    loom::model(|| {
+    model([], |_| {
         let budget = Arc::new(budget(0.0, 2.0));
         let others: Vec<_> = (0..2)
             .map(|_| {
@@ -39,9 +52,12 @@ fn concurrent_withdrawals_take_at_most_the_balance() {
     });
 }
 
+/// Guards: the retry of a failed CAS in `RetryBudget::update` (a CAS that
+/// lost the race and is taken as done loses a deposit, or grants a
+/// withdrawal without taking its token).
 #[test]
 fn deposits_racing_withdrawals_never_overdraw_or_get_lost() {
-    loom::model(|| {
+    model(["the retry got a token", "the retry was refused"], |sides| {
         // Each deposit is half a token; no reserve.
         let budget = Arc::new(budget(0.5, 0.0));
         let b = budget.clone();
@@ -54,14 +70,24 @@ fn deposits_racing_withdrawals_never_overdraw_or_get_lost() {
         let mine = budget.try_withdraw(&NOW);
         depositor.join().unwrap();
         let taken = u32::from(other.join().unwrap()) + u32::from(mine);
+        sides.saw(usize::from(taken == 0));
         assert!(taken <= 1, "one token deposited, {taken} taken");
         assert_eq!(budget.available_milli(&NOW), 1000 - 1000 * taken);
     });
 }
 
+/// Two whole tokens deposited, while one thread moves the clock on by one
+/// decay tick and withdraws: the balance decays once, by at most an eighth
+/// of what it held, and is never taken back to an older tick (which would
+/// decay it twice), nor grows.
+///
+/// Guards: the check in the word's `at` that a time older than the stamp
+/// decays nothing (without it a deposit that read the clock before the
+/// tick, landing after it, moves the stamp back and the balance decays
+/// again).
 #[test]
 fn decay_racing_deposits_and_withdrawals_only_ever_shrinks_the_balance() {
-    loom::model(|| {
+    model(["the late retry got a token", "the late retry was refused"], |sides| {
         // A whole token per deposit, no reserve: decay can only take away.
         let budget = Arc::new(budget(1.0, 0.0));
         let clock = Arc::new(tripwire::ManualClock::new(1_000_000_000));
@@ -78,8 +104,12 @@ fn decay_racing_deposits_and_withdrawals_only_ever_shrinks_the_balance() {
         });
         let mine = budget.try_withdraw(&*clock);
         depositor.join().unwrap();
-        let taken = u32::from(late.join().unwrap()) + u32::from(mine);
+        let late = late.join().unwrap();
+        sides.saw(usize::from(!late));
+        let taken = u32::from(late) + u32::from(mine);
         let left = budget.available_milli(&*clock);
-        assert!(left + 1000 * taken <= 2000, "{taken} taken and {left} left of 2000 deposited");
+        // One decay of at most 2000 milli-tokens takes at most 250 of them.
+        let kept = left + 1000 * taken;
+        assert!((1750..=2000).contains(&kept), "{taken} taken and {left} left of 2000 deposited");
     });
 }
