@@ -193,7 +193,8 @@ impl Bulkhead {
     }
 
     /// Takes a slot if one is free and says whether it did. The caller must
-    /// call [`release_raw`](Self::release_raw) exactly once for each `true`.
+    /// call [`release_raw`](Self::release_raw) exactly once for each `true`
+    /// (see there for what holds when it does not).
     #[inline]
     pub fn try_acquire_raw(&self) -> bool {
         if self.take() {
@@ -204,9 +205,38 @@ impl Bulkhead {
     }
 
     /// Frees a slot taken by [`try_acquire_raw`](Self::try_acquire_raw) and
-    /// wakes a waiting thread if there is one. Returns `false`, changing
-    /// nothing, when no call is in flight: the count never goes below zero,
-    /// whatever the caller does.
+    /// wakes a waiting thread if there is one.
+    ///
+    /// A slot has no owner: the bulkhead counts calls in flight and cannot
+    /// tell whose slot a release gives back. Whatever the caller does, it
+    /// promises:
+    /// - the count never goes below zero: a release when no call is in
+    ///   flight changes nothing and returns `false`;
+    /// - a release that returns `true` frees exactly one slot, so the
+    ///   releases that return `true` never outnumber the slots taken (by any
+    ///   acquire: raw, guarded or waiting), and the count is always their
+    ///   difference, never above `max`.
+    ///
+    /// The count is only as true as the caller's pairing. With one release
+    /// per acquire, made after it, the count is exact and every release
+    /// returns `true`. A release without an acquire of its own, made while
+    /// other calls are in flight, frees one of *their* slots: one call more
+    /// than `max` may then be admitted while they run (one more per such
+    /// release), and the release of the slot's holder later returns `false`. A `false` therefore says that
+    /// the pairing is broken somewhere, not necessarily at this call.
+    /// [`BulkheadPermit`] releases exactly once by construction.
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::Bulkhead;
+    ///
+    /// let bulkhead = Bulkhead::new(1);
+    /// assert!(!bulkhead.release_raw(), "nothing to release");
+    /// assert!(bulkhead.try_acquire_raw());
+    /// assert!(bulkhead.release_raw());
+    /// assert!(!bulkhead.release_raw(), "released once already");
+    /// assert_eq!(bulkhead.in_flight(), 0);
+    /// ```
     #[inline]
     pub fn release_raw(&self) -> bool {
         // Relaxed: only decides whether to try; the CAS re-checks.

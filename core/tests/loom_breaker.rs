@@ -1,11 +1,19 @@
 //! loom models of the breaker's CAS protocols. Run with
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire --release --test loom_breaker`.
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire --release --target-dir target/loom --test loom_breaker`.
+//!
+//! Every model races for real (see `loom_support`) and fails when the
+//! ordering or check it names under "Guards" is weakened;
+//! `tests/mutants/run.sh` makes each of those weakenings and shows it.
 #![cfg(loom)]
+
+mod loom_support;
 
 use core::time::Duration;
 
 use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
+use loom_support::{model, spin_until};
 use tripwire::{Breaker, BreakerConfig, FixedClock, ManualClock, Outcome, State};
 
 const COOL_DOWN: Duration = Duration::from_micros(1);
@@ -29,9 +37,11 @@ fn trip_and_cool(b: &Breaker, at: u64) -> u64 {
     at + COOL_DOWN.as_nanos() as u64
 }
 
+/// Guards: the CAS in `apply` (as a plain store, both failures count from
+/// the same word and neither, or both, trip).
 #[test]
 fn two_threads_tripping_at_once_exactly_one_reports_it() {
-    loom::model(|| {
+    model(["the first thread trips", "the second thread trips"], |sides| {
         let b = Arc::new(breaker(2, 1));
         let clock = FixedClock(10_000);
         let tickets = [b.try_acquire(&clock).unwrap(), b.try_acquire(&clock).unwrap()];
@@ -42,46 +52,104 @@ fn two_threads_tripping_at_once_exactly_one_reports_it() {
                 thread::spawn(move || b.record(t, Outcome::Failure, &FixedClock(10_000)))
             })
             .collect();
-        let reports: Vec<_> = handles.into_iter().filter_map(|h| h.join().unwrap()).collect();
-        assert_eq!(reports.len(), 1, "{reports:?}");
-        assert_eq!((reports[0].from, reports[0].to), (State::Closed, State::Open));
+        let reports: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let trippers: Vec<_> = (0..2).filter(|&i| reports[i].is_some()).collect();
+        assert_eq!(trippers.len(), 1, "{reports:?}");
+        sides.saw(trippers[0]);
+        let report = reports[trippers[0]].unwrap();
+        assert_eq!((report.from, report.to), (State::Closed, State::Open));
         assert_eq!(b.state(), State::Open);
         assert_eq!(b.snapshot().transitions, 1);
     });
 }
 
+/// Guards: the Release of the CAS in `apply` that trips the breaker
+/// (weakened, the observer may read the opening time's slot from before the
+/// trip, see a cool-down long gone, and admit a probe at once).
+///
+/// The observer is a thread of its own: loom never hands a thread a value
+/// it saw before it last yielded, so an observer that had seen the slot
+/// (its creator) could not be shown the stale one.
 #[test]
 fn an_observer_of_open_sees_the_time_it_opened() {
-    loom::model(|| {
+    model(["the observer looked before the trip", "the observer found it open"], |sides| {
         let b = Arc::new(breaker(1, 1));
         let at = 50_000;
         let t = b.try_acquire(&FixedClock(at)).unwrap();
-        let tripper = {
+        let observer = {
             let b = b.clone();
-            thread::spawn(move || b.record(t, Outcome::Failure, &FixedClock(at)))
+            thread::spawn(move || {
+                // A look racing the trip: still Closed, or Open with the
+                // whole cool-down left.
+                let first = b.try_acquire(&FixedClock(at));
+                if let Ok(ticket) = first {
+                    assert!(!ticket.is_probe());
+                    // Wait for the trip to show. `state` is a Relaxed load:
+                    // the look below takes its ordering from its own loads.
+                    spin_until(|| b.state() != State::Closed);
+                }
+                // Never an Open read with a stale opening time, which would
+                // admit a probe.
+                match b.try_acquire(&FixedClock(at)) {
+                    Ok(ticket) => panic!("admitted during the cool-down: {ticket:?}"),
+                    Err(r) => assert_eq!(r.retry_after, Some(COOL_DOWN)),
+                }
+                first.is_err()
+            })
         };
-        // Either still Closed, or Open with the whole cool-down left: never
-        // an Open read with a stale opening time (which would admit a probe).
-        match b.try_acquire(&FixedClock(at)) {
-            Ok(ticket) => assert!(!ticket.is_probe()),
-            Err(r) => assert_eq!(r.retry_after, Some(COOL_DOWN)),
-        }
-        assert!(tripper.join().unwrap().is_some());
+        assert!(b.record(t, Outcome::Failure, &FixedClock(at)).is_some());
+        sides.saw(usize::from(observer.join().unwrap()));
     });
 }
 
+/// Guards: the Release half of the `AcqRel` CAS in `admit_from` that enters
+/// Half-Open (weakened, a caller that finds the probe slot taken may read
+/// the entry time's slot from two generations back and take over from a
+/// probe that has only just begun). The observer is a thread of its own,
+/// as in the model above.
+#[test]
+fn an_observer_of_half_open_sees_the_time_it_began() {
+    model(["the observer looked before the probe", "the observer found the probe"], |sides| {
+        let b = Arc::new(breaker(1, 1));
+        let after = trip_and_cool(&b, 10_000);
+        let observer = {
+            let b = b.clone();
+            thread::spawn(move || {
+                // `state` is a Relaxed load: see the model above.
+                let early = b.state() == State::Open;
+                spin_until(|| b.state() == State::HalfOpen);
+                match b.try_acquire(&FixedClock(after)) {
+                    Ok(ticket) => panic!("took over from a probe that has just begun: {ticket:?}"),
+                    Err(r) => assert_eq!(r.retry_after, Some(COOL_DOWN)),
+                }
+                !early
+            })
+        };
+        let probe = b.try_acquire(&FixedClock(after)).unwrap();
+        assert_eq!(probe.transition().map(|t| (t.from, t.to)), Some((State::Open, State::HalfOpen)));
+        sides.saw(usize::from(observer.join().unwrap()));
+    });
+}
+
+/// Guards: the check for a free probe slot in `state::admit`; the CAS in
+/// `admit_from` that takes the slot (as a plain store, two callers take the
+/// same slot); and the Acquire of the word's reload in `admit_from`
+/// (weakened, a caller whose reload finds the Half-Open another one has just
+/// entered may read its entry time's slot from before, and take over).
 #[test]
 fn concurrent_probes_never_exceed_half_open_max() {
-    loom::model(|| {
+    model([], |_| {
         let b = Arc::new(breaker(1, 2));
         let after = trip_and_cool(&b, 10_000);
-        let handles: Vec<_> = (0..3)
+        // Three callers for two slots: two threads and this one.
+        let handles: Vec<_> = (0..2)
             .map(|_| {
                 let b = b.clone();
                 thread::spawn(move || b.try_acquire(&FixedClock(after)).ok())
             })
             .collect();
-        let probes: Vec<_> = handles.into_iter().filter_map(|h| h.join().unwrap()).collect();
+        let mine = b.try_acquire(&FixedClock(after)).ok();
+        let probes: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).chain([mine]).flatten().collect();
         assert_eq!(probes.len(), 2, "exactly half_open_max probes admitted");
         assert!(probes.iter().all(|t| t.is_probe() && t.generation() == probes[0].generation()));
         assert_eq!(probes.iter().filter(|t| t.transition().is_some()).count(), 1);
@@ -89,28 +157,50 @@ fn concurrent_probes_never_exceed_half_open_max() {
     });
 }
 
+/// Two probes of one generation: one succeeds and closes the breaker, the
+/// other fails. Whichever lands second comes from an older generation and
+/// must change nothing; a failure that lands after the close must not
+/// re-open it.
+///
+/// Guards: the generation check in `state::on_failure` (without it the late
+/// failure trips the freshly closed breaker again).
 #[test]
 fn a_late_failure_from_an_older_generation_never_reopens() {
-    loom::model(|| {
-        let b = Arc::new(breaker(1, 1));
-        let late = b.try_acquire(&FixedClock(10_000)).unwrap();
+    model(["the close landed first", "the re-open landed first"], |sides| {
+        let b = Arc::new(breaker(1, 2));
         let after = trip_and_cool(&b, 10_000);
-        let probe = b.try_acquire(&FixedClock(after)).unwrap();
+        let closing = b.try_acquire(&FixedClock(after)).unwrap();
+        let failing = b.try_acquire(&FixedClock(after)).unwrap();
+        assert_eq!(closing.generation(), failing.generation());
         let closer = {
             let b = b.clone();
-            thread::spawn(move || b.record(probe, Outcome::Success, &FixedClock(after)))
+            thread::spawn(move || b.record(closing, Outcome::Success, &FixedClock(after)))
         };
-        let late_report = b.record(late, Outcome::Failure, &FixedClock(after));
-        let closed = closer.join().unwrap().expect("the probe closes the breaker");
-        assert_eq!(late_report, None);
-        assert_eq!((closed.from, closed.to), (State::HalfOpen, State::Closed));
-        assert_eq!(b.state(), State::Closed);
+        let reopened = b.record(failing, Outcome::Failure, &FixedClock(after));
+        let closed = closer.join().unwrap();
+        match (closed, reopened) {
+            (Some(c), None) => {
+                sides.saw(0);
+                assert_eq!((c.from, c.to), (State::HalfOpen, State::Closed));
+                assert_eq!(b.state(), State::Closed);
+            }
+            (None, Some(o)) => {
+                sides.saw(1);
+                assert_eq!((o.from, o.to), (State::HalfOpen, State::Open));
+                assert_eq!(b.state(), State::Open);
+            }
+            other => panic!("exactly one of the close and the re-open takes effect: {other:?}"),
+        }
+        assert_eq!(b.snapshot().transitions, 3);
     });
 }
 
+/// Guards: the CAS in `admit_from` that takes over a lost probe's
+/// Half-Open (as a plain store, both callers take over), and the Acquire of
+/// the word's reload there (as in the model above).
 #[test]
 fn a_lost_probe_is_taken_over_once_after_the_cool_down() {
-    loom::model(|| {
+    model([], |_| {
         let clock = Arc::new(ManualClock::new(10_000));
         let b = Arc::new(breaker(1, 1));
         let after = trip_and_cool(&b, 10_000);
@@ -137,32 +227,57 @@ fn a_lost_probe_is_taken_over_once_after_the_cool_down() {
     });
 }
 
+/// A caller keeps asking while the only probe's outcome is recorded as
+/// Ignored: it is refused while the slot is taken and admitted, as a probe
+/// of the same generation, once the slot is freed.
+///
+/// Guards: the freeing of the slot in `state::on_ignored` (without it the
+/// caller is refused after the release has happened).
 #[test]
 fn ignored_probe_frees_its_slot_for_a_concurrent_caller() {
-    loom::model(|| {
+    model(["refused until the release", "admitted at the first try"], |sides| {
         let b = Arc::new(breaker(1, 1));
         let after = trip_and_cool(&b, 10_000);
         let probe = b.try_acquire(&FixedClock(after)).unwrap();
+        let released = Arc::new(AtomicBool::new(false));
         let releaser = {
-            let b = b.clone();
-            thread::spawn(move || b.record(probe, Outcome::Ignored, &FixedClock(after)))
+            let (b, released) = (b.clone(), released.clone());
+            thread::spawn(move || {
+                let report = b.record(probe, Outcome::Ignored, &FixedClock(after));
+                // Release: pairs with the caller's Acquire load below.
+                released.store(true, Ordering::Release);
+                report
+            })
         };
-        let second = b.try_acquire(&FixedClock(after));
+        let mut refusals = 0;
+        let second = loop {
+            // Acquire pairs with the Release store above: once it reads
+            // true, the record has happened before the attempt below.
+            let was_released = released.load(Ordering::Acquire);
+            match b.try_acquire(&FixedClock(after)) {
+                Ok(t) => break t,
+                Err(r) => {
+                    assert!(!was_released, "the ignored probe's slot is still taken after its release");
+                    assert_eq!(r.retry_after, Some(COOL_DOWN));
+                    refusals += 1;
+                    thread::yield_now();
+                }
+            }
+        };
+        sides.saw(usize::from(refusals == 0));
+        assert!(second.is_probe());
+        assert_eq!(second.generation(), probe.generation());
         assert_eq!(releaser.join().unwrap(), None);
-        // Before the release the slot is taken; after it, free. Either way
-        // no more than one probe is in flight and the breaker stays Half-Open.
-        if let Ok(t) = second {
-            assert!(t.is_probe());
-            assert_eq!(t.generation(), probe.generation());
-        }
         assert_eq!(b.state(), State::HalfOpen);
-        assert!(b.try_acquire(&FixedClock(after)).is_err() || second.is_err());
+        assert!(b.try_acquire(&FixedClock(after)).is_err(), "one slot, and the second probe holds it");
     });
 }
 
+/// Guards: the CAS in `window::bump` (as a plain store, the rotation and
+/// a count racing it lose one of the two).
 #[test]
 fn window_rotation_loses_no_count() {
-    loom::model(|| {
+    model([], |_| {
         // Two 1 ms buckets: epochs 10 and 12 share a bucket, so recording at
         // 12 rotates it while a record at 10 may still be under way.
         let b = Arc::new(Breaker::new(

@@ -1,13 +1,21 @@
 //! loom models of the awaitable bulkhead acquire: a release always wakes a
 //! waiting future (no lost wake-up), and a cancelled wait leaves no slot
 //! taken. Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test
-//! -p tripwire --release --features async --test loom_bulkhead_async`.
+//! -p tripwire --release --target-dir target/loom --features async --test
+//! loom_bulkhead_async`.
+//!
+//! Every model races for real (see `loom_support`) and fails when the
+//! ordering or check it names under "Guards" is weakened;
+//! `tests/mutants/run.sh` makes each of those weakenings and shows it.
 #![cfg(all(loom, feature = "async"))]
+
+mod loom_support;
 
 use core::time::Duration;
 
 use loom::sync::Arc;
 use loom::thread;
+use loom_support::model;
 use tripwire::{Bulkhead, Timer};
 
 /// A timer that never fires: only a release can end the wait.
@@ -20,9 +28,12 @@ impl Timer for Never {
     }
 }
 
+/// Guards: the wake-up in `release_raw`, and the future's second look at
+/// the word after it starts listening (without either, the future sleeps
+/// for good with the slot free; loom reports a deadlock).
 #[test]
 fn a_release_always_wakes_the_waiting_future() {
-    loom::model(|| {
+    model([], |_| {
         let bulkhead = Arc::new(Bulkhead::new(1));
         let held = bulkhead.try_acquire().unwrap();
         let b = bulkhead.clone();
@@ -40,9 +51,12 @@ fn a_release_always_wakes_the_waiting_future() {
 
 /// A wait given up (its future dropped after one poll) racing a release:
 /// the slot ends free whichever came first.
+///
+/// Guards: the release in `Waiting::drop` of a slot the cancelled wait took
+/// on its way out (without it the slot leaks).
 #[test]
 fn a_dropped_wait_racing_a_release_leaves_the_slot_free() {
-    loom::model(|| {
+    model(["the poll took the slot", "the wait was dropped without it"], |sides| {
         let bulkhead = Arc::new(Bulkhead::new(1));
         let held = bulkhead.try_acquire().unwrap();
         let b = bulkhead.clone();
@@ -56,7 +70,7 @@ fn a_dropped_wait_racing_a_release_leaves_the_slot_free() {
             got
         });
         drop(held);
-        let _ = waiter.join().unwrap();
+        sides.saw(usize::from(!waiter.join().unwrap()));
         assert_eq!(bulkhead.in_flight(), 0);
         // The slot can be taken again.
         assert!(bulkhead.try_acquire().is_ok());

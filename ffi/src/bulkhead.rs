@@ -75,8 +75,9 @@ pub unsafe extern "C" fn tw_bulkhead_free(bulkhead: *mut tw_bulkhead) {
 
 /// Takes a slot if one is free, without waiting: `TW_STATUS_OK` (make the
 /// call, then `tw_bulkhead_release` exactly once) or `TW_STATUS_REJECTED`
-/// (all `max` slots are taken; no message is set). Never more than `max`
-/// calls are in flight, not even for an instant.
+/// (all `max` slots are taken; no message is set). The count of calls in
+/// flight never exceeds `max`, not even for an instant; with releases paired
+/// as `tw_bulkhead_release` says, neither do the calls.
 ///
 /// `bulkhead` must not be NULL. Thread-safe.
 ///
@@ -92,9 +93,23 @@ pub unsafe extern "C" fn tw_bulkhead_try_acquire(bulkhead: *const tw_bulkhead) -
     })
 }
 
-/// Frees a slot taken by `tw_bulkhead_try_acquire`. Releasing when no call
-/// is in flight changes nothing and returns `TW_STATUS_INVALID_ARGUMENT`
-/// (a release without an acquire): the count never goes below zero.
+/// Frees a slot taken by `tw_bulkhead_try_acquire`.
+///
+/// A slot has no owner: the bulkhead counts calls in flight and cannot tell
+/// whose slot a release gives back. Whatever the caller does, the count
+/// never goes below zero: releasing when no call is in flight changes
+/// nothing and returns `TW_STATUS_INVALID_ARGUMENT`. Each `TW_STATUS_OK`
+/// frees exactly one slot, so the count is always the acquires that
+/// returned `TW_STATUS_OK` minus the releases that did.
+///
+/// The count is only as true as the caller's pairing: call this exactly once
+/// per `TW_STATUS_OK` from `tw_bulkhead_try_acquire`, after it. A release
+/// without an acquire of its own, made while other calls are in flight,
+/// frees one of *their* slots: one call more than `max` may then be admitted
+/// while they run (one more per such release), and the release of that
+/// slot's holder later returns `TW_STATUS_INVALID_ARGUMENT`. That status
+/// therefore says that the pairing is broken somewhere, not necessarily at
+/// this call.
 ///
 /// `bulkhead` must not be NULL. Thread-safe.
 ///
