@@ -23,14 +23,14 @@
 # under the C name, libtripwire.
 set -euo pipefail
 
-usage() { sed -n '/^# Usage:/,/^# *$/p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '/^# Usage:/,/^# *$/p' "$0" | sed 's/^# \{0,1\}//'; }
 prelink=0
 prefix_arg=
 while [ "$#" -gt 0 ]; do
   case $1 in
     --prelink-static) prelink=1 ;;
     -h | --help) usage; exit 0 ;;
-    -*) echo "install.sh: unknown option $1" >&2; usage; exit 2 ;;
+    -*) echo "install.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     *)
       if [ -n "$prefix_arg" ]; then
         echo "install.sh: one PREFIX only (got $prefix_arg and $1)" >&2

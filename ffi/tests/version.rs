@@ -41,6 +41,7 @@ fn header_define(header: &str, name: &str) -> u32 {
 }
 
 #[test]
+#[cfg_attr(miri, ignore)] // reads files, which miri's isolation forbids
 fn header_macros_say_the_version_in_cargo_toml() {
     let header = repo_file("include/tripwire.h");
     let macros = (
@@ -53,6 +54,7 @@ fn header_macros_say_the_version_in_cargo_toml() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore)] // reads files, which miri's isolation forbids
 fn tw_version_is_the_version_in_cargo_toml() {
     // SAFETY:
     // - `tw_version` returns a static NUL-terminated string.
