@@ -18,6 +18,25 @@
 #include <stdint.h>
 
 /**
+ * Major version of this header. With `TW_VERSION_MINOR` and
+ * `TW_VERSION_PATCH`, the version of the library the header belongs to;
+ * `tw_version()` is the version of the library a program loaded, so
+ * comparing the two catches a program running with another build than
+ * the one it was compiled against.
+ */
+#define TW_VERSION_MAJOR 0
+
+/**
+ * Minor version of this header (see `TW_VERSION_MAJOR`).
+ */
+#define TW_VERSION_MINOR 1
+
+/**
+ * Patch version of this header (see `TW_VERSION_MAJOR`).
+ */
+#define TW_VERSION_PATCH 0
+
+/**
  * What a fallible function did. Every fallible function returns one.
  *
  * The values are fixed forever: a new status gets a new number, and no
@@ -941,7 +960,9 @@ const char *tw_last_error_message(void);
 const char *tw_status_name(uint32_t status);
 
 /**
- * The library's version, e.g. `"0.1.0"`. A static string; never NULL.
+ * The library's version, e.g. `"0.1.0"` (major.minor.patch, as in
+ * `TW_VERSION_MAJOR` / `_MINOR` / `_PATCH` of the header it was built
+ * with, plus any pre-release suffix). A static string; never NULL.
  */
 const char *tw_version(void);
 

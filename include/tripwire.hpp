@@ -6,12 +6,18 @@
 //   value that records TW_OUTCOME_IGNORED when destroyed unless an outcome
 //   was recorded, so an early return or an exception never leaves a probe
 //   slot taken. No allocation, no exception on the hot path.
+// - breaker::try_acquire_at(now_ns), for callers with their own clock,
+//   returns a tripwire::permit_at instead, which records only through
+//   tw_breaker_record_at (success_at(now_ns), failure_at(now_ns)): it has
+//   no success() or failure(), so the two clocks cannot be mixed by mistake.
 // - tripwire::bulkhead (with an RAII slot), tripwire::backoff and
 //   tripwire::retry_budget wrap the other C types the same way.
 // - Errors (bad config, bad shared region) throw tripwire::error (a
-//   std::system_error carrying the tw_status and tw_last_error_message()),
-//   or, with the overloads taking a std::error_code&, set it instead.
-//   tw_status values compare with std::error_code directly.
+//   std::system_error whose what() is tw_last_error_message() and whose
+//   status() / code() is the tw_status), or, with the overloads taking a
+//   std::error_code&, set it instead. tw_status values compare with
+//   std::error_code directly; success sets the empty std::error_code{},
+//   which compares equal to TW_STATUS_OK.
 //
 // Example:
 //   tripwire::breaker b{tripwire::config{}.failure_threshold(3)};
@@ -29,6 +35,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -58,17 +65,35 @@ inline const std::error_category &status_category() noexcept {
 }  // namespace tripwire
 
 /// Found by argument-dependent lookup: `std::error_code ec = TW_STATUS_...;`.
+/// TW_STATUS_OK is the empty std::error_code{} (value 0, system category),
+/// the value every successful standard-library call leaves behind, so a
+/// success compares equal both to std::error_code{} and to TW_STATUS_OK.
+/// Every other status is in tripwire::status_category().
 inline std::error_code make_error_code(tw_status s) noexcept {
+    if (s == TW_STATUS_OK) {
+        return {};
+    }
     return {static_cast<int>(s), tripwire::status_category()};
 }
 
 namespace tripwire {
 
-/// A failed call: the status, and the library's explanation as what().
+/// A failed call: what() is the library's explanation, as
+/// tw_last_error_message() gave it (e.g. "tw_breaker_new: invalid breaker
+/// config: half_open_max = 0, expected 1 to 63"); status() and code() give
+/// the tw_status, and code().message() its name ("TW_STATUS_INVALID_CONFIG").
 class error : public std::system_error {
 public:
-    explicit error(tw_status s) : std::system_error(make_error_code(s), tw_last_error_message()) {}
+    explicit error(tw_status s) : std::system_error(make_error_code(s)), message_(tw_last_error_message()) {}
+    /// The library's message alone (std::system_error would append the
+    /// status name to it).
+    const char *what() const noexcept override { return message_.what(); }
     tw_status status() const noexcept { return static_cast<tw_status>(code().value()); }
+
+private:
+    // A std::runtime_error keeps the copy in a reference-counted string, so
+    // copying an error (as throw and catch may) never throws.
+    std::runtime_error message_;
 };
 
 namespace detail {
@@ -78,7 +103,7 @@ inline void throw_if_failed(const std::error_code &ec) {
     }
 }
 inline bool set(std::error_code &ec, tw_status s) noexcept {
-    ec = s == TW_STATUS_OK ? std::error_code{} : make_error_code(s);
+    ec = make_error_code(s);
     return s == TW_STATUS_OK;
 }
 }  // namespace detail
@@ -130,45 +155,14 @@ enum class outcome : std::uint32_t {
 
 class breaker;
 
-/// The answer of try_acquire(): admitted (true) with a ticket to record, or
-/// rejected (false) with the reason. Records TW_OUTCOME_IGNORED on
-/// destruction if admitted and not yet recorded. Move-only; never allocates.
-class permit {
-public:
-    permit(permit &&other) noexcept
-        : breaker_(std::exchange(other.breaker_, nullptr)), ticket_(other.ticket_),
-          rejection_(other.rejection_) {}
-    permit &operator=(permit &&other) noexcept {
-        if (this != &other) {
-            finish(outcome::ignored);
-            breaker_ = std::exchange(other.breaker_, nullptr);
-            ticket_ = other.ticket_;
-            rejection_ = other.rejection_;
-        }
-        return *this;
-    }
-    permit(const permit &) = delete;
-    permit &operator=(const permit &) = delete;
-    ~permit() { finish(outcome::ignored); }
+namespace detail {
 
+/// What permit and permit_at share: the breaker to record with (NULL once
+/// recorded, or if the call was refused), the ticket and the rejection.
+class permit_base {
+public:
     /// Whether the call was admitted and its outcome is still to be recorded.
     explicit operator bool() const noexcept { return breaker_ != nullptr; }
-
-    /// Records the outcome (once; later calls do nothing) and returns the
-    /// transition it caused.
-    tw_transition record(outcome o) noexcept { return finish(o); }
-    tw_transition success() noexcept { return finish(outcome::success); }
-    tw_transition failure() noexcept { return finish(outcome::failure); }
-    tw_transition ignore() noexcept { return finish(outcome::ignored); }
-    /// As record(), with the caller's own clock (see tw_breaker_record_at).
-    tw_transition record_at(outcome o, std::uint64_t now_ns) noexcept {
-        tw_transition t{};
-        if (breaker_ != nullptr) {
-            tw_breaker_record_at(std::exchange(breaker_, nullptr), now_ns, ticket_,
-                                 static_cast<std::uint32_t>(o), &t);
-        }
-        return t;
-    }
 
     /// The ticket of an admitted call.
     const tw_ticket &ticket() const noexcept { return ticket_; }
@@ -184,9 +178,57 @@ public:
             rejection_.retry_after_ns > max ? max : rejection_.retry_after_ns));
     }
 
+protected:
+    permit_base() noexcept : ticket_{}, rejection_{} {}
+    permit_base(permit_base &&other) noexcept
+        : breaker_(std::exchange(other.breaker_, nullptr)), ticket_(other.ticket_),
+          rejection_(other.rejection_) {}
+    permit_base(const permit_base &) = delete;
+    permit_base &operator=(const permit_base &) = delete;
+    permit_base &operator=(permit_base &&) = delete;
+    ~permit_base() = default;
+
+    /// Takes over `other`'s duty to record (this one has recorded already).
+    void take(permit_base &other) noexcept {
+        breaker_ = std::exchange(other.breaker_, nullptr);
+        ticket_ = other.ticket_;
+        rejection_ = other.rejection_;
+    }
+
+    const tw_breaker *breaker_ = nullptr;
+    tw_ticket ticket_;
+    tw_rejection rejection_;
+};
+
+}  // namespace detail
+
+/// The answer of breaker::try_acquire(), on the built-in clock
+/// (CLOCK_MONOTONIC): admitted (true) with a ticket to record, or rejected
+/// (false) with the reason. Records through tw_breaker_record, and
+/// TW_OUTCOME_IGNORED on destruction if admitted and not yet recorded.
+/// Move-only; never allocates.
+class permit : public detail::permit_base {
+public:
+    permit(permit &&) noexcept = default;
+    permit &operator=(permit &&other) noexcept {
+        if (this != &other) {
+            finish(outcome::ignored);
+            take(other);
+        }
+        return *this;
+    }
+    ~permit() { finish(outcome::ignored); }
+
+    /// Records the outcome (once; later calls do nothing) and returns the
+    /// transition it caused.
+    tw_transition record(outcome o) noexcept { return finish(o); }
+    tw_transition success() noexcept { return finish(outcome::success); }
+    tw_transition failure() noexcept { return finish(outcome::failure); }
+    tw_transition ignore() noexcept { return finish(outcome::ignored); }
+
 private:
     friend class breaker;
-    permit() noexcept : ticket_{}, rejection_{} {}
+    permit() noexcept = default;
 
     tw_transition finish(outcome o) noexcept {
         tw_transition t{};
@@ -198,10 +240,50 @@ private:
         }
         return t;
     }
+};
 
-    const tw_breaker *breaker_ = nullptr;
-    tw_ticket ticket_;
-    tw_rejection rejection_;
+/// The answer of breaker::try_acquire_at(now_ns), on the caller's own
+/// clock: as permit, but every outcome goes through tw_breaker_record_at
+/// with a time the caller gives (success_at, failure_at, record_at), so
+/// that a breaker fed by the caller's clock never sees CLOCK_MONOTONIC.
+/// ignore() and the destructor record TW_OUTCOME_IGNORED with the time of
+/// admission (an ignored outcome reads no time). Move-only; never allocates.
+class permit_at : public detail::permit_base {
+public:
+    permit_at(permit_at &&other) noexcept : permit_base(std::move(other)), admitted_at_(other.admitted_at_) {}
+    permit_at &operator=(permit_at &&other) noexcept {
+        if (this != &other) {
+            ignore();
+            take(other);
+            admitted_at_ = other.admitted_at_;
+        }
+        return *this;
+    }
+    ~permit_at() { ignore(); }
+
+    /// Records the outcome at `now_ns` on the caller's clock (once; later
+    /// calls do nothing) and returns the transition it caused.
+    tw_transition record_at(outcome o, std::uint64_t now_ns) noexcept {
+        tw_transition t{};
+        if (breaker_ != nullptr) {
+            // Cannot fail: the handle is live and `o` is a valid outcome.
+            tw_breaker_record_at(std::exchange(breaker_, nullptr), now_ns, ticket_,
+                                 static_cast<std::uint32_t>(o), &t);
+        }
+        return t;
+    }
+    tw_transition success_at(std::uint64_t now_ns) noexcept { return record_at(outcome::success, now_ns); }
+    tw_transition failure_at(std::uint64_t now_ns) noexcept { return record_at(outcome::failure, now_ns); }
+    tw_transition ignore() noexcept { return record_at(outcome::ignored, admitted_at_); }
+
+    /// The caller's time given to try_acquire_at().
+    std::uint64_t admitted_at() const noexcept { return admitted_at_; }
+
+private:
+    friend class breaker;
+    explicit permit_at(std::uint64_t now_ns) noexcept : admitted_at_(now_ns) {}
+
+    std::uint64_t admitted_at_;
 };
 
 /// A circuit breaker: owned (made from a config, freed on destruction) or
@@ -274,9 +356,12 @@ public:
         }
         return p;
     }
-    /// Asks to make a call at the caller's own time (see tw_breaker_try_acquire_at).
-    permit try_acquire_at(std::uint64_t now_ns) const noexcept {
-        permit p;
+    /// Asks to make a call at the caller's own time (see
+    /// tw_breaker_try_acquire_at); record its outcome with the same clock
+    /// through the permit_at. One breaker should see one clock: use either
+    /// try_acquire() or try_acquire_at() with it, not both.
+    permit_at try_acquire_at(std::uint64_t now_ns) const noexcept {
+        permit_at p{now_ns};
         if (tw_breaker_try_acquire_at(handle_, now_ns, &p.ticket_, &p.rejection_) == TW_STATUS_OK) {
             p.breaker_ = handle_;
         }
@@ -308,7 +393,7 @@ private:
     std::error_code make(const config &c) noexcept {
         tw_status s = tw_breaker_new(&c.raw(), &owned_);
         handle_ = owned_;
-        return s == TW_STATUS_OK ? std::error_code{} : make_error_code(s);
+        return make_error_code(s);
     }
     using attach_fn = tw_status (*)(void *, std::size_t, const tw_breaker **);
     static breaker shared(attach_fn f, void *mem, std::size_t len, std::error_code &ec) noexcept {

@@ -14,7 +14,9 @@
 //!
 //! # Items
 //! - Status and errors: [`tw_status`], [`tw_last_error_message`],
-//!   [`tw_status_name`], [`tw_version`].
+//!   [`tw_status_name`].
+//! - Version: [`tw_version`] (the library's), [`TW_VERSION_MAJOR`],
+//!   [`TW_VERSION_MINOR`], [`TW_VERSION_PATCH`] (the header's).
 //! - Config: [`tw_breaker_config`], [`tw_breaker_config_default`],
 //!   [`tw_breaker_config_validate`], [`tw_breaker_get_config`].
 //! - Breaker: [`tw_breaker_new`], [`tw_breaker_free`];
@@ -54,6 +56,7 @@ mod config;
 mod retry;
 mod shared;
 mod status;
+mod version;
 
 pub use breaker::{
     tw_breaker, tw_breaker_disable, tw_breaker_force_open, tw_breaker_free, tw_breaker_new,
@@ -76,4 +79,5 @@ pub use retry::{
     tw_retry_budget_try_withdraw_at,
 };
 pub use shared::{tw_breaker_attach, tw_breaker_init_in, tw_breaker_layout, tw_breaker_open_in};
-pub use status::{tw_last_error_message, tw_status, tw_status_name, tw_version};
+pub use status::{tw_last_error_message, tw_status, tw_status_name};
+pub use version::{TW_VERSION_MAJOR, TW_VERSION_MINOR, TW_VERSION_PATCH, tw_version};

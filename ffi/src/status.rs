@@ -221,13 +221,6 @@ pub extern "C" fn tw_status_name(status: u32) -> *const c_char {
     })
 }
 
-/// The library's version, e.g. `"0.1.0"`. A static string; never NULL.
-#[unsafe(no_mangle)]
-pub extern "C" fn tw_version() -> *const c_char {
-    const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
-    ffi_body!("tw_version", on_panic = VERSION.as_ptr().cast(); { VERSION.as_ptr().cast() })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,8 @@
 //! Compiles the C and C++ tests in `tests/c/` against the static library
-//! this test run built and `include/`, with `-Wall -Wextra -Werror`, once
-//! plainly and once with `-fsanitize=address,undefined`, and runs them.
+//! this test run built and `include/`, with `-Wall -Wextra -Werror
+//! -Wconversion -Wsign-conversion -Wshadow` (and `-Wold-style-cast` for
+//! C++), once plainly and once with `-fsanitize=address,undefined`, and
+//! runs them.
 //!
 //! Needs a C and a C++ compiler (`cc` and `c++`, or `$CC` and `$CXX`).
 //! Skipped under miri, which cannot run a C compiler or fork.
@@ -28,10 +30,10 @@ fn build_and_run(source: &str, cpp: bool) {
     let src = root.join("ffi/tests/c").join(source);
     let out_dir = deps.join("c-tests");
     std::fs::create_dir_all(&out_dir).unwrap();
-    let (compiler, std_flag) = if cpp {
-        (std::env::var("CXX").unwrap_or_else(|_| "c++".into()), "-std=c++17")
+    let (compiler, std_flag, lang_flags) = if cpp {
+        (std::env::var("CXX").unwrap_or_else(|_| "c++".into()), "-std=c++17", &["-Wold-style-cast"][..])
     } else {
-        (std::env::var("CC").unwrap_or_else(|_| "cc".into()), "-std=c11")
+        (std::env::var("CC").unwrap_or_else(|_| "cc".into()), "-std=c11", &[][..])
     };
     let stem = Path::new(source).file_stem().unwrap().to_str().unwrap().to_owned();
     let ext = if cpp { "_cpp" } else { "" };
@@ -41,6 +43,8 @@ fn build_and_run(source: &str, cpp: bool) {
         let exe = out_dir.join(format!("{stem}{ext}{suffix}"));
         let status = Command::new(&compiler)
             .args([std_flag, "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
+            .args(["-Wconversion", "-Wsign-conversion", "-Wshadow"])
+            .args(lang_flags)
             .args(extra)
             .arg("-I")
             .arg(root.join("include"))

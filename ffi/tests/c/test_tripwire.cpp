@@ -1,14 +1,17 @@
 // The C++ wrapper: RAII permits, move-only handles, both error styles,
-// shared breakers. Built with -std=c++17 -Wall -Wextra -Werror, plainly and
-// with -fsanitize=address,undefined, by ffi/tests/c_api.rs.
+// shared breakers, the caller's clock. Built with -std=c++17 -Wall -Wextra
+// -Werror -Wconversion -Wsign-conversion -Wold-style-cast -Wshadow, plainly
+// and with -fsanitize=address,undefined, by ffi/tests/c_api.rs.
 #include "tripwire.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 static int failures = 0;
 
@@ -25,7 +28,37 @@ using namespace std::chrono_literals;
 
 static_assert(!std::is_copy_constructible_v<tripwire::permit>, "permits are move-only");
 static_assert(std::is_nothrow_move_constructible_v<tripwire::permit>, "permits move without throwing");
+static_assert(!std::is_copy_constructible_v<tripwire::permit_at>, "permits are move-only");
+static_assert(std::is_nothrow_move_constructible_v<tripwire::permit_at>, "permits move without throwing");
+static_assert(std::is_nothrow_move_assignable_v<tripwire::permit_at>, "permits move without throwing");
 static_assert(!std::is_copy_constructible_v<tripwire::breaker>, "breakers are move-only");
+static_assert(std::is_nothrow_copy_constructible_v<tripwire::error>, "errors copy without throwing");
+
+// The two clocks cannot be mixed: a permit from try_acquire() records on
+// CLOCK_MONOTONIC only, a permit from try_acquire_at() on the caller's only.
+template <class P, class = void>
+struct records_on_system_clock : std::false_type {};
+template <class P>
+struct records_on_system_clock<P, std::void_t<decltype(std::declval<P &>().success()),
+                                              decltype(std::declval<P &>().failure()),
+                                              decltype(std::declval<P &>().record(tripwire::outcome::success))>>
+    : std::true_type {};
+template <class P, class = void>
+struct records_on_caller_clock : std::false_type {};
+template <class P>
+struct records_on_caller_clock<P, std::void_t<decltype(std::declval<P &>().success_at(std::uint64_t{1})),
+                                              decltype(std::declval<P &>().failure_at(std::uint64_t{1})),
+                                              decltype(std::declval<P &>().record_at(tripwire::outcome::success,
+                                                                                     std::uint64_t{1}))>>
+    : std::true_type {};
+static_assert(records_on_system_clock<tripwire::permit>::value && !records_on_caller_clock<tripwire::permit>::value,
+              "try_acquire() permits record on the built-in clock only");
+static_assert(records_on_caller_clock<tripwire::permit_at>::value &&
+                  !records_on_system_clock<tripwire::permit_at>::value,
+              "try_acquire_at() permits record on the caller's clock only");
+static_assert(std::is_same_v<decltype(std::declval<const tripwire::breaker &>().try_acquire_at(0)),
+                             tripwire::permit_at>,
+              "try_acquire_at() returns a permit_at");
 
 static void test_errors() {
     // Exceptions.
@@ -36,8 +69,16 @@ static void test_errors() {
         thrown = true;
         CHECK(e.status() == TW_STATUS_INVALID_CONFIG);
         CHECK(e.code() == TW_STATUS_INVALID_CONFIG);
+        CHECK(e.code().category() == tripwire::status_category());
+        // what() is the library's message itself, nothing appended; the
+        // status stays available through status() and code().
+        CHECK(std::strcmp(e.what(), tw_last_error_message()) == 0);
         CHECK(std::string(e.what()).find("half_open_max = 0, expected 1 to 63") != std::string::npos);
+        CHECK(std::string(e.what()).find("TW_STATUS") == std::string::npos);
         CHECK(e.code().message() == "TW_STATUS_INVALID_CONFIG");
+        // A copy (as a rethrow makes) keeps the message.
+        tripwire::error copy = e;
+        CHECK(std::strcmp(copy.what(), e.what()) == 0 && copy.status() == e.status());
     }
     CHECK(thrown);
 
@@ -54,10 +95,20 @@ static void test_errors() {
     std::error_code ec;
     tripwire::breaker bad{tripwire::config{}.failure_threshold(0), ec};
     CHECK(ec == TW_STATUS_INVALID_CONFIG);
+    CHECK(ec != TW_STATUS_OK);
+    CHECK(ec.message() == "TW_STATUS_INVALID_CONFIG");
     CHECK(!bad);
+    // A success overwrites the earlier failure, and compares equal to
+    // TW_STATUS_OK as well as to the empty error_code.
     tripwire::breaker good{tripwire::config{}, ec};
     CHECK(!ec);
+    CHECK(ec == TW_STATUS_OK);
+    CHECK(ec == std::error_code{});
+    CHECK(ec != TW_STATUS_INVALID_CONFIG);
     CHECK(good);
+    std::error_code ok = TW_STATUS_OK;
+    CHECK(!ok && ok == std::error_code{});
+    tripwire::config{}.validate();  // a valid config throws nothing
     tripwire::breaker windowed{tripwire::config{}.failure_threshold(0).failure_rate(0.5).min_calls(2).window(4, 1s), ec};
     CHECK(!ec);
     CHECK(windowed.current_config().raw().min_calls == 2);
@@ -77,17 +128,18 @@ static void test_permits() {
     {
         auto p = b.try_acquire_at(10);
         CHECK(!p.is_probe());
-        tw_transition t = p.failure();
+        CHECK(p.admitted_at() == 10);
+        tw_transition t = p.failure_at(15);
         CHECK(!t.changed);
         CHECK(!p);
-        CHECK(!p.success().changed);
+        CHECK(!p.success_at(16).changed);
     }
     CHECK(b.snapshot().ignored == 1 && b.snapshot().failures == 1 && b.snapshot().successes == 0);
 
     // Moving hands the duty over: only the last owner records.
     {
         auto p = b.try_acquire_at(10);
-        tripwire::permit q = std::move(p);
+        tripwire::permit_at q = std::move(p);
         CHECK(!p && q);
         tw_transition t = q.record_at(tripwire::outcome::failure, 20);
         CHECK(t.changed && t.from == TW_STATE_CLOSED && t.to == TW_STATE_OPEN);
@@ -110,10 +162,26 @@ static void test_permits() {
         CHECK(other && other.is_probe());
         other = std::move(probe);
         CHECK(b.snapshot().ignored == 2);
-        tw_transition t = other.success();
+        tw_transition t = other.success_at(2100);
         CHECK(t.changed && t.from == TW_STATE_HALF_OPEN && t.to == TW_STATE_CLOSED);
     }
     CHECK(b.state() == TW_STATE_CLOSED);
+
+    // The same with permits on the built-in clock.
+    {
+        tripwire::breaker m{tripwire::config{}.failure_threshold(2)};
+        { auto p = m.try_acquire(); CHECK(p); }
+        CHECK(m.snapshot().ignored == 1);
+        auto p = m.try_acquire();
+        tripwire::permit q = std::move(p);
+        CHECK(!p && q);
+        CHECK(!q.failure().changed && !q);
+        auto r = m.try_acquire();
+        auto s = m.try_acquire();
+        s = std::move(r);  // the permit s held is ignored
+        CHECK(m.snapshot().ignored == 2);
+        CHECK(s.record(tripwire::outcome::failure).to == TW_STATE_OPEN);
+    }
 
     // Manual modes.
     CHECK(b.force_open().to == TW_STATE_FORCED_OPEN);
@@ -133,6 +201,49 @@ static void test_permits() {
     CHECK(moved.try_acquire().success().to == TW_STATE_CLOSED);
 }
 
+// A permit from try_acquire_at() records at the caller's time: the cool-down
+// counts from the caller's trip time, slow calls are timed on the caller's
+// clock. The times are far from CLOCK_MONOTONIC's (2^62 ns, ~146 years), so
+// a record that read CLOCK_MONOTONIC instead would be seen at once.
+static void test_caller_clock() {
+    constexpr std::uint64_t t0 = std::uint64_t{1} << 62;
+    constexpr std::uint64_t ms = 1000000;
+    tripwire::breaker b{tripwire::config{}.failure_threshold(1).open_timeout(1ms)};
+    {
+        auto p = b.try_acquire_at(t0);
+        CHECK(p);
+        tw_transition t = p.failure_at(t0 + 10);  // trips at t0 + 10 on the caller's clock
+        CHECK(t.changed && t.to == TW_STATE_OPEN);
+    }
+    {
+        auto early = b.try_acquire_at(t0 + 20);
+        CHECK(!early);
+        CHECK(early.retry_after() == 1ms - 10ns);
+    }
+    {
+        auto probe = b.try_acquire_at(t0 + 10 + ms);
+        CHECK(probe && probe.is_probe());
+        CHECK(probe.success_at(t0 + 2 * ms).to == TW_STATE_CLOSED);
+    }
+
+    tripwire::breaker timed{tripwire::config{}.slow_call(1ms)};
+    {
+        auto p = timed.try_acquire_at(t0);
+        p.success_at(t0 + 2 * ms);  // 2 ms on the caller's clock: slow
+    }
+    CHECK(timed.snapshot().slow == 1);
+    {
+        auto p = timed.try_acquire_at(t0);
+        p.success_at(t0 + ms / 2);  // 0.5 ms: not slow
+    }
+    CHECK(timed.snapshot().slow == 1 && timed.snapshot().successes == 2);
+    {
+        auto p = timed.try_acquire_at(t0);
+        CHECK(p.ignore().changed == false && !p);
+    }
+    CHECK(timed.snapshot().ignored == 1);
+}
+
 static void test_shared() {
     auto [size, align] = tripwire::breaker::layout();
     void *mem = ::operator new(size, std::align_val_t(align));
@@ -140,6 +251,7 @@ static void test_shared() {
 
     std::error_code ec;
     auto none = tripwire::breaker::attach(mem, size, ec);
+    CHECK(ec != TW_STATUS_OK);
     CHECK(ec == TW_STATUS_REGION_UNINITIALISED && !none);
     bool thrown = false;
     try {
@@ -156,6 +268,8 @@ static void test_shared() {
         auto c = tripwire::breaker::open_in(mem, size, tripwire::config{}.failure_threshold(1));
         auto d = tripwire::breaker::open_in(mem, size, tripwire::config{}, ec);
         CHECK(ec == TW_STATUS_REGION_CONFIG_MISMATCH && !d);
+        auto e = tripwire::breaker::attach(mem, size, ec);
+        CHECK(ec == TW_STATUS_OK && e);
         CHECK(a.try_acquire().failure().to == TW_STATE_OPEN);
         CHECK(b.state() == TW_STATE_OPEN && c.state() == TW_STATE_OPEN);
     }  // Shared handles free nothing: the region is still intact.
@@ -204,6 +318,7 @@ static void test_bulkhead_backoff_budget() {
 int main() {
     test_errors();
     test_permits();
+    test_caller_clock();
     test_shared();
     test_bulkhead_backoff_budget();
     if (failures != 0) {
