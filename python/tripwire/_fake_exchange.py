@@ -21,7 +21,8 @@ Binance's maintenance message: ccxt raises ``OnMaintenance``);
 ``UNAVAILABLE`` (a bare 503: ``ExchangeNotAvailable``); ``HANG`` (the
 connection is accepted and never answered); ``RATE_LIMITED`` (429) and
 ``BANNED`` (418), both with ``Retry-After: retry_after``. ``script``, if
-given, picks the mode of each request instead (the demo's timeline).
+given, picks the mode of each request instead (the demo's timeline): a
+mode, or a mode and the ``Retry-After`` to send with it.
 
 The server runs on a thread with its own event loop, so a blocking client
 (ccxt's sync classes) and an asyncio one can both call it. ``stop()``
@@ -39,7 +40,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 HEALTHY = "healthy"
@@ -122,8 +123,9 @@ class FakeExchange:
     """A Binance-shaped exchange on 127.0.0.1; see the module's doc.
 
     ``latency``: seconds before each answer. ``retry_after``: the
-    ``Retry-After`` of a 429 or 418 (seconds; sent as given). ``script``:
-    picks the mode of each request (overrides ``mode``).
+    ``Retry-After`` of a 429 or 418 (seconds; whole ones are sent as an
+    integer, as servers do). ``script``: picks the mode of each request
+    (overrides ``mode``), optionally with its ``Retry-After``.
     """
 
     api_key = "tripwire-fake-key"
@@ -134,14 +136,14 @@ class FakeExchange:
         *,
         latency: float = 0.0,
         retry_after: float = 1.0,
-        script: Optional[Callable[[Request], str]] = None,
+        script: Optional[Callable[[Request], Union[str, Tuple[str, float]]]] = None,
     ) -> None:
         if not latency >= 0:
             raise ValueError(f"latency must be >= 0 seconds, got {latency!r}")
         self.latency = latency
         self.retry_after = retry_after
         self.script = script
-        self.mode = HEALTHY
+        self._mode = HEALTHY
         #: Every request read, in order (appended on the server's thread).
         self.requests: List[Request] = []
         #: The orders placed, as the exchange stored them.
@@ -163,6 +165,17 @@ class FakeExchange:
         ready.wait()
 
     # -- what a test or the demo uses ----------------------------------------
+
+    @property
+    def mode(self) -> str:
+        """How every endpoint answers now (one of ``MODES``)."""
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
+        self._mode = mode
 
     @property
     def url(self) -> str:
@@ -305,13 +318,13 @@ class FakeExchange:
                        headers.get("x-client", ""), parts.query)
 
     async def _respond(self, request: Request) -> Optional[Response]:
-        mode = self.script(request) if self.script is not None else self.mode
+        decided = self.script(request) if self.script is not None else self.mode
+        mode, wait = decided if isinstance(decided, tuple) else (decided, self.retry_after)
         if mode == HANG:
             await self._pause(LONGEST_HANG)
             return None
         if await self._pause(self.latency):
             return None
-        wait = self.retry_after
         after = (("Retry-After", str(int(wait)) if float(wait).is_integer() else f"{wait:g}"),)
         if mode == MAINTENANCE:
             return Response(503, MAINTENANCE_BODY)
