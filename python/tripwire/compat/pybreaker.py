@@ -293,6 +293,10 @@ def _count(arg: str, value: object) -> int:
     return value
 
 
+def _rejection(e: CircuitOpenError) -> CircuitBreakerError:
+    return CircuitBreakerError(_TRIALS_BUSY if e.state == "half_open" else _REJECTED)
+
+
 class _Pending(threading.local):
     """The tripwire breaker's transitions that this thread's last call
     caused, kept until pybreaker's order says they are due."""
@@ -324,9 +328,9 @@ class CircuitBreaker:
         if isinstance(state_storage, CircuitRedisStorage) or getattr(state_storage, "name", None) == "redis":
             raise NotImplementedError(_NO_REDIS)
         storage = state_storage if state_storage is not None else CircuitMemoryStorage(STATE_CLOSED)
-        initial = storage.state
-        if initial not in _STATES:
-            raise ValueError(f"Unknown state {initial!r}, valid states: {', '.join(_STATES)}")
+        initial = next((s for s in _STATES if s == storage.state), None)
+        if initial is None:
+            raise ValueError(f"Unknown state {storage.state!r}, valid states: {', '.join(_STATES)}")
         self._state_storage = storage
         self._fail_max = _count("fail_max", fail_max)
         self._reset_timeout = reset_timeout
@@ -575,48 +579,54 @@ class CircuitBreaker:
                 return False
         return True
 
-    def _admit(self, func: Callable[..., Any], args: Any, kwargs: Any) -> Tuple[Breaker, Ticket]:
+    def _admit(self, func: Callable[..., Any], args: Any, kwargs: Any) -> Tuple[Breaker, Ticket, str]:
+        """A ticket for a call, the breaker that issued it, and the state
+        the call was let through in; or ``CircuitBreakerError``."""
         b = self.breaker
+        state = self._state.name
         try:
             ticket = b._acquire()
         except CircuitOpenError as e:
-            self._flush()
-            raise CircuitBreakerError(_TRIALS_BUSY if e.state == "half_open" else _REJECTED) from e
-        try:
-            if self._pending.events:
-                self._flush()  # open -> half-open, before the trial's before_call
-            for listener in self._listeners:
-                listener.before_call(self, func, *args, **kwargs)
-        except BaseException:
-            b._record(ticket, "ignored")
-            raise
-        return b, ticket
+            raise _rejection(e) from e
+        if state != STATE_CLOSED or self._listeners:
+            try:
+                if self._pending.events:
+                    self._flush()  # open -> half-open, before the trial's before_call
+                for listener in self._listeners:
+                    listener.before_call(self, func, *args, **kwargs)
+            except BaseException:
+                b._record(ticket, "ignored")
+                raise
+            state = self._state.name
+        return b, ticket, state
 
-    def _succeeded(self, b: Breaker, ticket: Ticket) -> None:
-        was_trial = self._state.name == STATE_HALF_OPEN
+    def _succeeded(self, b: Breaker, ticket: Ticket, state: str) -> None:
+        """Records a success of a call let through in ``state``."""
         b._record(ticket, "success")
         storage = self._state_storage
         storage.reset_counter()
-        if self._half_open:
-            storage.increment_success_counter()
-            if storage.success_counter >= self._success_threshold:
-                self._half_open = False
-                self._enter(STATE_HALF_OPEN, STATE_CLOSED)
-        elif self._pending.events:
-            self._flush()  # half-open -> closed, before the success listeners
-        elif was_trial:
-            storage.increment_success_counter()
+        if state != STATE_CLOSED:
+            if self._half_open:
+                storage.increment_success_counter()
+                if storage.success_counter >= self._success_threshold:
+                    self._half_open = False
+                    self._enter(STATE_HALF_OPEN, STATE_CLOSED)
+            elif self._pending.events:
+                self._flush()  # half-open -> closed, before the success listeners
+            elif state == STATE_HALF_OPEN:
+                storage.increment_success_counter()
         for listener in self._listeners:
             listener.success(self)
 
-    def _failed(self, b: Breaker, ticket: Ticket, exc: BaseException) -> None:
-        """Records how a call that raised ``exc`` ended; raises
-        ``CircuitBreakerError`` if this failure opened the breaker."""
+    def _failed(self, b: Breaker, ticket: Ticket, state: str, exc: BaseException) -> None:
+        """Records how a call let through in ``state`` that raised ``exc``
+        ended; raises ``CircuitBreakerError`` if this failure opened the
+        breaker."""
         if not isinstance(exc, Exception):
             b._record(ticket, "ignored")
             return
         if not self.is_system_error(exc):
-            self._succeeded(b, ticket)
+            self._succeeded(b, ticket, state)
             return
         b._record(ticket, "failure")
         trial = self._half_open
@@ -638,49 +648,64 @@ class CircuitBreaker:
     def call(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Calls ``func(*args, **kwargs)`` under the breaker. A generator it
         returns is guarded until it ends."""
-        b, ticket = self._admit(func, args, kwargs)
+        b = self.breaker
+        state = self._state.name
+        if state == STATE_CLOSED and not self._listeners:
+            # The common case, inline: no listener to tell.
+            try:
+                ticket = b._acquire()
+            except CircuitOpenError as e:
+                raise _rejection(e) from e
+        else:
+            b, ticket, state = self._admit(func, args, kwargs)
         try:
             result = func(*args, **kwargs)
         except BaseException as exc:
-            self._failed(b, ticket, exc)
+            self._failed(b, ticket, state, exc)
             raise
-        if isinstance(result, types.GeneratorType):
-            return self._generator(b, ticket, result)  # type: ignore[return-value]
-        self._succeeded(b, ticket)
+        if type(result) is types.GeneratorType:
+            return self._generator(b, ticket, state, result)  # type: ignore[return-value]
+        if state == STATE_CLOSED and not self._listeners:
+            b._record(ticket, "success")
+            self._state_storage.reset_counter()
+        else:
+            self._succeeded(b, ticket, state)
         return result
 
-    def _generator(self, b: Breaker, ticket: Ticket, gen: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+    def _generator(
+        self, b: Breaker, ticket: Ticket, state: str, gen: Generator[Any, Any, Any]
+    ) -> Generator[Any, Any, Any]:
         """``gen``, with its end recorded: exhausted, a success; an
         exception raised while iterating, a failure."""
         try:
             result = yield from gen
         except BaseException as exc:
-            self._failed(b, ticket, exc)
+            self._failed(b, ticket, state, exc)
             raise
-        self._succeeded(b, ticket)
+        self._succeeded(b, ticket, state)
         return result
 
     async def call_async(self, func: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         """Awaits ``func(*args, **kwargs)`` under the breaker (asyncio)."""
-        b, ticket = self._admit(func, args, kwargs)
+        b, ticket, state = self._admit(func, args, kwargs)
         try:
             result = await func(*args, **kwargs)
         except BaseException as exc:
-            self._failed(b, ticket, exc)
+            self._failed(b, ticket, state, exc)
             raise
-        self._succeeded(b, ticket)
+        self._succeeded(b, ticket, state)
         return result
 
     @contextlib.contextmanager
     def calling(self) -> Iterator[None]:
         """``with breaker.calling(): ...`` guards the block."""
-        b, ticket = self._admit(self.calling, (), {})
+        b, ticket, state = self._admit(self.calling, (), {})
         try:
             yield
         except BaseException as exc:
-            self._failed(b, ticket, exc)
+            self._failed(b, ticket, state, exc)
             raise
-        self._succeeded(b, ticket)
+        self._succeeded(b, ticket, state)
 
     def __call__(self, *call_args: Any, **call_kwargs: Any) -> Callable[..., Any]:
         """Decorates a plain, generator or ``async def`` function: ``@cb``,
