@@ -403,3 +403,38 @@ def test_bad_arguments_are_clear_errors(fake: fx.FakeExchange) -> None:
         guard(exchange, breaker={"failure_threshold": -1})
     with pytest.raises(TypeError):
         guard(exchange, colour="red")
+
+
+def test_the_seed_example_in_seven_lines(fake: fx.FakeExchange) -> None:
+    # The README's example (python/README.md, "ccxt"), line for line, but
+    # for `fake.point`: an order book served stale with its age when the
+    # exchange is down, a balance never, retry and a breaker around both.
+    async def main() -> None:
+        import ccxt.async_support as ccxt  # noqa: F811 - the example's own import
+        from tripwire.ccxt import guard as guard_
+
+        binance = guard_(fake.point(ccxt.binance({"apiKey": fake.api_key, "secret": fake.secret, "timeout": 2000})))
+
+        async def order_book(pair: str) -> tripwire.Cached:
+            return await binance.stale.fetch_order_book(pair)
+
+        async def balance() -> Any:
+            return await binance.fetch_balance()
+
+        try:
+            assert (await order_book("BTC/USDT")).stale is False
+            assert (await balance())["USDT"]["free"] == 1250.0
+            fake.mode = fx.MAINTENANCE
+            for _ in range(3):
+                book = await order_book("BTC/USDT")
+                assert book.stale and book.age > 0 and book.value["bids"]
+                with pytest.raises(ccxt.NetworkError):
+                    await balance()
+            assert binance.breaker.state == "open"
+            before = fake.hits()
+            assert (await order_book("BTC/USDT")).stale
+            assert fake.hits() == before, "refused without a call"
+        finally:
+            await binance.exchange.close()
+
+    asyncio.run(main())

@@ -505,8 +505,9 @@ def test_bad_arguments_are_clear_errors() -> None:
     for kwargs in ({"fail_max": -1}, {"fail_max": 2.5}, {"success_threshold": -1}, {"fail_max": True}):
         with pytest.raises(ValueError):
             ours.CircuitBreaker(**kwargs)  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
-        ours.CircuitBreaker(reset_timeout=-1)
+    for timeout in (-1, 8 * 86400):
+        with pytest.raises(ValueError):
+            ours.CircuitBreaker(reset_timeout=timeout)
     with pytest.raises(ValueError, match="Unknown state"):
         ours.CircuitBreaker(state_storage=ours.CircuitMemoryStorage("ajar"))
     cb = ours.CircuitBreaker()

@@ -55,6 +55,10 @@ Where tripwire deliberately differs (see also python/README.md):
 - Changing ``fail_max``, ``reset_timeout``, ``success_threshold`` or
   ``name`` rebuilds the tripwire breaker: an open breaker starts its
   cool-down again, and calls in flight at that moment are not counted.
+  ``fail_max`` or ``success_threshold`` below 0 and ``reset_timeout``
+  below 0 or above 7 days are a ``ValueError``.
+- ``open()`` and a failed manual trial open the tripwire breaker by
+  recording ``fail_max`` failures, which its metrics count.
 - ``CircuitBreakerError`` derives from ``tripwire.TripwireError``; the
   failure that tripped the breaker is its ``__cause__`` (pybreaker: its
   ``__context__``); a rejection's ``__cause__`` is tripwire's
@@ -663,7 +667,7 @@ class CircuitBreaker:
         except BaseException as exc:
             self._failed(b, ticket, state, exc)
             raise
-        if type(result) is types.GeneratorType:
+        if isinstance(result, types.GeneratorType):
             return self._generator(b, ticket, state, result)  # type: ignore[return-value]
         if state == STATE_CLOSED and not self._listeners:
             b._record(ticket, "success")
