@@ -14,7 +14,9 @@
 //! - [`registry`]: named breakers and their Prometheus export (the core's
 //!   writer, so the families are a Rust `Registry`'s).
 //! - [`shared`]: breakers in a memory-mapped file (`Breaker.shared`).
-//! - [`bulkhead::Bulkhead`]: a cap on calls in flight.
+//! - [`bulkhead::Bulkhead`]: a cap on calls in flight;
+//!   [`bulkhead_wait::BulkheadWait`]: a coroutine's wait for a slot, woken
+//!   by a release.
 //! - [`budget::RetryBudget`], [`backoff::Backoff`]: the core's retry budget
 //!   and backoff; [`retry::RetryPolicy`] and [`retry::RetryRun`]: the
 //!   core's retry loop, whose decisions `tripwire.retry`
@@ -31,6 +33,7 @@ mod backoff;
 mod breaker;
 mod budget;
 mod bulkhead;
+mod bulkhead_wait;
 mod classify;
 mod clock;
 mod config;
@@ -56,6 +59,7 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::Snapshot>()?;
     m.add_class::<breaker::Ticket>()?;
     m.add_class::<bulkhead::Bulkhead>()?;
+    m.add_class::<bulkhead_wait::BulkheadWait>()?;
     m.add_class::<budget::RetryBudget>()?;
     m.add_class::<backoff::Backoff>()?;
     m.add_class::<retry::RetryPolicy>()?;
@@ -86,6 +90,7 @@ mod tests {
             ("Ticket", align_of::<breaker::Ticket>()),
             ("RetryBudget", align_of::<budget::RetryBudget>()),
             ("Bulkhead", align_of::<bulkhead::Bulkhead>()),
+            ("BulkheadWait", align_of::<bulkhead_wait::BulkheadWait>()),
             ("ManualClock", align_of::<clock::ManualClock>()),
             ("Guarded", align_of::<guarded::Guarded>()),
             ("RetryPolicy", align_of::<retry::RetryPolicy>()),

@@ -68,31 +68,34 @@ def ready(value: Any) -> _Ready:
 
 # -- bulkheads ---------------------------------------------------------------
 
-#: The first and the longest pause between two looks at a full bulkhead.
-_FIRST_PAUSE = 0.0001
-_LONGEST_PAUSE = 0.005
-
 
 async def _bulkhead_take(bulkhead: Any) -> None:
     """Takes a slot, waiting up to ``bulkhead.max_wait`` without blocking
-    the event loop; raises ``BulkheadFullError`` if none frees in time."""
-    if bulkhead.try_acquire():
-        return
+    the event loop; raises ``BulkheadFullError`` if none frees in time.
+
+    The wait is the core's: a release wakes it (through the loop's
+    ``call_soon_threadsafe``), the deadline is the loop's ``call_later``,
+    and only a wait that ends without a slot counts as a refusal."""
     max_wait = bulkhead.max_wait
     if max_wait is None:
+        if bulkhead.try_acquire():
+            return
         raise bulkhead._full()
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + max_wait
-    pause = _FIRST_PAUSE
-    while True:
-        left = deadline - loop.time()
-        if left <= 0:
-            raise bulkhead._full()
-        await asyncio.sleep(min(pause, left))
-        # Look before taking: a refused take counts as a rejection.
-        if bulkhead.available and bulkhead.try_acquire():
-            return
-        pause = min(pause * 2, _LONGEST_PAUSE)
+    wait = bulkhead._wait(loop)
+    if wait is None:
+        return
+    expiry = loop.call_later(max_wait, wait.expire)
+    try:
+        took = await wait.future
+    except BaseException:
+        # Cancelled: leave the wait, giving back a slot it took for us.
+        wait.cancel()
+        raise
+    finally:
+        expiry.cancel()
+    if not took:
+        raise bulkhead._full()
 
 
 async def bulkhead_enter(bulkhead: Any) -> Any:

@@ -1,5 +1,7 @@
 """Stubs of the Rust extension ``tripwire._tripwire``."""
 
+import asyncio
+
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from os import PathLike
 from types import TracebackType
@@ -18,6 +20,7 @@ __all__ = [
     "Backoff",
     "Breaker",
     "Bulkhead",
+    "BulkheadWait",
     "Guarded",
     "ManualClock",
     "RetryBudget",
@@ -37,9 +40,9 @@ __all__ = [
 class ManualClock:
     """A clock that only moves when told to: pass it as ``clock=`` to a Breaker."""
 
-    def __new__(cls, start: float = 0.0) -> Self: ...
-    def advance(self, seconds: float) -> None: ...
-    def set(self, seconds: float) -> None: ...
+    def __new__(cls, start: Seconds | None = None) -> Self: ...
+    def advance(self, seconds: Seconds) -> None: ...
+    def set(self, seconds: Seconds) -> None: ...
     def now(self) -> float: ...
 
 @final
@@ -162,7 +165,13 @@ class Breaker:
     def snapshot(self) -> Snapshot: ...
     def force_open(self) -> None: ...
     def disable(self) -> None: ...
-    def reset(self) -> None: ...
+    def reset(self) -> None:
+        """Closes the breaker (the core's reset): consecutive failures, the
+        window and a grown cool-down start afresh, and outcomes of calls
+        admitted before are ignored. A transition like any other: listeners
+        hear it, ``closed -> closed`` included, and ``transitions`` counts
+        it; the other counters are totals since the breaker was made and
+        are kept."""
     def call(self, func: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
     def call_async(
         self, func: Callable[_P, Awaitable[_R]], /, *args: _P.args, **kwargs: _P.kwargs
@@ -218,6 +227,16 @@ class Bulkhead:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> Awaitable[bool]: ...
     def _full(self) -> BaseException: ...
+    def _wait(self, event_loop: asyncio.AbstractEventLoop, /) -> BulkheadWait | None: ...
+
+@final
+class BulkheadWait:
+    """A coroutine's wait for a bulkhead slot, woken by a release."""
+
+    @property
+    def future(self) -> asyncio.Future[bool]: ...
+    def expire(self) -> None: ...
+    def cancel(self) -> None: ...
 
 @final
 class RetryBudget:
