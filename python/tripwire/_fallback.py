@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import time
+from collections.abc import Mapping
 from typing import Any, Awaitable, Callable, Dict, Hashable, NamedTuple, Optional, Tuple, TypeVar
 
 from ._tripwire import ManualClock, _exception_classes, _manual_clock, _seconds_or_none
@@ -54,6 +55,8 @@ class StaleCache:
         clock: Optional[ManualClock] = None,
     ) -> None:
         self.max_age = _seconds_or_none("max_age", max_age)
+        if policies is not None and not isinstance(policies, Mapping):
+            raise TypeError(f"policies must be a dict of key -> max_age (seconds or None), got {type(policies).__name__}")
         self._policies = {k: _seconds_or_none(f"policies[{k!r}]", v) for k, v in (policies or {}).items()}
         self.fallback_on = _exception_classes("fallback_on", fallback_on)
         manual = _manual_clock(clock)
