@@ -538,8 +538,13 @@ impl Breaker {
         Self::manual(slf, t);
     }
 
-    /// Closes the breaker with fresh counts; outcomes of calls admitted
-    /// before the reset no longer affect it.
+    /// Closes the breaker: the core's reset. The trip conditions start
+    /// afresh (consecutive failures, the rolling window, a grown cool-down)
+    /// and outcomes of calls admitted before no longer affect it. It is a
+    /// transition like any other, a new generation, so listeners hear it
+    /// (`closed -> closed` too) and `snapshot().transitions` counts it; the
+    /// snapshot's other counters are totals since the breaker was made
+    /// (what Prometheus exports) and are kept.
     fn reset(slf: &Bound<'_, Self>) {
         let t = slf.get().core().reset();
         Self::manual(slf, t);
