@@ -49,7 +49,7 @@ pub struct Breaker {
     listeners: Vec<Py<PyAny>>,
     /// `str` or `None`.
     name: Py<PyAny>,
-    /// The tickets of the `with breaker:` blocks open in each context.
+    /// The tickets of the `with breaker:` blocks open in each thread or task.
     with_stack: WithStack,
 }
 
