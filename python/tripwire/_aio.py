@@ -10,39 +10,117 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import sys
 from typing import Any, Awaitable, Callable, TypeVar
 
 T = TypeVar("T")
 
 
-async def call_async(breaker: Any, func: Callable[..., Awaitable[T]], args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> T:
-    """Awaits ``func(*args, **kwargs)`` under ``breaker``."""
+if sys.version_info >= (3, 11):
+    _timeout = asyncio.timeout
+else:  # pragma: no cover - Python 3.9 and 3.10
+
+    class _timeout:
+        """``asyncio.timeout`` for Python < 3.11: cancels the task when the
+        time is up and turns that cancellation into ``asyncio.TimeoutError``.
+        (Without ``Task.uncancel``, a cancellation from outside in the same
+        instant is taken for the timeout.)"""
+
+        def __init__(self, delay: float) -> None:
+            self._delay = delay
+            self._expired = False
+
+        def expired(self) -> bool:
+            return self._expired
+
+        def _fire(self, task: asyncio.Task[Any]) -> None:
+            self._expired = True
+            task.cancel()
+
+        async def __aenter__(self) -> _timeout:
+            task = asyncio.current_task()
+            assert task is not None
+            self._handle = asyncio.get_running_loop().call_later(self._delay, self._fire, task)
+            return self
+
+        async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+            self._handle.cancel()
+            if self._expired and exc_type is asyncio.CancelledError:
+                raise asyncio.TimeoutError from exc
+
+
+async def call_async(
+    breaker: Any,
+    func: Callable[..., Awaitable[T]],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None,
+) -> T:
+    """Awaits ``func(*args, **kwargs)`` under ``breaker``, within its
+    timeout if it has one."""
+    timeout = breaker.timeout
     ticket = breaker._acquire()
-    try:
-        result = await func(*args, **(kwargs or {}))
-    except BaseException as exc:
-        breaker._record_error(ticket, exc)
-        raise
+    if timeout is None:
+        try:
+            result = await func(*args, **(kwargs or {}))
+        except BaseException as exc:
+            breaker._record_error(ticket, exc)
+            raise
+    else:
+        scope = _timeout(timeout)
+        try:
+            async with scope:
+                result = await func(*args, **(kwargs or {}))
+        except BaseException as exc:
+            _record_within(breaker, ticket, scope, exc)
+            raise
     breaker._record_result(ticket, result)
     return result
 
 
+def _record_within(breaker: Any, ticket: Any, scope: Any, exc: BaseException) -> None:
+    """Records a call that raised ``exc`` inside the breaker's timeout: a
+    failure, whatever ``failure_on`` says, if the timeout cut it short."""
+    if scope.expired():
+        breaker._record(ticket, "failure")
+    else:
+        breaker._record_error(ticket, exc)
+
+
 def wrap(breaker: Any, func: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
-    """``func`` (an ``async def`` function) guarded by ``breaker``."""
+    """``func`` (an ``async def`` function) guarded by ``breaker``, within
+    its timeout if it has one."""
     acquire = breaker._acquire
     record_error = breaker._record_error
     record_result = breaker._record_result
+    timeout = breaker.timeout
 
-    @functools.wraps(func)
-    async def guarded(*args: Any, **kwargs: Any) -> T:
-        ticket = acquire()
-        try:
-            result = await func(*args, **kwargs)
-        except BaseException as exc:
-            record_error(ticket, exc)
-            raise
-        record_result(ticket, result)
-        return result
+    if timeout is None:
+
+        @functools.wraps(func)
+        async def guarded(*args: Any, **kwargs: Any) -> T:
+            ticket = acquire()
+            try:
+                result = await func(*args, **kwargs)
+            except BaseException as exc:
+                record_error(ticket, exc)
+                raise
+            record_result(ticket, result)
+            return result
+
+    else:
+
+        @functools.wraps(func)
+        async def guarded(*args: Any, **kwargs: Any) -> T:
+            ticket = acquire()
+            scope = _timeout(timeout)
+            try:
+                async with scope:
+                    result = await func(*args, **kwargs)
+            except BaseException as exc:
+                _record_within(breaker, ticket, scope, exc)
+                raise
+            record_result(ticket, result)
+            return result
 
     guarded.breaker = breaker  # type: ignore[attr-defined]
     return guarded

@@ -84,7 +84,18 @@ class Guarded(Generic[_P, _R]):
 
 @final
 class Breaker:
-    """A circuit breaker: a decorator, a context manager, or ``call``."""
+    """A circuit breaker: a decorator, a context manager, or ``call``.
+
+    Timeouts: give the breaker ``timeout=`` (seconds) rather than writing
+    ``await asyncio.wait_for(guarded(), 2)``. A timeout from outside reaches
+    the guarded call as a cancellation, which is not counted, so a hanging
+    exchange never trips the breaker; ``timeout=`` runs inside the guard and
+    counts as a failure (``TimeoutError``). It applies to decorated
+    ``async def`` functions and ``call_async``; a sync call cannot be cut
+    short (its I/O client owns its timeout) but counts as slow when it
+    outlasts ``timeout``; in a ``with``/``async with`` block the body is
+    yours: put ``asyncio.timeout(...)`` inside it.
+    """
 
     def __new__(
         cls,
@@ -101,6 +112,7 @@ class Breaker:
         failure_rate: float | None = None,
         slow_call: Seconds | None = None,
         slow_rate: float | None = None,
+        timeout: Seconds | None = None,
         name: str | None = None,
         failure_on: ExceptionClasses | None = None,
         ignore_on: ExceptionClasses | None = None,
@@ -127,6 +139,7 @@ class Breaker:
         failure_rate: float | None = None,
         slow_call: Seconds | None = None,
         slow_rate: float | None = None,
+        timeout: Seconds | None = None,
         name: str | None = None,
         failure_on: ExceptionClasses | None = None,
         ignore_on: ExceptionClasses | None = None,
@@ -160,6 +173,10 @@ class Breaker:
     def slow_call(self) -> float | None: ...
     @property
     def slow_rate(self) -> float: ...
+    @property
+    def timeout(self) -> float | None:
+        """The longest an awaited call may take (seconds), or None. Cut
+        short, it raises ``TimeoutError``, counted as a failure."""
     @property
     def clock(self) -> ManualClock | None: ...
     def snapshot(self) -> Snapshot: ...
