@@ -19,13 +19,14 @@ use pyo3::{PyTraverseError, PyVisit, intern};
 use crate::args::{positive_count, seconds};
 use crate::bulkhead_wait::{BulkheadWait, Wakeups};
 use crate::errors;
+use crate::registry;
 
 /// A cap on the calls in flight to one dependency.
 ///
 /// `with bulkhead:` / `async with bulkhead:`, as a decorator (plain and
 /// `async def` functions) or through `call` / `call_async`. A full bulkhead
 /// raises `BulkheadFullError` at once, or after waiting up to `max_wait`
-/// seconds for a slot.
+/// seconds for a slot. A named bulkhead is exported by `prometheus_text()`.
 #[pyclass(module = "tripwire", frozen, weakref)]
 pub struct Bulkhead {
     /// Behind an `Arc`: a coroutine's wait holds it too. (And not inline:
@@ -101,13 +102,13 @@ impl Bulkhead {
                 return Err(PyTypeError::new_err(format!("name must be a str or None, got {}", n.repr()?)));
             }
         };
-        Ok(Self {
-            core: Arc::new(tripwire::Bulkhead::new(max)),
-            wakeups: Arc::default(),
-            max_concurrent: max,
-            max_wait,
-            name,
-        })
+        let core = Arc::new(tripwire::Bulkhead::new(max));
+        if let Ok(n) = name.bind(py).cast::<PyString>()
+            && !n.to_cow()?.is_empty()
+        {
+            registry::register_bulkhead(&n.to_cow()?, &core);
+        }
+        Ok(Self { core, wakeups: Arc::default(), max_concurrent: max, max_wait, name })
     }
 
     /// The most calls in flight at once.

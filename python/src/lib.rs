@@ -11,8 +11,10 @@
 //! - [`errors`]: raising the exceptions of `tripwire/_errors.py`;
 //!   [`aio`]: the asyncio helpers of `tripwire/_aio.py`.
 //! - [`args`]: the argument checks, for the Python modules too.
-//! - [`registry`]: named breakers and their Prometheus export (the core's
-//!   writer, so the families are a Rust `Registry`'s).
+//! - [`registry`]: named breakers, bulkheads and stale caches and their
+//!   Prometheus export (the core's writer, so the families are a Rust
+//!   `Registry`'s); [`stale_stats::StaleStats`]: a Python stale cache's
+//!   counters.
 //! - [`shared`]: breakers in a memory-mapped file (`Breaker.shared`).
 //! - [`bulkhead::Bulkhead`]: a cap on calls in flight;
 //!   [`bulkhead_wait::BulkheadWait`]: a coroutine's wait for a slot, woken
@@ -44,6 +46,7 @@ mod registry;
 mod retry;
 mod shared;
 mod snapshot;
+mod stale_stats;
 mod state;
 mod with_stack;
 
@@ -60,6 +63,7 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<breaker::Ticket>()?;
     m.add_class::<bulkhead::Bulkhead>()?;
     m.add_class::<bulkhead_wait::BulkheadWait>()?;
+    m.add_class::<stale_stats::StaleStats>()?;
     m.add_class::<budget::RetryBudget>()?;
     m.add_class::<backoff::Backoff>()?;
     m.add_class::<retry::RetryPolicy>()?;
@@ -96,6 +100,7 @@ mod tests {
             ("RetryPolicy", align_of::<retry::RetryPolicy>()),
             ("RetryRun", align_of::<retry::RetryRun>()),
             ("Snapshot", align_of::<snapshot::Snapshot>()),
+            ("StaleStats", align_of::<stale_stats::StaleStats>()),
             ("with_stack.Frame", align_of::<with_stack::Frame>()),
         ];
         for (name, align) in classes {

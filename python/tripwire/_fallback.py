@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Awaitable, Callable, Dict, Hashable, NamedTuple, Optional, Tuple, TypeVar
 
-from ._tripwire import ManualClock, _exception_classes, _manual_clock, _seconds_or_none
+from ._tripwire import ManualClock, StaleStats, _exception_classes, _manual_clock, _seconds_or_none
 
 T = TypeVar("T")
 
@@ -42,8 +42,10 @@ class StaleCache:
     ``{"balances": None, "orderbook": 5.0}``. ``fallback_on``: the errors
     that may be answered with stale data (default: any ``Exception``,
     breaker rejections included). ``clock``: a ``ManualClock`` for tests.
-    The arguments are checked by the extension, as every other argument of
-    the package is.
+    ``name``: exports the cache's counters (``snapshot()``) through
+    ``prometheus_text()`` as ``tripwire_fallback_total{cache="…"}``, the
+    family a Rust stale cache exports. The arguments are checked by the
+    extension, as every other argument of the package is.
     """
 
     def __init__(
@@ -53,7 +55,10 @@ class StaleCache:
         policies: Optional[Dict[Hashable, Optional[float]]] = None,
         fallback_on: Any = (Exception,),
         clock: Optional[ManualClock] = None,
+        name: Optional[str] = None,
     ) -> None:
+        self._stats = StaleStats(name)
+        self.name = name
         self.max_age = _seconds_or_none("max_age", max_age)
         if policies is not None and not isinstance(policies, Mapping):
             raise TypeError(f"policies must be a dict of key -> max_age (seconds or None), got {type(policies).__name__}")
@@ -87,7 +92,18 @@ class StaleCache:
         return Cached(value, age, True) if age <= max_age else None
 
     def _fallback(self, key: Hashable, exc: BaseException) -> Optional[Cached]:
-        return self.get(key) if isinstance(exc, self.fallback_on) else None
+        """The stale value to answer ``exc`` with, if any; counts the call."""
+        cached = self.get(key) if isinstance(exc, self.fallback_on) else None
+        if cached is not None:
+            self._stats.stale()
+        elif isinstance(exc, Exception):  # not cancellation nor an interrupt
+            self._stats.refused()
+        return cached
+
+    def snapshot(self) -> Dict[str, int]:
+        """What the cache served: ``{"fresh": …, "stale": …, "refused": …}``
+        (fresh values stored, stale values served, errors passed on)."""
+        return self._stats.snapshot()
 
     def call(self, key: Hashable, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> Cached:
         """Calls ``func``; stores and returns its value (age 0), or, if it
@@ -101,6 +117,7 @@ class StaleCache:
                 raise
             return cached
         self.put(key, value)
+        self._stats.fresh()
         return Cached(value, 0.0, False)
 
     async def call_async(
@@ -115,6 +132,7 @@ class StaleCache:
                 raise
             return cached
         self.put(key, value)
+        self._stats.fresh()
         return Cached(value, 0.0, False)
 
     def fallback(self, key: Hashable, *, max_age: Any = ...) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -27,6 +27,7 @@ __all__ = [
     "RetryPolicy",
     "RetryRun",
     "Snapshot",
+    "StaleStats",
     "Ticket",
     "__version__",
     "_exception_classes",
@@ -256,6 +257,16 @@ class BulkheadWait:
     def cancel(self) -> None: ...
 
 @final
+class StaleStats:
+    """A stale cache's counters; named, exported by ``prometheus_text()``."""
+
+    def __new__(cls, name: str | None = None) -> Self: ...
+    def fresh(self) -> None: ...
+    def stale(self) -> None: ...
+    def refused(self) -> None: ...
+    def snapshot(self) -> dict[str, int]: ...
+
+@final
 class RetryBudget:
     """Retries kept to a share of recent calls: the core's lock-free token bucket."""
 
@@ -363,7 +374,8 @@ class RetryRun:
     def attempts(self) -> int: ...
 
 def prometheus_text() -> str:
-    """Every named breaker's state and counters, Prometheus text format."""
+    """Every named breaker's, bulkhead's and stale cache's state and
+    counters, in the Prometheus text format (the core's writer)."""
 
 def breaker_names() -> list[str]:
     """The names of the named breakers alive now, sorted."""
