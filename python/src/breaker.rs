@@ -649,7 +649,7 @@ impl Breaker {
         exc_type: &Bound<'_, PyAny>,
         exc: &Bound<'_, PyAny>,
         traceback: &Bound<'_, PyAny>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<()> {
         let _ = (exc_type, traceback);
         let ticket = slf.get().with_stack.pop(slf.py())?;
         if exc.is_none() {
@@ -658,7 +658,8 @@ impl Breaker {
             let err = PyErr::from_value(exc.clone());
             Self::record_error(slf, ticket, &err);
         }
-        Ok(false)
+        // None: the block's exception, if any, goes on.
+        Ok(())
     }
 
     fn __aenter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -673,8 +674,8 @@ impl Breaker {
         exc: &Bound<'py, PyAny>,
         traceback: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let suppress = Self::__exit__(slf, exc_type, exc, traceback)?;
-        aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((suppress,))
+        Self::__exit__(slf, exc_type, exc, traceback)?;
+        aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((slf.py().None(),))
     }
 
     /// Asks to make a call: a `Ticket`, or raises `CircuitOpenError`.

@@ -214,10 +214,10 @@ impl Bulkhead {
         exc_type: &Bound<'_, PyAny>,
         exc: &Bound<'_, PyAny>,
         traceback: &Bound<'_, PyAny>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<()> {
         let _ = (exc_type, exc, traceback);
-        self.give_back(py)?;
-        Ok(false)
+        // None: the block's exception, if any, goes on.
+        self.give_back(py)
     }
 
     fn __aenter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -232,8 +232,8 @@ impl Bulkhead {
         exc: &Bound<'py, PyAny>,
         traceback: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let suppress = slf.get().__exit__(slf.py(), exc_type, exc, traceback)?;
-        crate::aio::aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((suppress,))
+        slf.get().__exit__(slf.py(), exc_type, exc, traceback)?;
+        crate::aio::aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((slf.py().None(),))
     }
 
     /// `BulkheadFullError` for this bulkhead (raised by the asyncio wait).
