@@ -549,11 +549,12 @@ impl Breaker {
     }
 
     /// The longest an awaited call may take, in seconds; None: no limit.
-    /// A guarded coroutine (decorated, or through `call_async`) still
-    /// running then is cancelled inside the breaker, and the caller gets
-    /// `TimeoutError`, counted as a failure. A sync call cannot be cut
-    /// short: one that takes longer counts as slow (`slow_call` defaults to
-    /// `timeout`), and its I/O client's own timeout is what ends it.
+    /// A guarded coroutine (decorated, through `call_async`, or an `async
+    /// with` block) still running then is cancelled inside the breaker, and
+    /// the caller gets `TimeoutError`, counted as a failure. A sync call
+    /// cannot be cut short: one that takes longer counts as slow
+    /// (`slow_call` defaults to `timeout`), and its I/O client's own timeout
+    /// is what ends it.
     #[getter]
     fn timeout(&self) -> Option<f64> {
         self.timeout
@@ -651,7 +652,7 @@ impl Breaker {
         traceback: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let _ = (exc_type, traceback);
-        let ticket = slf.get().with_stack.pop(slf.py())?;
+        let (ticket, _scope) = slf.get().with_stack.pop(slf.py())?;
         if exc.is_none() {
             Self::record(slf, ticket, Outcome::Success);
         } else {
@@ -662,9 +663,19 @@ impl Breaker {
         Ok(())
     }
 
+    /// With `timeout=`, the block runs within it (an asyncio timeout scope
+    /// entered here, left in `__aexit__`), and a block it cuts short is a
+    /// failure.
     fn __aenter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let me = Self::__enter__(slf)?;
-        aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((me,))
+        let py = slf.py();
+        let Some(timeout) = slf.get().timeout else {
+            let me = Self::__enter__(slf)?;
+            return aio(py)?.getattr(intern!(py, "ready"))?.call1((me,));
+        };
+        let ticket = Self::acquire(slf)?;
+        let scope = aio(py)?.getattr(intern!(py, "_timeout"))?.call1((timeout,))?;
+        slf.get().with_stack.push_scoped(py, ticket, scope.clone().unbind())?;
+        aio(py)?.getattr(intern!(py, "enter_within"))?.call1((slf, scope))
     }
 
     #[pyo3(signature = (exc_type, exc, traceback))]
@@ -674,8 +685,32 @@ impl Breaker {
         exc: &Bound<'py, PyAny>,
         traceback: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        Self::__exit__(slf, exc_type, exc, traceback)?;
-        aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((slf.py().None(),))
+        let py = slf.py();
+        let (ticket, scope) = slf.get().with_stack.pop(py)?;
+        let Some(scope) = scope else {
+            if exc.is_none() {
+                Self::record(slf, ticket, Outcome::Success);
+            } else {
+                Self::record_error(slf, ticket, &PyErr::from_value(exc.clone()));
+            }
+            return aio(py)?.getattr(intern!(py, "ready"))?.call1((py.None(),));
+        };
+        aio(py)?.getattr(intern!(py, "exit_within"))?.call1((
+            slf,
+            Ticket { ticket },
+            scope,
+            exc_type,
+            exc,
+            traceback,
+        ))
+    }
+
+    /// Closes the innermost block without an outcome (its `__aenter__`
+    /// failed after taking the ticket): recorded as ignored.
+    fn _abandon_block(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let (ticket, _scope) = slf.get().with_stack.pop(slf.py())?;
+        Self::record(slf, ticket, Outcome::Ignored);
+        Ok(())
     }
 
     /// Asks to make a call: a `Ticket`, or raises `CircuitOpenError`.

@@ -38,13 +38,31 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
 use pyo3::{PyTraverseError, PyVisit, intern};
 
-/// The innermost open block of one breaker in one context: its ticket, and
-/// the token that restores the block around it.
+/// The innermost open block of one breaker in one context: its ticket, the
+/// token that restores the block around it, and the timeout scope of an
+/// `async with` block on a breaker with `timeout=`.
 #[pyclass(module = "tripwire", frozen)]
 pub(crate) struct Frame {
     ticket: tripwire::Ticket,
     token: OnceLock<Py<PyAny>>,
+    scope: Option<Py<PyAny>>,
 }
+
+#[pymethods]
+impl Frame {
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Some(token) = self.token.get() {
+            visit.call(token)?;
+        }
+        if let Some(scope) = &self.scope {
+            visit.call(scope)?;
+        }
+        Ok(())
+    }
+}
+
+/// An open block's ticket, and its timeout scope if it has one.
+pub(crate) type Block = (tripwire::Ticket, Option<Py<PyAny>>);
 
 /// One breaker's open blocks, in this thread's stack or its `ContextVar`.
 pub(crate) struct WithStack {
@@ -152,7 +170,7 @@ impl WithStack {
     #[inline]
     pub(crate) fn push(&self, py: Python<'_>, ticket: tripwire::Ticket) -> PyResult<()> {
         let held = if tasks_switch_here(py)? {
-            self.push_context(py, ticket)?;
+            self.push_context(py, ticket, None)?;
             Held::InContext
         } else {
             Held::Here(ticket)
@@ -161,17 +179,30 @@ impl WithStack {
         Ok(())
     }
 
-    /// Closes the innermost open block; its ticket.
+    /// Opens an `async with` block holding `ticket` and its timeout
+    /// `scope`: in the task's context (a coroutine's block always is).
+    pub(crate) fn push_scoped(
+        &self,
+        py: Python<'_>,
+        ticket: tripwire::Ticket,
+        scope: Py<PyAny>,
+    ) -> PyResult<()> {
+        self.push_context(py, ticket, Some(scope))?;
+        THREAD_BLOCKS.with(|blocks| blocks.borrow_mut().push((self.id, Held::InContext)));
+        Ok(())
+    }
+
+    /// Closes the innermost open block; its ticket and timeout scope.
     #[inline]
-    pub(crate) fn pop(&self, py: Python<'_>) -> PyResult<tripwire::Ticket> {
+    pub(crate) fn pop(&self, py: Python<'_>) -> PyResult<Block> {
         loop {
             match self.pop_thread() {
-                Some(Held::Here(ticket)) => return Ok(ticket),
+                Some(Held::Here(ticket)) => return Ok((ticket, None)),
                 Some(Held::InContext) => {
                     // None: a marker left by a task that never exited its
                     // block; look further out.
-                    if let Some(ticket) = self.pop_context(py)? {
-                        return Ok(ticket);
+                    if let Some(block) = self.pop_context(py)? {
+                        return Ok(block);
                     }
                 }
                 // Entered in another thread (a generator moved between
@@ -198,15 +229,20 @@ impl WithStack {
         })
     }
 
-    fn push_context(&self, py: Python<'_>, ticket: tripwire::Ticket) -> PyResult<()> {
-        let frame = Bound::new(py, Frame { ticket, token: OnceLock::new() })?;
+    fn push_context(
+        &self,
+        py: Python<'_>,
+        ticket: tripwire::Ticket,
+        scope: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let frame = Bound::new(py, Frame { ticket, token: OnceLock::new(), scope })?;
         let token = self.set.bind(py).call1((&frame,))?;
         // Only this thread has seen the new frame: the cell is empty.
         let _ = frame.get().token.set(token.unbind());
         Ok(())
     }
 
-    fn pop_context(&self, py: Python<'_>) -> PyResult<Option<tripwire::Ticket>> {
+    fn pop_context(&self, py: Python<'_>) -> PyResult<Option<Block>> {
         let top = self.get.bind(py).call0()?;
         if top.is_none() {
             return Ok(None);
@@ -216,7 +252,7 @@ impl WithStack {
         if let Some(token) = frame.token.get() {
             self.reset.bind(py).call1((token,))?;
         }
-        Ok(Some(frame.ticket))
+        Ok(Some((frame.ticket, frame.scope.as_ref().map(|s| s.clone_ref(py)))))
     }
 
     pub(crate) fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {

@@ -177,3 +177,44 @@ def test_bad_timeouts_are_refused(bad):
     with pytest.raises((ValueError, TypeError), match="timeout"):
         tripwire.Breaker(timeout=bad)
     assert tripwire.Breaker(timeout=None).timeout is None
+
+
+def test_an_async_with_block_runs_within_the_timeout(hanging_server):
+    host, port = hanging_server
+    b = tripwire.Breaker(failure_threshold=2, timeout=0.1, failure_on=(KeyError,))
+
+    async def main() -> None:
+        for _ in range(2):
+            with pytest.raises(TimeoutError):
+                async with b:
+                    await get(host, port)
+        with pytest.raises(tripwire.CircuitOpenError):
+            async with b:
+                pytest.fail("the body must not run")
+
+    asyncio.run(asyncio.wait_for(main(), 20))
+    s = b.snapshot()
+    assert (b.state, s.failures, s.rejected) == ("open", 2, 1)
+
+
+def test_async_with_blocks_within_the_timeout_record_their_outcome():
+    b = tripwire.Breaker(failure_threshold=1, timeout=1.0, ignore_on=KeyError)
+
+    async def main() -> None:
+        async with b as entered:
+            assert entered is b
+            await asyncio.sleep(0)
+        with pytest.raises(KeyError):
+            async with b:
+                raise KeyError("BTC")
+        # Nested blocks and interleaved tasks keep their own scopes.
+        async def block(delay: float) -> None:
+            async with b:
+                await asyncio.sleep(delay)
+
+        async with b:
+            await asyncio.gather(block(0.02), block(0.0))
+
+    asyncio.run(main())
+    s = b.snapshot()
+    assert (b.state, s.successes, s.ignored, s.failures) == ("closed", 4, 1, 0)

@@ -77,6 +77,31 @@ async def call_async(
     return result
 
 
+async def enter_within(breaker: Any, scope: Any) -> Any:
+    """``async with breaker:`` on a breaker with a timeout: enters the
+    block's timeout scope (the ticket is taken and kept already)."""
+    try:
+        await scope.__aenter__()
+    except BaseException:
+        breaker._abandon_block()
+        raise
+    return breaker
+
+
+async def exit_within(breaker: Any, ticket: Any, scope: Any, exc_type: Any, exc: Any, tb: Any) -> None:
+    """Leaves the block's timeout scope, which turns the cancellation of a
+    block it cut short into ``TimeoutError``, and records the block."""
+    try:
+        await scope.__aexit__(exc_type, exc, tb)
+    except BaseException as raised:
+        _record_within(breaker, ticket, scope, raised)
+        raise
+    if exc is None:
+        breaker._record(ticket, "success")
+    else:
+        _record_within(breaker, ticket, scope, exc)
+
+
 def _record_within(breaker: Any, ticket: Any, scope: Any, exc: BaseException) -> None:
     """Records a call that raised ``exc`` inside the breaker's timeout: a
     failure, whatever ``failure_on`` says, if the timeout cut it short."""

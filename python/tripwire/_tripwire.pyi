@@ -99,10 +99,9 @@ class Breaker:
     the guarded call as a cancellation, which is not counted, so a hanging
     exchange never trips the breaker; ``timeout=`` runs inside the guard and
     counts as a failure (``TimeoutError``). It applies to decorated
-    ``async def`` functions and ``call_async``; a sync call cannot be cut
-    short (its I/O client owns its timeout) but counts as slow when it
-    outlasts ``timeout``; in a ``with``/``async with`` block the body is
-    yours: put ``asyncio.timeout(...)`` inside it.
+    ``async def`` functions, ``call_async`` and ``async with`` blocks; a
+    sync call or ``with`` block cannot be cut short (its I/O client owns its
+    timeout) but counts as slow when it outlasts ``timeout``.
     """
 
     def __new__(
@@ -220,6 +219,7 @@ class Breaker:
     def _record_result(self, ticket: Ticket, result: object) -> None: ...
     def _record_error(self, ticket: Ticket, exc: BaseException) -> None: ...
     def _record(self, ticket: Ticket, outcome: Literal["success", "failure", "ignored"]) -> None: ...
+    def _abandon_block(self) -> None: ...
 
 @final
 class Bulkhead:
