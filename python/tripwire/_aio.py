@@ -20,9 +20,14 @@ if sys.version_info >= (3, 11):
     _timeout = asyncio.timeout
 else:  # pragma: no cover - Python 3.9 and 3.10
 
+    class _TimeoutError(asyncio.TimeoutError, TimeoutError):
+        """What a breaker's timeout raises before Python 3.11, where
+        ``asyncio.TimeoutError`` is not yet the builtin ``TimeoutError``:
+        both, so that either ``except`` catches it."""
+
     class _timeout:
         """``asyncio.timeout`` for Python < 3.11: cancels the task when the
-        time is up and turns that cancellation into ``asyncio.TimeoutError``.
+        time is up and turns that cancellation into ``TimeoutError``.
         (Without ``Task.uncancel``, a cancellation from outside in the same
         instant is taken for the timeout.)"""
 
@@ -46,7 +51,7 @@ else:  # pragma: no cover - Python 3.9 and 3.10
         async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
             self._handle.cancel()
             if self._expired and exc_type is asyncio.CancelledError:
-                raise asyncio.TimeoutError from exc
+                raise _TimeoutError from exc
 
 
 async def call_async(

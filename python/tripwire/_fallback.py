@@ -67,6 +67,7 @@ else:  # pragma: no cover - Python 3.9 and 3.10: no generic NamedTuple
         age: float
         stale: bool
 
+        @classmethod
         def __class_getitem__(cls, item: Any) -> Any:
             return cls
 
