@@ -212,7 +212,7 @@ def test_an_async_waiter_sleeps_until_a_release_wakes_it():
 
     (waited, latency), selects = run_counting(main)
     assert waited >= hold * 0.9
-    assert latency < 0.05, f"woken {latency * 1e3:.1f} ms after the release"
+    assert latency < 0.1, f"woken {latency * 1e3:.1f} ms after the release"
     # A poll every 0.1-5 ms would wake the loop 60+ times in 0.3 s.
     assert selects < 10, f"the loop woke {selects} times while one coroutine waited"
     assert bh.snapshot() == {"acquired": 2, "rejected": 0, "in_flight": 0, "peak_in_flight": 1}
@@ -237,7 +237,7 @@ def test_a_release_on_another_thread_wakes_an_async_waiter():
         return woke - released[0]
 
     latency, selects = run_counting(main)
-    assert latency < 0.05 and selects < 10
+    assert latency < 0.1 and selects < 10
     assert bh.in_flight == 0
 
 
