@@ -292,3 +292,39 @@ def test_a_cancelled_waiter_leaves_no_slot_and_no_waiter_behind():
 
     asyncio.run(asyncio.wait_for(main(), 10))
     assert bh.in_flight == 0 and bh.snapshot()["rejected"] == 0
+
+
+def test_no_wake_up_is_lost_between_threads_and_tasks():
+    """Threads and coroutines take turns on two slots: every waiter is
+    woken by a release, none sits out its (long) deadline."""
+    bh = tripwire.Bulkhead(2, max_wait=30.0)
+    held = [0]
+    peak = [0]
+
+    def sync_job() -> None:
+        for _ in range(25):
+            with bh:
+                time.sleep(0.0005)
+
+    async def async_job() -> None:
+        for _ in range(5):
+            async with bh:
+                held[0] += 1
+                peak[0] = max(peak[0], held[0])
+                await asyncio.sleep(0.0005)
+                held[0] -= 1
+
+    async def main() -> None:
+        threads = [threading.Thread(target=sync_job) for _ in range(4)]
+        for t in threads:
+            t.start()
+        await asyncio.gather(*(async_job() for _ in range(40)))
+        for t in threads:
+            await asyncio.get_running_loop().run_in_executor(None, t.join)
+
+    start = time.perf_counter()
+    asyncio.run(main())
+    assert time.perf_counter() - start < 15.0, "a waiter sat out its deadline: a lost wake-up"
+    s = bh.snapshot()
+    assert (s["acquired"], s["rejected"], s["in_flight"]) == (300, 0, 0)
+    assert s["peak_in_flight"] == 2 and peak[0] <= 2
