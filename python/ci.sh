@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The Python wheel's checks: build it in release mode into a fresh virtual
-# environment, run the pytest suite and check the stubs against the module.
-# Needs only Rust and Python >= 3.9 with pip; run from anywhere.
+# environment, run the pytest suite, check the stubs against the module and
+# the typed user sample with mypy and pyright. Needs Rust, Python >= 3.9
+# with pip, and Node.js with npm (pyright's PyPI package runs the npm
+# package, which it fetches from the npm registry on its first run); run
+# from anywhere.
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON="${PYTHON:-python3}"
@@ -14,8 +17,8 @@ rm -rf "$VENV"
 # ccxt: tripwire.ccxt's end-to-end tests; pybreaker: the compat module's
 # tests run against the real one too.
 python -m pip install --quiet --disable-pip-version-check \
-  maturin==1.16.0 pytest==9.2.0 hypothesis==6.170.17 mypy==2.4.1 \
-  ccxt==4.5.90 pybreaker==1.4.1
+  maturin==1.16.0 pytest==9.2.0 hypothesis==6.170.17 mypy==2.4.1 pyright==1.1.414 \
+  prometheus-client==0.26.0 ccxt==4.5.90 pybreaker==1.4.1
 
 rm -rf ../target/wheels-ci
 maturin build --release --quiet --out ../target/wheels-ci
@@ -26,6 +29,9 @@ python -m pip install --quiet --disable-pip-version-check --force-reinstall --no
 cd tests
 python -c 'import tripwire, sys; assert "site-packages" in tripwire.__file__, tripwire.__file__'
 python -m pytest -q -p no:cacheprovider -c ../pyproject.toml --rootdir . .
+# User code whose types must survive every decorator (see its docstring).
+python -m mypy --strict --no-incremental typed_sample.py
+pyright --project ../pyproject.toml typed_sample.py
 cd ..
 # stubtest imports the installed package; the allowlist names its known
 # false positives.

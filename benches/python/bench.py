@@ -1,7 +1,9 @@
 """Per-call cost of tripwire's Python breaker next to a bare call and to
 pybreaker, circuitbreaker, aiobreaker and purgatory (whichever are
 installed), measured in one run. `bash benches/python/run.sh` makes the
-virtual environment and runs this; `--markdown` prints Markdown tables.
+virtual environment and runs this; `--markdown` prints Markdown tables;
+`--only with,rejection` measures only the cases whose names contain one of
+those words (and the bare call).
 
 Prints µs per call (the best of several rounds, the candidates taking turns
 in each, so that noise from other processes weighs least) and the overhead
@@ -41,6 +43,15 @@ except ImportError:  # pragma: no cover
 
 N = 200_000
 ROUNDS = 7
+
+
+def selected(name: str) -> bool:
+    """Whether a case is measured: all of them, or those whose name
+    contains one of the words after `--only` (comma-separated)."""
+    if "--only" not in sys.argv:
+        return True
+    words = sys.argv[sys.argv.index("--only") + 1].split(",")
+    return any(w in name for w in words)
 
 
 def per_call(fn):
@@ -155,9 +166,22 @@ def main() -> None:
         cb = circuitbreaker.CircuitBreaker(failure_threshold=5, recovery_timeout=30)
         rows.append(("circuitbreaker: decorated call", per_call(cb(work))))
 
+    if purgatory is not None:
+        pf = purgatory.SyncCircuitBreakerFactory(default_threshold=5, default_ttl=30)
+        pg = pf.get_breaker("bench")
+        rows.append(("purgatory: decorated call", per_call(pf("bench-decorated")(work))))
+
+        def pg_with() -> int:
+            with pg:
+                return work()
+
+        rows.append(("purgatory: with breaker", per_call(pg_with)))
+
+    rows = [rows[0]] + [r for r in rows[1:] if selected(r[0])]
     rows = measure(rows)
-    async_rows = measure_async(async_candidates())
-    thread_rows = [(name, threads(deco)) for name, deco in threads_candidates()]
+    async_rows = async_candidates()
+    async_rows = measure_async([async_rows[0]] + [r for r in async_rows[1:] if selected(r[0])])
+    thread_rows = [(name, threads(deco)) for name, deco in threads_candidates() if selected(name)]
     if "--markdown" in sys.argv:
         markdown(rows, async_rows, thread_rows)
         return

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python benchmark in one command: a fresh virtual environment with the
 # wheel (release build) and the peers from PyPI, then benches/python/bench.py.
-# Prints Markdown tables. Usage: benches/python/run.sh [--text]
+# Prints Markdown tables. Usage: benches/python/run.sh [--text] [--only WORD,WORD]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 venv=${CARGO_TARGET_DIR:-target}/bench-python-venv
@@ -12,4 +12,9 @@ pip install --quiet --disable-pip-version-check maturin==1.16.0 \
   pybreaker==1.4.1 circuitbreaker==2.1.3 aiobreaker==1.2.0 purgatory==3.0.1 >&2
 (cd python && maturin build --release --quiet --out "../$venv/wheels") >&2
 pip install --quiet --disable-pip-version-check --no-deps "$venv"/wheels/tripwire-*.whl >&2
-if [ "${1:-}" = "--text" ]; then python benches/python/bench.py; else python benches/python/bench.py --markdown; fi
+if [ "${1:-}" = "--text" ]; then
+  shift
+  python benches/python/bench.py "$@"
+else
+  python benches/python/bench.py --markdown "$@"
+fi

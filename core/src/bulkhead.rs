@@ -204,6 +204,30 @@ impl Bulkhead {
         false
     }
 
+    /// Takes a slot if one is free, as [`try_acquire_raw`](Self::try_acquire_raw)
+    /// does, but counts no refusal when none is: for a caller that waits
+    /// next (with [`acquire_timeout`](Self::acquire_timeout) or, with
+    /// feature `async`, `acquire_async`) and is refused, if at all,
+    /// when that wait ends, which counts the refusal once. A binding that
+    /// must not wait while it holds a lock of its own (Python's interpreter
+    /// lock) takes a free slot with this first, and lets go of its lock
+    /// only to wait. Release each `true` with [`release_raw`](Self::release_raw).
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::Bulkhead;
+    ///
+    /// let bulkhead = Bulkhead::new(1);
+    /// assert!(bulkhead.try_acquire_raw_before_wait());
+    /// assert!(!bulkhead.try_acquire_raw_before_wait());
+    /// assert_eq!(bulkhead.snapshot().rejected, 0, "a caller about to wait is not refused yet");
+    /// assert!(bulkhead.release_raw());
+    /// ```
+    #[inline]
+    pub fn try_acquire_raw_before_wait(&self) -> bool {
+        self.take()
+    }
+
     /// Frees a slot taken by [`try_acquire_raw`](Self::try_acquire_raw) and
     /// wakes a waiting thread if there is one.
     ///

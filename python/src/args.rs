@@ -1,13 +1,92 @@
 //! The Rust classes' argument checks, for the Python modules that take the
 //! same kinds of argument (`tripwire/_fallback.py`): one wording and one
-//! set of rules for every argument of the package.
+//! set of rules for every argument of the package. A wrong type is a
+//! `TypeError`, a wrong value (negative, too large for the core, not a
+//! number) a `ValueError`; both name the argument. No argument can raise
+//! `OverflowError`: an int too large for the core is a wrong value.
 
+use core::time::Duration;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 
 use crate::classify::exception_tuple;
-use crate::clock::{ManualClock, clock_arg};
-use crate::config::seconds;
+use crate::clock::{ManualClock, clock_arg, seconds_to_ns};
+
+/// The name of `v`'s type, for messages.
+pub(crate) fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+}
+
+/// `repr(v)`, cut short: an int of a thousand digits says no more than its
+/// first few.
+fn short_repr(v: &Bound<'_, PyAny>) -> String {
+    let r = v.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
+    match r.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}…", &r[..cut]),
+        None => r,
+    }
+}
+
+/// An `int` argument the core keeps as a `u32`, at least `min`;
+/// `owner` names the config in the message ("bulkhead", "retry").
+pub(crate) fn count(owner: &str, arg: &str, v: &Bound<'_, PyAny>, min: u32) -> PyResult<u32> {
+    if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!("{arg} must be an int, got {}", type_name(v))));
+    }
+    v.extract::<u32>().ok().filter(|n| *n >= min).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "invalid {owner} config: {arg} = {}, expected an int from {min} to {}",
+            short_repr(v),
+            u32::MAX
+        ))
+    })
+}
+
+/// An `int` argument the core keeps as a `u32`, at least 1.
+pub(crate) fn positive_count(owner: &str, arg: &str, v: &Bound<'_, PyAny>) -> PyResult<u32> {
+    count(owner, arg, v, 1)
+}
+
+/// A float argument (an `int` is accepted too, a `bool` is not).
+pub(crate) fn number(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<f64> {
+    if v.is_instance_of::<PyBool>() || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>()) {
+        return Err(PyTypeError::new_err(format!("{arg} must be a number, got {}", type_name(v))));
+    }
+    // Only an int beyond a float's range fails here.
+    v.extract::<f64>()
+        .map_err(|_| PyValueError::new_err(format!("{arg} = {}, too large for a float", short_repr(v))))
+}
+
+/// A duration in seconds: an int, a float or a `datetime.timedelta`,
+/// finite and not negative; more than 584 years is taken as 584 years
+/// (the core's range check, where there is one, reports it).
+pub(crate) fn seconds(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    let s = if v.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(format!(
+            "{arg} must be a number of seconds (int, float or timedelta), got bool"
+        )));
+    } else if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
+        match v.extract::<f64>() {
+            Ok(s) => s,
+            // An int beyond a float's range: too long, or too negative.
+            Err(_) if v.lt(0)? => f64::NEG_INFINITY,
+            Err(_) => f64::INFINITY,
+        }
+    } else if v.hasattr("total_seconds")? && type_name(v) == "timedelta" {
+        v.call_method0("total_seconds")?.extract()?
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "{arg} must be a number of seconds (int, float or timedelta), got {}",
+            type_name(v)
+        )));
+    };
+    // Saturated before the conversion rejects an infinite one: an int too
+    // large for a float is a long time, not "inf".
+    let s = if s == f64::INFINITY && v.is_instance_of::<PyInt>() { f64::MAX } else { s };
+    Ok(Duration::from_nanos(seconds_to_ns(arg, s)?))
+}
 
 /// `value` in seconds, None staying None; `TypeError`/`ValueError` naming
 /// `arg`.

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};
 use tripwire::{BackoffConfig, Jitter};
 
-use crate::config::{number, seconds};
+use crate::args::{number, seconds};
 
 /// Exponential delays with a cap and jitter: `"full"` (anywhere up to the
 /// curve), `"equal"` (at least half of it), `"decorrelated"` (grows from the
@@ -91,7 +91,7 @@ impl Backoff {
 
     /// Makes the next delay exactly `seconds` (e.g. a server's Retry-After).
     fn override_next(&mut self, seconds: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.core.override_next(crate::config::seconds("seconds", seconds)?);
+        self.core.override_next(crate::args::seconds("seconds", seconds)?);
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple};
@@ -11,6 +11,7 @@ use pyo3::{PyTraverseError, PyVisit, intern};
 use tripwire::{Outcome, Transition};
 
 use crate::aio::aio;
+use crate::args::seconds;
 use crate::classify::Classifier;
 use crate::clock::{ClockSource, ManualClock, clock_arg};
 use crate::config::ConfigArgs;
@@ -39,6 +40,12 @@ pub struct Ticket {
 /// Use it as a decorator on plain and `async def` functions, as a context
 /// manager (`with` / `async with`), or through `call` / `call_async`.
 /// Every argument is keyword-only; see the stub for the full signature.
+///
+/// Timeouts: give the breaker `timeout=` (seconds) rather than wrapping a
+/// guarded coroutine in `asyncio.wait_for(guarded(), 2)`. A timeout from
+/// outside reaches the guarded call as a cancellation, which says nothing
+/// about the server and is not counted: a hanging exchange never trips the
+/// breaker. `timeout=` runs inside the guard and counts as a failure.
 #[pyclass(module = "tripwire", frozen, weakref)]
 pub struct Breaker {
     core: Arc<CoreBreaker>,
@@ -49,8 +56,10 @@ pub struct Breaker {
     listeners: Vec<Py<PyAny>>,
     /// `str` or `None`.
     name: Py<PyAny>,
-    /// The tickets of the `with breaker:` blocks open in each context.
+    /// The tickets of the `with breaker:` blocks open in each thread or task.
     with_stack: WithStack,
+    /// The longest an awaited call may take, in seconds (`timeout=`).
+    timeout: Option<f64>,
 }
 
 static ISCOROUTINEFUNCTION: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -178,6 +187,7 @@ impl Breaker {
         failure_rate: Option<&Bound<'_, PyAny>>,
         slow_call: Option<&Bound<'_, PyAny>>,
         slow_rate: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
         name: Option<&Bound<'_, PyAny>>,
         failure_on: Option<&Bound<'_, PyAny>>,
         ignore_on: Option<&Bound<'_, PyAny>>,
@@ -187,6 +197,22 @@ impl Breaker {
         clock: Option<&Bound<'_, PyAny>>,
         shared: Option<&std::path::Path>,
     ) -> PyResult<Self> {
+        let timeout = timeout.filter(|t| !t.is_none());
+        let timeout_secs = match timeout {
+            None => None,
+            Some(t) => match seconds("timeout", t)? {
+                d if d.is_zero() => {
+                    return Err(PyValueError::new_err(
+                        "timeout must be more than 0 seconds, or None for no timeout",
+                    ));
+                }
+                d => Some(d.as_secs_f64()),
+            },
+        };
+        // A sync call cannot be cut short: one that outlasts the timeout
+        // counts as slow (and `slow_rate` trips on those), unless
+        // `slow_call` says otherwise.
+        let slow_call = slow_call.filter(|s| !s.is_none()).or(timeout);
         let config = ConfigArgs {
             failure_threshold,
             open_timeout,
@@ -260,6 +286,7 @@ impl Breaker {
             listeners: all_listeners,
             name: name.unbind(),
             with_stack,
+            timeout: timeout_secs,
         })
     }
 }
@@ -281,6 +308,7 @@ impl Breaker {
         failure_rate = None,
         slow_call = None,
         slow_rate = None,
+        timeout = None,
         name = None,
         failure_on = None,
         ignore_on = None,
@@ -304,6 +332,7 @@ impl Breaker {
         failure_rate: Option<&Bound<'_, PyAny>>,
         slow_call: Option<&Bound<'_, PyAny>>,
         slow_rate: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
         name: Option<&Bound<'_, PyAny>>,
         failure_on: Option<&Bound<'_, PyAny>>,
         ignore_on: Option<&Bound<'_, PyAny>>,
@@ -326,6 +355,7 @@ impl Breaker {
             failure_rate,
             slow_call,
             slow_rate,
+            timeout,
             name,
             failure_on,
             ignore_on,
@@ -351,7 +381,7 @@ impl Breaker {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let py = cls.py();
-        const KEYS: [&str; 18] = [
+        const KEYS: [&str; 19] = [
             "failure_threshold",
             "open_timeout",
             "open_timeout_max",
@@ -364,6 +394,7 @@ impl Breaker {
             "failure_rate",
             "slow_call",
             "slow_rate",
+            "timeout",
             "name",
             "failure_on",
             "ignore_on",
@@ -371,7 +402,7 @@ impl Breaker {
             "on_state_change",
             "listeners",
         ];
-        let mut args: [Option<Bound<'_, PyAny>>; 18] = Default::default();
+        let mut args: [Option<Bound<'_, PyAny>>; 19] = Default::default();
         if let Some(kwargs) = kwargs {
             for (key, value) in kwargs.iter() {
                 let key: String = key.extract()?;
@@ -401,6 +432,7 @@ impl Breaker {
             failure_rate,
             slow_call,
             slow_rate,
+            timeout,
             name,
             failure_on,
             ignore_on,
@@ -422,6 +454,7 @@ impl Breaker {
             failure_rate.as_ref(),
             slow_call.as_ref(),
             slow_rate.as_ref(),
+            timeout.as_ref(),
             name.as_ref(),
             failure_on.as_ref(),
             ignore_on.as_ref(),
@@ -515,6 +548,18 @@ impl Breaker {
         self.core().config().slow_rate()
     }
 
+    /// The longest an awaited call may take, in seconds; None: no limit.
+    /// A guarded coroutine (decorated, through `call_async`, or an `async
+    /// with` block) still running then is cancelled inside the breaker, and
+    /// the caller gets `TimeoutError`, counted as a failure. A sync call
+    /// cannot be cut short: one that takes longer counts as slow
+    /// (`slow_call` defaults to `timeout`), and its I/O client's own timeout
+    /// is what ends it.
+    #[getter]
+    fn timeout(&self) -> Option<f64> {
+        self.timeout
+    }
+
     /// The `ManualClock` the breaker reads, or None for the host's clock.
     #[getter]
     fn clock(&self, py: Python<'_>) -> Option<Py<ManualClock>> {
@@ -538,8 +583,13 @@ impl Breaker {
         Self::manual(slf, t);
     }
 
-    /// Closes the breaker with fresh counts; outcomes of calls admitted
-    /// before the reset no longer affect it.
+    /// Closes the breaker: the core's reset. The trip conditions start
+    /// afresh (consecutive failures, the rolling window, a grown cool-down)
+    /// and outcomes of calls admitted before no longer affect it. It is a
+    /// transition like any other, a new generation, so listeners hear it
+    /// (`closed -> closed` too) and `snapshot().transitions` counts it; the
+    /// snapshot's other counters are totals since the breaker was made
+    /// (what Prometheus exports) and are kept.
     fn reset(slf: &Bound<'_, Self>) {
         let t = slf.get().core().reset();
         Self::manual(slf, t);
@@ -600,21 +650,32 @@ impl Breaker {
         exc_type: &Bound<'_, PyAny>,
         exc: &Bound<'_, PyAny>,
         traceback: &Bound<'_, PyAny>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<()> {
         let _ = (exc_type, traceback);
-        let ticket = slf.get().with_stack.pop(slf.py())?;
+        let (ticket, _scope) = slf.get().with_stack.pop(slf.py())?;
         if exc.is_none() {
             Self::record(slf, ticket, Outcome::Success);
         } else {
             let err = PyErr::from_value(exc.clone());
             Self::record_error(slf, ticket, &err);
         }
-        Ok(false)
+        // None: the block's exception, if any, goes on.
+        Ok(())
     }
 
+    /// With `timeout=`, the block runs within it (an asyncio timeout scope
+    /// entered here, left in `__aexit__`), and a block it cuts short is a
+    /// failure.
     fn __aenter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let me = Self::__enter__(slf)?;
-        aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((me,))
+        let py = slf.py();
+        let Some(timeout) = slf.get().timeout else {
+            let me = Self::__enter__(slf)?;
+            return aio(py)?.getattr(intern!(py, "ready"))?.call1((me,));
+        };
+        let ticket = Self::acquire(slf)?;
+        let scope = aio(py)?.getattr(intern!(py, "_timeout"))?.call1((timeout,))?;
+        slf.get().with_stack.push_scoped(py, ticket, scope.clone().unbind())?;
+        aio(py)?.getattr(intern!(py, "enter_within"))?.call1((slf, scope))
     }
 
     #[pyo3(signature = (exc_type, exc, traceback))]
@@ -624,8 +685,32 @@ impl Breaker {
         exc: &Bound<'py, PyAny>,
         traceback: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let suppress = Self::__exit__(slf, exc_type, exc, traceback)?;
-        aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((suppress,))
+        let py = slf.py();
+        let (ticket, scope) = slf.get().with_stack.pop(py)?;
+        let Some(scope) = scope else {
+            if exc.is_none() {
+                Self::record(slf, ticket, Outcome::Success);
+            } else {
+                Self::record_error(slf, ticket, &PyErr::from_value(exc.clone()));
+            }
+            return aio(py)?.getattr(intern!(py, "ready"))?.call1((py.None(),));
+        };
+        aio(py)?.getattr(intern!(py, "exit_within"))?.call1((
+            slf,
+            Ticket { ticket },
+            scope,
+            exc_type,
+            exc,
+            traceback,
+        ))
+    }
+
+    /// Closes the innermost block without an outcome (its `__aenter__`
+    /// failed after taking the ticket): recorded as ignored.
+    fn _abandon_block(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let (ticket, _scope) = slf.get().with_stack.pop(slf.py())?;
+        Self::record(slf, ticket, Outcome::Ignored);
+        Ok(())
     }
 
     /// Asks to make a call: a `Ticket`, or raises `CircuitOpenError`.

@@ -5,8 +5,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tripwire::RetryBudgetConfig;
 
+use crate::args::{number, seconds};
 use crate::clock::{ClockSource, ManualClock, clock_arg};
-use crate::config::{number, seconds};
 
 /// A retry budget shared by the callers of one dependency: a lock-free
 /// token bucket. Each call deposits `ratio` of a token, each retry takes a

@@ -1,31 +1,40 @@
 //! The core's bulkhead: a capped count of calls in flight.
 //!
-//! Admission is one compare-and-swap. With `max_wait`, a sync caller parks
-//! in the core (detached from the interpreter, so other threads run) until
-//! a release wakes it or the deadline passes; an asyncio caller polls from
-//! `tripwire/_aio.py` with `asyncio.sleep`, never blocking the event loop.
+//! Admission is one compare-and-swap. With `max_wait`, a sync caller that
+//! finds no free slot parks in the core (detached from the interpreter, so
+//! other threads run) until a release wakes it or the deadline passes; an
+//! asyncio caller awaits the core's awaitable acquire, which a release
+//! wakes through the same list (`bulkhead_wait.rs`), never blocking the
+//! event loop. Only a final refusal is counted: a call that waited and got
+//! a slot was not refused.
 
 use core::time::Duration;
+use std::sync::Arc;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use pyo3::{PyTraverseError, PyVisit, intern};
 
-use crate::config::{count, seconds};
+use crate::args::{positive_count, seconds};
+use crate::bulkhead_wait::{BulkheadWait, Wakeups};
 use crate::errors;
+use crate::registry;
 
 /// A cap on the calls in flight to one dependency.
 ///
 /// `with bulkhead:` / `async with bulkhead:`, as a decorator (plain and
 /// `async def` functions) or through `call` / `call_async`. A full bulkhead
 /// raises `BulkheadFullError` at once, or after waiting up to `max_wait`
-/// seconds for a slot.
+/// seconds for a slot. A named bulkhead is exported by `prometheus_text()`.
 #[pyclass(module = "tripwire", frozen, weakref)]
 pub struct Bulkhead {
-    /// Boxed: the core's bulkhead is aligned to a cache line (128 bytes),
-    /// more than the interpreter aligns the objects it allocates (16).
-    core: Box<tripwire::Bulkhead>,
+    /// Behind an `Arc`: a coroutine's wait holds it too. (And not inline:
+    /// the core's bulkhead is aligned to a cache line, 128 bytes, more than
+    /// the interpreter aligns the objects it allocates, 16.)
+    core: Arc<tripwire::Bulkhead>,
+    /// Coroutines' waits woken by a release, until their loops are told.
+    wakeups: Arc<Wakeups>,
     max_concurrent: u32,
     max_wait: Option<Duration>,
     /// `str` or `None`.
@@ -33,37 +42,41 @@ pub struct Bulkhead {
 }
 
 impl Bulkhead {
-    /// Takes a slot if one is free.
-    #[inline]
-    fn take(&self) -> bool {
-        self.core.try_acquire_raw()
+    pub(crate) fn wakeups(&self) -> &Wakeups {
+        &self.wakeups
     }
 
     /// Takes a slot, waiting up to `max_wait`; `BulkheadFullError` if none.
     fn acquire(&self, py: Python<'_>) -> PyResult<()> {
-        if self.take() {
+        let Some(max_wait) = self.max_wait else {
+            // No wait: this refusal is final, and the core counts it.
+            return if self.core.try_acquire_raw() { Ok(()) } else { Err(self.full(py)) };
+        };
+        // A free slot, taken without letting go of the interpreter.
+        if self.core.try_acquire_raw_before_wait() {
             return Ok(());
         }
-        let Some(max_wait) = self.max_wait else {
-            return Err(errors::bulkhead_full(py, &self.name, self.max_concurrent));
-        };
-        match py.detach(|| self.core.acquire_timeout(max_wait)) {
-            Ok(permit) => {
-                // The slot is released by `give_back`, on `__exit__` or
-                // when the call returns, not when this permit would drop.
-                core::mem::forget(permit);
-                Ok(())
-            }
-            Err(_) => Err(errors::bulkhead_full(py, &self.name, self.max_concurrent)),
-        }
+        // The slot is released by `give_back`, on `__exit__` or when the
+        // call returns, not when the core's permit would drop.
+        let took = py.detach(|| self.core.acquire_timeout(max_wait).map(core::mem::forget).is_ok());
+        // The wait's end may have passed a notification on to a coroutine.
+        self.wakeups.deliver(py);
+        if took { Ok(()) } else { Err(self.full(py)) }
     }
 
-    fn give_back(&self) -> PyResult<()> {
-        if self.core.release_raw() {
+    /// Frees a slot, and tells the loops of coroutines the release woke.
+    pub(crate) fn give_back(&self, py: Python<'_>) -> PyResult<()> {
+        let released = self.core.release_raw();
+        self.wakeups.deliver(py);
+        if released {
             Ok(())
         } else {
             Err(PyRuntimeError::new_err("Bulkhead.release() without a slot taken"))
         }
+    }
+
+    fn full(&self, py: Python<'_>) -> PyErr {
+        errors::bulkhead_full(py, &self.name, self.max_concurrent)
     }
 }
 
@@ -77,12 +90,7 @@ impl Bulkhead {
         max_wait: Option<&Bound<'_, PyAny>>,
         name: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let max = count("max_concurrent", max_concurrent)?;
-        if max == 0 {
-            return Err(pyo3::exceptions::PyValueError::new_err(
-                "invalid bulkhead config: max_concurrent = 0, expected at least 1",
-            ));
-        }
+        let max = positive_count("bulkhead", "max_concurrent", max_concurrent)?;
         let max_wait = match max_wait.filter(|w| !w.is_none()) {
             Some(w) => Some(seconds("max_wait", w)?),
             None => None,
@@ -94,7 +102,13 @@ impl Bulkhead {
                 return Err(PyTypeError::new_err(format!("name must be a str or None, got {}", n.repr()?)));
             }
         };
-        Ok(Self { core: Box::new(tripwire::Bulkhead::new(max)), max_concurrent: max, max_wait, name })
+        let core = Arc::new(tripwire::Bulkhead::new(max));
+        if let Ok(n) = name.bind(py).cast::<PyString>()
+            && !n.to_cow()?.is_empty()
+        {
+            registry::register_bulkhead(&n.to_cow()?, &core);
+        }
+        Ok(Self { core, wakeups: Arc::default(), max_concurrent: max, max_wait, name })
     }
 
     /// The most calls in flight at once.
@@ -138,14 +152,15 @@ impl Bulkhead {
         self.max_concurrent.saturating_sub(self.in_flight())
     }
 
-    /// Takes a slot if one is free, without waiting. Pair with `release()`.
+    /// Takes a slot if one is free, without waiting (a refusal counts).
+    /// Pair with `release()`.
     fn try_acquire(&self) -> bool {
-        self.take()
+        self.core.try_acquire_raw()
     }
 
     /// Frees a slot taken by `try_acquire()`.
-    fn release(&self) -> PyResult<()> {
-        self.give_back()
+    fn release(&self, py: Python<'_>) -> PyResult<()> {
+        self.give_back(py)
     }
 
     /// Calls `func(*args, **kwargs)` in a slot.
@@ -159,7 +174,7 @@ impl Bulkhead {
     ) -> PyResult<Bound<'py, PyAny>> {
         self.acquire(py)?;
         let result = func.call(args, kwargs);
-        self.give_back()?;
+        self.give_back(py)?;
         result
     }
 
@@ -195,13 +210,14 @@ impl Bulkhead {
     #[pyo3(signature = (exc_type, exc, traceback))]
     fn __exit__(
         &self,
+        py: Python<'_>,
         exc_type: &Bound<'_, PyAny>,
         exc: &Bound<'_, PyAny>,
         traceback: &Bound<'_, PyAny>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<()> {
         let _ = (exc_type, exc, traceback);
-        self.give_back()?;
-        Ok(false)
+        // None: the block's exception, if any, goes on.
+        self.give_back(py)
     }
 
     fn __aenter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -216,13 +232,29 @@ impl Bulkhead {
         exc: &Bound<'py, PyAny>,
         traceback: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let suppress = slf.get().__exit__(exc_type, exc, traceback)?;
-        crate::aio::aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((suppress,))
+        slf.get().__exit__(slf.py(), exc_type, exc, traceback)?;
+        crate::aio::aio(slf.py())?.getattr(intern!(slf.py(), "ready"))?.call1((slf.py().None(),))
     }
 
-    /// Raises `BulkheadFullError` for this bulkhead (used by the asyncio wait).
+    /// `BulkheadFullError` for this bulkhead (raised by the asyncio wait).
     fn _full(&self, py: Python<'_>) -> PyErr {
-        errors::bulkhead_full(py, &self.name, self.max_concurrent)
+        self.full(py)
+    }
+
+    /// A coroutine's wait for a slot, up to `max_wait`, on `event_loop`
+    /// (`tripwire/_aio.py` awaits it); None with a free slot taken at once.
+    #[pyo3(signature = (event_loop, /))]
+    fn _wait<'py>(
+        slf: &Bound<'py, Self>,
+        event_loop: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, BulkheadWait>>> {
+        let this = slf.get();
+        if this.core.try_acquire_raw_before_wait() {
+            return Ok(None);
+        }
+        let max_wait = this.max_wait.unwrap_or(Duration::ZERO);
+        BulkheadWait::start(slf, Arc::clone(&this.core), Arc::clone(&this.wakeups), max_wait, event_loop)
+            .map(Some)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

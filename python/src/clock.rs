@@ -53,6 +53,12 @@ pub(crate) fn seconds_to_ns(arg: &str, seconds: f64) -> PyResult<u64> {
     Ok(if ns >= u64::MAX as f64 { u64::MAX } else { ns as u64 })
 }
 
+/// A number of seconds as the clock's nanoseconds (saturating).
+fn nanos(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let d = crate::args::seconds(arg, v)?;
+    Ok(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// A clock that only moves when told to, for tests and simulations: pass it
 /// as `clock=` to a `Breaker`.
 ///
@@ -70,23 +76,24 @@ pub struct ManualClock {
 #[pymethods]
 impl ManualClock {
     #[new]
-    #[pyo3(signature = (start = 0.0))]
-    fn new(start: f64) -> PyResult<Self> {
-        let ns = seconds_to_ns("start", start)?;
+    #[pyo3(signature = (start = None))]
+    fn new(start: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let ns = match start.filter(|s| !s.is_none()) {
+            Some(s) => nanos("start", s)?,
+            None => 0,
+        };
         Ok(Self { inner: Arc::new(tripwire::ManualClock::new(ns)) })
     }
 
     /// Moves the clock forward by `seconds` (≥ 0).
-    fn advance(&self, seconds: f64) -> PyResult<()> {
-        let ns = seconds_to_ns("seconds", seconds)?;
-        self.inner.advance(core::time::Duration::from_nanos(ns));
+    fn advance(&self, seconds: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inner.advance(core::time::Duration::from_nanos(nanos("seconds", seconds)?));
         Ok(())
     }
 
     /// Sets the clock to `seconds` if that is not earlier than it reads now.
-    fn set(&self, seconds: f64) -> PyResult<()> {
-        let ns = seconds_to_ns("seconds", seconds)?;
-        self.inner.set(ns);
+    fn set(&self, seconds: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inner.set(nanos("seconds", seconds)?);
         Ok(())
     }
 

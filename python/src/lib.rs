@@ -11,10 +11,14 @@
 //! - [`errors`]: raising the exceptions of `tripwire/_errors.py`;
 //!   [`aio`]: the asyncio helpers of `tripwire/_aio.py`.
 //! - [`args`]: the argument checks, for the Python modules too.
-//! - [`registry`]: named breakers and their Prometheus export (the core's
-//!   writer, so the families are a Rust `Registry`'s).
+//! - [`registry`]: named breakers, bulkheads and stale caches and their
+//!   Prometheus export (the core's writer, so the families are a Rust
+//!   `Registry`'s); [`stale_stats::StaleStats`]: a Python stale cache's
+//!   counters.
 //! - [`shared`]: breakers in a memory-mapped file (`Breaker.shared`).
-//! - [`bulkhead::Bulkhead`]: a cap on calls in flight.
+//! - [`bulkhead::Bulkhead`]: a cap on calls in flight;
+//!   [`bulkhead_wait::BulkheadWait`]: a coroutine's wait for a slot, woken
+//!   by a release.
 //! - [`budget::RetryBudget`], [`backoff::Backoff`]: the core's retry budget
 //!   and backoff; [`retry::RetryPolicy`] and [`retry::RetryRun`]: the
 //!   core's retry loop, whose decisions `tripwire.retry`
@@ -31,6 +35,7 @@ mod backoff;
 mod breaker;
 mod budget;
 mod bulkhead;
+mod bulkhead_wait;
 mod classify;
 mod clock;
 mod config;
@@ -41,6 +46,7 @@ mod registry;
 mod retry;
 mod shared;
 mod snapshot;
+mod stale_stats;
 mod state;
 mod with_stack;
 
@@ -56,6 +62,8 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::Snapshot>()?;
     m.add_class::<breaker::Ticket>()?;
     m.add_class::<bulkhead::Bulkhead>()?;
+    m.add_class::<bulkhead_wait::BulkheadWait>()?;
+    m.add_class::<stale_stats::StaleStats>()?;
     m.add_class::<budget::RetryBudget>()?;
     m.add_class::<backoff::Backoff>()?;
     m.add_class::<retry::RetryPolicy>()?;
@@ -86,11 +94,13 @@ mod tests {
             ("Ticket", align_of::<breaker::Ticket>()),
             ("RetryBudget", align_of::<budget::RetryBudget>()),
             ("Bulkhead", align_of::<bulkhead::Bulkhead>()),
+            ("BulkheadWait", align_of::<bulkhead_wait::BulkheadWait>()),
             ("ManualClock", align_of::<clock::ManualClock>()),
             ("Guarded", align_of::<guarded::Guarded>()),
             ("RetryPolicy", align_of::<retry::RetryPolicy>()),
             ("RetryRun", align_of::<retry::RetryRun>()),
             ("Snapshot", align_of::<snapshot::Snapshot>()),
+            ("StaleStats", align_of::<stale_stats::StaleStats>()),
             ("with_stack.Frame", align_of::<with_stack::Frame>()),
         ];
         for (name, align) in classes {

@@ -1,60 +1,95 @@
-//! Named breakers, and their counters in the Prometheus text format.
+//! Named breakers, bulkheads and stale caches, and their counters in the
+//! Prometheus text format.
 //!
-//! The registry holds weak references to the breakers' shared parts, so a
-//! breaker that is dropped leaves it. A name registered again replaces the
-//! older breaker in the export (re-running a module or a notebook cell
+//! The registry holds weak references, so a breaker, bulkhead or cache that
+//! is dropped leaves it. A name registered again replaces the older one of
+//! the same kind in the export (re-running a module or a notebook cell
 //! makes a new breaker with the same name). The registry's mutex is taken
-//! when a named breaker is made and when the registry is read, never on a
-//! call's path.
+//! when a named object is made and when the registry is read, never on a
+//! call's path. The text is the core's writer's: the families, labels and
+//! help texts of a Rust `Registry`.
 
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use pyo3::prelude::*;
 
 use crate::core_breaker::CoreBreaker;
+use crate::stale_stats::StaleCounts;
 
-struct Entry {
-    name: String,
-    core: Weak<CoreBreaker>,
+/// One kind of named object, weakly held.
+struct Named<T> {
+    entries: Mutex<Vec<(String, Weak<T>)>>,
 }
 
-static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+impl<T> Named<T> {
+    const fn new() -> Self {
+        Self { entries: Mutex::new(Vec::new()) }
+    }
 
-fn registry() -> MutexGuard<'static, Vec<Entry>> {
-    // A panic while holding the lock cannot leave the list inconsistent
-    // (every change is one push or retain), so a poisoned lock is usable.
-    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+    fn entries(&self) -> MutexGuard<'_, Vec<(String, Weak<T>)>> {
+        // A panic while holding the lock cannot leave the list inconsistent
+        // (every change is one push or retain), so a poisoned lock is usable.
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers `item` under `name`, replacing any of that name.
+    fn register(&self, name: &str, item: &Arc<T>) {
+        let mut entries = self.entries();
+        entries.retain(|(n, w)| n != name && w.strong_count() > 0);
+        entries.push((name.to_owned(), Arc::downgrade(item)));
+    }
+
+    /// The live ones, sorted by name.
+    fn live(&self) -> Vec<(String, Arc<T>)> {
+        let mut v: Vec<_> =
+            self.entries().iter().filter_map(|(n, w)| Some((n.clone(), w.upgrade()?))).collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
 }
 
-/// Registers `core` under `name`, replacing any breaker of that name.
+static BREAKERS: Named<CoreBreaker> = Named::new();
+static BULKHEADS: Named<tripwire::Bulkhead> = Named::new();
+static STALE_CACHES: Named<StaleCounts> = Named::new();
+
+/// Registers a breaker's core under `name`.
 pub(crate) fn register(name: &str, core: &Arc<CoreBreaker>) {
-    let mut r = registry();
-    r.retain(|e| e.name != name && e.core.strong_count() > 0);
-    r.push(Entry { name: name.to_owned(), core: Arc::downgrade(core) });
+    BREAKERS.register(name, core);
 }
 
-fn live() -> Vec<(String, Arc<CoreBreaker>)> {
-    let mut v: Vec<_> = registry().iter().filter_map(|e| Some((e.name.clone(), e.core.upgrade()?))).collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v
+/// Registers a bulkhead's core under `name`.
+pub(crate) fn register_bulkhead(name: &str, core: &Arc<tripwire::Bulkhead>) {
+    BULKHEADS.register(name, core);
+}
+
+/// Registers a stale cache's counters under `name`.
+pub(crate) fn register_stale_cache(name: &str, counts: &Arc<StaleCounts>) {
+    STALE_CACHES.register(name, counts);
 }
 
 /// The names of the named breakers alive now, sorted.
 #[pyfunction]
 pub(crate) fn breaker_names() -> Vec<String> {
-    live().into_iter().map(|(n, _)| n).collect()
+    BREAKERS.live().into_iter().map(|(n, _)| n).collect()
 }
 
-/// Every named breaker's state and counters in the Prometheus text
-/// exposition format (version 0.0.4), written by the core's writer: the
-/// families, labels and help texts of a Rust `Registry`.
+/// Every named breaker's, bulkhead's and stale cache's state and counters
+/// in the Prometheus text exposition format (version 0.0.4), written by
+/// the core's writer: the families, labels and help texts of a Rust
+/// `Registry`.
 #[pyfunction]
 pub(crate) fn prometheus_text(py: Python<'_>) -> String {
-    let breakers = py.detach(live);
-    let rows: Vec<_> =
+    let (breakers, bulkheads, stale) = py.detach(|| (BREAKERS.live(), BULKHEADS.live(), STALE_CACHES.live()));
+    let breakers: Vec<tripwire::prometheus::BreakerRow<'_>> =
         breakers.iter().map(|(n, c)| (n.as_str(), c.breaker().state(), c.breaker().snapshot())).collect();
+    let bulkheads: Vec<tripwire::prometheus::BulkheadRow<'_>> =
+        bulkheads.iter().map(|(n, b)| (n.as_str(), b.max(), b.snapshot())).collect();
+    let stale: Vec<tripwire::prometheus::StaleRow<'_>> =
+        stale.iter().map(|(n, s)| (n.as_str(), s.snapshot())).collect();
     let mut out = String::new();
     // Writing to a `String` cannot fail.
-    let _ = tripwire::prometheus::write_breakers(&mut out, &rows);
+    let _ = tripwire::prometheus::write_breakers(&mut out, &breakers)
+        .and_then(|()| tripwire::prometheus::write_bulkheads(&mut out, &bulkheads))
+        .and_then(|()| tripwire::prometheus::write_stale_caches(&mut out, &stale));
     out
 }

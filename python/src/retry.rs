@@ -15,11 +15,11 @@ use pyo3::types::PyTuple;
 use pyo3::{PyTraverseError, PyVisit};
 use tripwire::{Refusal, RetryConfigError, RetryError, RetryLoop, Verdict};
 
+use crate::args::{count, seconds};
 use crate::backoff::{backoff_config, given, seed};
 use crate::budget::RetryBudget;
 use crate::classify::exception_tuple;
 use crate::clock::ClockSource;
-use crate::config::{count, seconds};
 use crate::errors;
 
 /// What the binding made of one failed attempt's exception: the error the
@@ -158,7 +158,7 @@ impl RetryPolicy {
     ) -> PyResult<Self> {
         let mut b = tripwire::RetryPolicy::builder().backoff(backoff_config(base, cap, factor, jitter)?);
         if let Some(v) = given(attempts) {
-            b = b.max_attempts(count("attempts", v)?);
+            b = b.max_attempts(count("retry", "attempts", v, 0)?);
         }
         if let Some(v) = given(deadline) {
             b = b.max_total(seconds("deadline", v)?);

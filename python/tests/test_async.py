@@ -158,3 +158,63 @@ def test_async_failure_if(make_breaker):
 
     assert run(status()) == "503"
     assert b.state == "open"
+
+
+async def stale_and_fresh(b: tripwire.Breaker, enter) -> None:  # type: ignore[no-untyped-def]
+    """Task A enters a block, the breaker is reset, task B enters one, and A
+    leaves with a failure while B's block is still open: A's ticket is of
+    the older generation, so its failure must not trip the breaker. Had the
+    blocks swapped tickets, it would."""
+    a_in, b_in, a_out = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def task_a() -> None:
+        with pytest.raises(Boom):
+            async with enter(b):
+                a_in.set()
+                await b_in.wait()
+                raise Boom
+        a_out.set()
+
+    async def task_b() -> None:
+        await a_in.wait()
+        b.reset()
+        async with enter(b):
+            b_in.set()
+            await a_out.wait()
+
+    await asyncio.gather(task_a(), task_b())
+
+
+class SyncBlock:
+    """`with breaker:` (the sync protocol) inside a coroutine."""
+
+    def __init__(self, breaker: tripwire.Breaker) -> None:
+        self.breaker = breaker
+
+    async def __aenter__(self) -> None:
+        self.breaker.__enter__()
+
+    async def __aexit__(self, *exc) -> None:  # type: ignore[no-untyped-def]
+        self.breaker.__exit__(*exc)
+
+
+@pytest.mark.parametrize("enter", [lambda b: b, SyncBlock], ids=["async with", "with"])
+def test_interleaved_tasks_never_swap_tickets(make_breaker, enter):
+    b = make_breaker(failure_threshold=1)
+    run(stale_and_fresh(b, enter))
+    assert b.state == "closed", "task A's stale failure was recorded with task B's ticket"
+    s = b.snapshot()
+    assert (s.successes, s.failures) == (1, 1)
+
+
+def test_tasks_inside_an_outer_sync_block_keep_their_tickets(make_breaker):
+    """A block entered before the loop started (thread stack) and the
+    tasks' blocks inside it (their contexts) each get their own ticket."""
+    b = make_breaker(failure_threshold=1)
+    with b:
+        run(stale_and_fresh(b, SyncBlock))
+        assert b.state == "closed"
+    s = b.snapshot()
+    # The outer block was admitted before the tasks' reset: its success is
+    # of an older generation and changes nothing, but it is counted.
+    assert (s.successes, s.failures, b.state) == (2, 1, "closed")

@@ -364,3 +364,44 @@ def test_listeners_may_use_the_breaker_they_hear_from(make_breaker, clock):
     trip(b)
     assert seen == [("open", "open"), ("closed", "closed")]
     assert b.state == "closed"
+
+
+def test_reset_is_the_cores_reset(make_breaker, clock):
+    """reset(): the core's manual transition to closed. The trip conditions
+    start afresh (consecutive failures, the window, the grown cool-down);
+    the transition is reported like any other, from closed too, since it
+    starts a new generation; the snapshot's counters are totals since the
+    breaker was made (Prometheus counters), so they are kept."""
+    heard = []
+    b = make_breaker(
+        failure_threshold=2,
+        open_timeout=1.0,
+        open_timeout_max=8.0,
+        open_timeout_growth=2.0,
+        on_state_change=lambda _, old, new: heard.append((old, new)),
+    )
+    trip(b)
+    clock.advance(1.0)
+    with pytest.raises(Boom):
+        b.call(fail)  # the probe fails: the cool-down grows to 2 s
+    with pytest.raises(tripwire.CircuitOpenError) as info:
+        b.call(lambda: None)
+    assert info.value.retry_after == 2.0
+    before = b.snapshot()
+    generation = b.generation
+    b.reset()
+    assert heard[-1] == ("open", "closed") and b.generation == generation + 1
+    trip(b, 1)
+    assert b.state == "closed", "one failure after the reset is one, not three"
+    trip(b, 1)
+    with pytest.raises(tripwire.CircuitOpenError) as info:
+        b.call(lambda: None)
+    assert info.value.retry_after == 1.0, "the grown cool-down starts over"
+
+    b.reset()
+    generation = b.generation
+    b.reset()
+    assert heard[-1] == ("closed", "closed") and b.generation == generation + 1
+    after = b.snapshot()
+    assert (after.failures, after.rejected) == (before.failures + 2, before.rejected + 1)
+    assert after.transitions == before.transitions + 4 == len(heard)  # reset, trip, reset, reset

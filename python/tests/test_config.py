@@ -88,3 +88,75 @@ def test_bulkhead_arguments():
         tripwire.Bulkhead(1, max_wait=-1)
     with pytest.raises(TypeError, match="name must be a str"):
         tripwire.Bulkhead(1, name=2)  # type: ignore[arg-type]
+
+
+# Every argument of every class: a wrong type is a TypeError, a wrong value a
+# ValueError, and the message names the argument; never an OverflowError.
+HUGE = 10**400  # beyond a float, beyond any C integer
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "pattern"),
+    [
+        (lambda: tripwire.Bulkhead(-1), ValueError, r"invalid bulkhead config: max_concurrent = -1"),
+        (lambda: tripwire.Bulkhead(0), ValueError, r"invalid bulkhead config: max_concurrent = 0, expected an int from 1"),
+        (lambda: tripwire.Bulkhead(2**32), ValueError, r"max_concurrent = 4294967296"),
+        (lambda: tripwire.Bulkhead(2**64), ValueError, r"max_concurrent = 18446744073709551616"),
+        (lambda: tripwire.Bulkhead(HUGE), ValueError, r"max_concurrent = 1000000000000000000000000000000000000000…"),
+        (lambda: tripwire.Bulkhead(2.0), TypeError, r"max_concurrent must be an int, got float"),
+        (lambda: tripwire.Bulkhead(True), TypeError, r"max_concurrent must be an int, got bool"),
+        (lambda: tripwire.Bulkhead(None), TypeError, r"max_concurrent must be an int, got NoneType"),
+        (lambda: tripwire.Bulkhead(1, max_wait=-0.5), ValueError, r"max_wait must be a finite, non-negative"),
+        (lambda: tripwire.Bulkhead(1, max_wait=-HUGE), ValueError, r"max_wait must be a finite, non-negative"),
+        (lambda: tripwire.Bulkhead(1, max_wait=float("nan")), ValueError, r"max_wait must be"),
+        (lambda: tripwire.Bulkhead(1, max_wait=True), TypeError, r"max_wait must be a number of seconds"),
+        (lambda: tripwire.Bulkhead(1, max_wait="1"), TypeError, r"max_wait must be a number of seconds"),
+        (lambda: tripwire.Backoff(seed=-1), ValueError, r"seed = -1, expected an int from 0 to 2\*\*64 - 1"),
+        (lambda: tripwire.Backoff(seed=2**64), ValueError, r"seed = 18446744073709551616"),
+        (lambda: tripwire.Backoff(seed=HUGE), ValueError, r"seed = "),
+        (lambda: tripwire.Backoff(seed=1.0), TypeError, r"seed must be an int"),
+        (lambda: tripwire.Backoff(seed=True), TypeError, r"seed must be an int"),
+        (lambda: tripwire.Backoff(base=-1), ValueError, r"base must be a finite, non-negative"),
+        (lambda: tripwire.Backoff(base=HUGE), ValueError, r"base"),
+        (lambda: tripwire.Backoff(factor=HUGE), ValueError, r"factor = 1000.*too large for a float"),
+        (lambda: tripwire.Backoff(factor=True), TypeError, r"factor must be a number, got bool"),
+        (lambda: tripwire.Backoff(jitter=1), TypeError, r"jitter must be a str"),
+        (lambda: tripwire.Backoff(jitter="some"), ValueError, r"jitter = \"some\""),
+        (lambda: tripwire.Backoff().override_next(HUGE * -1), ValueError, r"seconds must be a finite, non-negative"),
+        (lambda: tripwire.RetryBudget(-0.1), ValueError, r"ratio"),
+        (lambda: tripwire.RetryBudget(HUGE), ValueError, r"ratio = 1000.*too large for a float"),
+        (lambda: tripwire.RetryBudget("0.2"), TypeError, r"ratio must be a number, got str"),
+        (lambda: tripwire.RetryBudget(ttl=-1), ValueError, r"ttl must be a finite, non-negative"),
+        (lambda: tripwire.RetryBudget(ttl=False), TypeError, r"ttl must be a number of seconds"),
+        (lambda: tripwire.RetryBudget(min_retries_per_sec=HUGE), ValueError, r"min_retries_per_sec = 1000.*too large"),
+        (lambda: tripwire.ManualClock(-1), ValueError, r"start must be a finite, non-negative"),
+        (lambda: tripwire.ManualClock(True), TypeError, r"start must be a number of seconds"),
+        (lambda: tripwire.ManualClock("0"), TypeError, r"start must be a number of seconds"),
+        (lambda: tripwire.ManualClock().advance(-HUGE), ValueError, r"seconds must be a finite, non-negative"),
+        (lambda: tripwire.ManualClock().set(None), TypeError, r"seconds must be a number of seconds"),
+        (lambda: tripwire.retry(attempts=-1), ValueError, r"invalid retry config: attempts = -1"),
+        (lambda: tripwire.retry(attempts=0), ValueError, r"attempts"),
+        (lambda: tripwire.retry(attempts=HUGE), ValueError, r"invalid retry config: attempts = 1000"),
+        (lambda: tripwire.retry(attempts=3.0), TypeError, r"attempts must be an int, got float"),
+        (lambda: tripwire.retry(attempts=True), TypeError, r"attempts must be an int, got bool"),
+        (lambda: tripwire.retry(deadline=-1), ValueError, r"deadline must be a finite, non-negative"),
+        (lambda: tripwire.retry(seed=-1), ValueError, r"seed = -1"),
+        (lambda: tripwire.retry(factor=HUGE), ValueError, r"factor = 1000.*too large for a float"),
+        (lambda: tripwire.StaleCache(-1), ValueError, r"max_age must be a finite, non-negative"),
+        (lambda: tripwire.StaleCache(True), TypeError, r"max_age must be a number of seconds"),
+        (lambda: tripwire.StaleCache(policies=3), TypeError, r"policies must be a dict"),
+        (lambda: tripwire.StaleCache(policies={"k": -1}), ValueError, r"policies\['k'\] must be a finite"),
+        (lambda: tripwire.StaleCache(fallback_on=3), TypeError, r"fallback_on must be an exception class"),
+    ],
+)
+def test_every_bad_argument_is_a_type_or_value_error_naming_it(make, error, pattern):
+    with pytest.raises(error, match=pattern) as info:
+        make()
+    assert not isinstance(info.value, OverflowError)
+
+
+def test_huge_durations_mean_a_very_long_time():
+    """An int too large for a float, as a wait, is as long as the core can
+    count (584 years), not an error."""
+    assert tripwire.Bulkhead(1, max_wait=HUGE).max_wait == pytest.approx(2**64 / 1e9)
+    assert tripwire.ManualClock(HUGE).now() == pytest.approx(2**64 / 1e9)

@@ -76,6 +76,8 @@ def families(text: str) -> dict[str, list[str]]:
     breakers (other tests' named breakers may still be registered)."""
     out: dict[str, list[str]] = {}
     for line in text.splitlines():
+        if not line.removeprefix("# HELP ").removeprefix("# TYPE ").startswith("tripwire_breaker_"):
+            continue
         if line.startswith("# HELP "):
             out[line.split(" ")[2]] = [line]
         elif line.startswith("# TYPE "):
@@ -133,3 +135,103 @@ def test_a_name_registered_again_replaces_the_older_breaker(make_breaker):
     assert tripwire.breaker_names().count("dup") == 1
     assert 'tripwire_breaker_state{breaker="dup",state="open"} 1' in tripwire.prometheus_text()
     assert old.state == "closed"
+
+
+def samples(text: str) -> dict[tuple[str, str], float]:
+    """`{(name, labels): value}` of every sample line."""
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            series, value = line.rsplit(" ", 1)
+            name, _, labels = series.partition("{")
+            out[(name, "{" + labels)] = float(value)
+    return out
+
+
+def test_named_bulkheads_are_exported_beside_breakers():
+    orders = tripwire.Bulkhead(2, name="binance/orders")
+    tripwire.Bulkhead(1)  # unnamed: not exported
+    assert orders.try_acquire()
+    with orders:
+        pass
+    with orders:
+        with pytest.raises(tripwire.BulkheadFullError):
+            orders.call(lambda: None)
+    text = tripwire.prometheus_text()
+    for family, kind in [
+        ("tripwire_bulkhead_in_flight", "gauge"),
+        ("tripwire_bulkhead_max", "gauge"),
+        ("tripwire_bulkhead_peak_in_flight", "gauge"),
+        ("tripwire_bulkhead_acquired_total", "counter"),
+        ("tripwire_bulkhead_rejected_total", "counter"),
+    ]:
+        assert f"# TYPE {family} {kind}\n" in text
+    got = {k: v for k, v in samples(text).items() if k[0].startswith("tripwire_bulkhead_")}
+    label = '{bulkhead="binance/orders"}'
+    assert got == {
+        ("tripwire_bulkhead_in_flight", label): 1,
+        ("tripwire_bulkhead_max", label): 2,
+        ("tripwire_bulkhead_peak_in_flight", label): 2,
+        ("tripwire_bulkhead_acquired_total", label): 3,
+        ("tripwire_bulkhead_rejected_total", label): 1,
+    }
+    orders.release()
+    del orders
+    gc.collect()
+    assert "tripwire_bulkhead" not in tripwire.prometheus_text()
+
+
+def test_named_stale_caches_are_exported_beside_breakers():
+    clock = tripwire.ManualClock(1000.0)
+    cache = tripwire.StaleCache(30.0, policies={"balances": None}, clock=clock, name="binance/market")
+    cache.call("book", lambda: {"bids": []})
+
+    def down() -> None:
+        raise ConnectionError("503")
+
+    assert cache.call("book", down).stale
+    with pytest.raises(ConnectionError):
+        cache.call("balances", down)
+    with pytest.raises(ConnectionError):
+        cache.call("never-fetched", down)
+    assert cache.snapshot() == {"fresh": 1, "stale": 1, "refused": 2}
+    text = tripwire.prometheus_text()
+    assert "# TYPE tripwire_fallback_total counter\n" in text
+    got = {k: v for k, v in samples(text).items() if k[0] == "tripwire_fallback_total"}
+    assert got == {
+        ("tripwire_fallback_total", '{cache="binance/market",result="fresh"}'): 1,
+        ("tripwire_fallback_total", '{cache="binance/market",result="stale"}'): 1,
+        ("tripwire_fallback_total", '{cache="binance/market",result="refused"}'): 2,
+    }
+    del cache
+    gc.collect()
+    assert "tripwire_fallback_total" not in tripwire.prometheus_text()
+
+
+def test_the_prometheus_client_collector_serves_the_same_series(make_breaker):
+    prometheus_client = pytest.importorskip("prometheus_client")
+    from tripwire.prometheus import TripwireCollector
+
+    b = make_breaker(name="binance/orderbook", failure_threshold=1)
+    b.call(lambda: None)
+    trip(b)
+    orders = tripwire.Bulkhead(3, name="binance/orders")
+    cache = tripwire.StaleCache(name="binance/book")
+    cache.call("book", lambda: 1)
+    registry = prometheus_client.CollectorRegistry()
+    registry.register(TripwireCollector())
+    served = prometheus_client.generate_latest(registry).decode()
+    ours = tripwire.prometheus_text()
+    assert samples(served) == samples(ours)
+    assert samples(ours)[("tripwire_breaker_state", '{breaker="binance/orderbook",state="open"}')] == 1
+    assert samples(ours)[("tripwire_bulkhead_max", '{bulkhead="binance/orders"}')] == 3
+    assert samples(ours)[("tripwire_fallback_total", '{cache="binance/book",result="fresh"}')] == 1
+    for line in ours.splitlines():
+        if line.startswith("# TYPE "):
+            assert line + "\n" in served, line
+    # Read at each scrape, not when registered.
+    late = make_breaker(name="late")
+    assert 'tripwire_breaker_state{breaker="late",state="closed"} 1.0' in prometheus_client.generate_latest(
+        registry
+    ).decode()
+    del orders, late

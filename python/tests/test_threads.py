@@ -92,3 +92,40 @@ def test_bulkhead_caps_in_flight_across_threads():
     run_threads(io)
     assert peak[0] == 3
     assert bh.in_flight == 0
+
+
+def test_interleaved_threads_never_swap_tickets():
+    """Thread A enters a block, the breaker is reset, thread B enters one,
+    and A leaves with a failure while B's block is open: A's ticket is of
+    the older generation, so the breaker stays closed."""
+    b = tripwire.Breaker(failure_threshold=1)
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def thread_a() -> None:
+        try:
+            with b:
+                a_in.set()
+                b_in.wait(5)
+                raise ZeroDivisionError
+        except ZeroDivisionError:
+            a_out.set()
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    def thread_b() -> None:
+        a_in.wait(5)
+        b.reset()
+        with b:
+            b_in.set()
+            a_out.wait(5)
+
+    threads = [threading.Thread(target=thread_a), threading.Thread(target=thread_b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert b.state == "closed"
+    s = b.snapshot()
+    assert (s.successes, s.failures) == (1, 1)

@@ -10,39 +10,147 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import sys
 from typing import Any, Awaitable, Callable, TypeVar
 
 T = TypeVar("T")
 
 
-async def call_async(breaker: Any, func: Callable[..., Awaitable[T]], args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> T:
-    """Awaits ``func(*args, **kwargs)`` under ``breaker``."""
+if sys.version_info >= (3, 11):
+    _timeout = asyncio.timeout
+else:  # pragma: no cover - Python 3.9 and 3.10
+
+    class _TimeoutError(asyncio.TimeoutError, TimeoutError):
+        """What a breaker's timeout raises before Python 3.11, where
+        ``asyncio.TimeoutError`` is not yet the builtin ``TimeoutError``:
+        both, so that either ``except`` catches it."""
+
+    class _timeout:
+        """``asyncio.timeout`` for Python < 3.11: cancels the task when the
+        time is up and turns that cancellation into ``TimeoutError``.
+        (Without ``Task.uncancel``, a cancellation from outside in the same
+        instant is taken for the timeout.)"""
+
+        def __init__(self, delay: float) -> None:
+            self._delay = delay
+            self._expired = False
+
+        def expired(self) -> bool:
+            return self._expired
+
+        def _fire(self, task: asyncio.Task[Any]) -> None:
+            self._expired = True
+            task.cancel()
+
+        async def __aenter__(self) -> _timeout:
+            task = asyncio.current_task()
+            assert task is not None
+            self._handle = asyncio.get_running_loop().call_later(self._delay, self._fire, task)
+            return self
+
+        async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+            self._handle.cancel()
+            if self._expired and exc_type is asyncio.CancelledError:
+                raise _TimeoutError from exc
+
+
+async def call_async(
+    breaker: Any,
+    func: Callable[..., Awaitable[T]],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None,
+) -> T:
+    """Awaits ``func(*args, **kwargs)`` under ``breaker``, within its
+    timeout if it has one."""
+    timeout = breaker.timeout
     ticket = breaker._acquire()
-    try:
-        result = await func(*args, **(kwargs or {}))
-    except BaseException as exc:
-        breaker._record_error(ticket, exc)
-        raise
+    if timeout is None:
+        try:
+            result = await func(*args, **(kwargs or {}))
+        except BaseException as exc:
+            breaker._record_error(ticket, exc)
+            raise
+    else:
+        scope = _timeout(timeout)
+        try:
+            async with scope:
+                result = await func(*args, **(kwargs or {}))
+        except BaseException as exc:
+            _record_within(breaker, ticket, scope, exc)
+            raise
     breaker._record_result(ticket, result)
     return result
 
 
+async def enter_within(breaker: Any, scope: Any) -> Any:
+    """``async with breaker:`` on a breaker with a timeout: enters the
+    block's timeout scope (the ticket is taken and kept already)."""
+    try:
+        await scope.__aenter__()
+    except BaseException:
+        breaker._abandon_block()
+        raise
+    return breaker
+
+
+async def exit_within(breaker: Any, ticket: Any, scope: Any, exc_type: Any, exc: Any, tb: Any) -> None:
+    """Leaves the block's timeout scope, which turns the cancellation of a
+    block it cut short into ``TimeoutError``, and records the block."""
+    try:
+        await scope.__aexit__(exc_type, exc, tb)
+    except BaseException as raised:
+        _record_within(breaker, ticket, scope, raised)
+        raise
+    if exc is None:
+        breaker._record(ticket, "success")
+    else:
+        _record_within(breaker, ticket, scope, exc)
+
+
+def _record_within(breaker: Any, ticket: Any, scope: Any, exc: BaseException) -> None:
+    """Records a call that raised ``exc`` inside the breaker's timeout: a
+    failure, whatever ``failure_on`` says, if the timeout cut it short."""
+    if scope.expired():
+        breaker._record(ticket, "failure")
+    else:
+        breaker._record_error(ticket, exc)
+
+
 def wrap(breaker: Any, func: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
-    """``func`` (an ``async def`` function) guarded by ``breaker``."""
+    """``func`` (an ``async def`` function) guarded by ``breaker``, within
+    its timeout if it has one."""
     acquire = breaker._acquire
     record_error = breaker._record_error
     record_result = breaker._record_result
+    timeout = breaker.timeout
 
-    @functools.wraps(func)
-    async def guarded(*args: Any, **kwargs: Any) -> T:
-        ticket = acquire()
-        try:
-            result = await func(*args, **kwargs)
-        except BaseException as exc:
-            record_error(ticket, exc)
-            raise
-        record_result(ticket, result)
-        return result
+    if timeout is None:
+
+        @functools.wraps(func)
+        async def guarded(*args: Any, **kwargs: Any) -> T:
+            ticket = acquire()
+            try:
+                result = await func(*args, **kwargs)
+            except BaseException as exc:
+                record_error(ticket, exc)
+                raise
+            record_result(ticket, result)
+            return result
+
+    else:
+
+        @functools.wraps(func)
+        async def guarded(*args: Any, **kwargs: Any) -> T:
+            ticket = acquire()
+            scope = _timeout(timeout)
+            try:
+                async with scope:
+                    result = await func(*args, **kwargs)
+            except BaseException as exc:
+                _record_within(breaker, ticket, scope, exc)
+                raise
+            record_result(ticket, result)
+            return result
 
     guarded.breaker = breaker  # type: ignore[attr-defined]
     return guarded
@@ -68,31 +176,34 @@ def ready(value: Any) -> _Ready:
 
 # -- bulkheads ---------------------------------------------------------------
 
-#: The first and the longest pause between two looks at a full bulkhead.
-_FIRST_PAUSE = 0.0001
-_LONGEST_PAUSE = 0.005
-
 
 async def _bulkhead_take(bulkhead: Any) -> None:
     """Takes a slot, waiting up to ``bulkhead.max_wait`` without blocking
-    the event loop; raises ``BulkheadFullError`` if none frees in time."""
-    if bulkhead.try_acquire():
-        return
+    the event loop; raises ``BulkheadFullError`` if none frees in time.
+
+    The wait is the core's: a release wakes it (through the loop's
+    ``call_soon_threadsafe``), the deadline is the loop's ``call_later``,
+    and only a wait that ends without a slot counts as a refusal."""
     max_wait = bulkhead.max_wait
     if max_wait is None:
+        if bulkhead.try_acquire():
+            return
         raise bulkhead._full()
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + max_wait
-    pause = _FIRST_PAUSE
-    while True:
-        left = deadline - loop.time()
-        if left <= 0:
-            raise bulkhead._full()
-        await asyncio.sleep(min(pause, left))
-        # Look before taking: a refused take counts as a rejection.
-        if bulkhead.available and bulkhead.try_acquire():
-            return
-        pause = min(pause * 2, _LONGEST_PAUSE)
+    wait = bulkhead._wait(loop)
+    if wait is None:
+        return
+    expiry = loop.call_later(max_wait, wait.expire)
+    try:
+        took = await wait.future
+    except BaseException:
+        # Cancelled: leave the wait, giving back a slot it took for us.
+        wait.cancel()
+        raise
+    finally:
+        expiry.cancel()
+    if not took:
+        raise bulkhead._full()
 
 
 async def bulkhead_enter(bulkhead: Any) -> Any:

@@ -17,10 +17,19 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import sys
 import time
-from typing import Any, Awaitable, Callable, Iterator, Literal, Optional, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, Iterator, Literal, Optional, TypeVar, overload
 
 from ._tripwire import RetryBudget, RetryPolicy
+from ._types import ExceptionClasses
+
+if sys.version_info >= (3, 10):
+    from typing import ParamSpec
+else:  # pragma: no cover - Python 3.9
+    from typing_extensions import ParamSpec
+
+P = ParamSpec("P")
 
 T = TypeVar("T")
 JitterName = Literal["full", "equal", "decorrelated", "none"]
@@ -63,8 +72,8 @@ class Retry:
         cap: float = 10.0,
         factor: float = 2.0,
         jitter: JitterName = "full",
-        retry_on: Any = (Exception,),
-        give_up_on: Any = (),
+        retry_on: ExceptionClasses | list[type[BaseException]] = (Exception,),
+        give_up_on: ExceptionClasses | list[type[BaseException]] = (),
         retry_if: Optional[Callable[[BaseException], bool]] = None,
         retry_after: Optional[Callable[[BaseException], Optional[float]]] = retry_after_attribute,
         budget: Optional[RetryBudget] = None,
@@ -94,7 +103,7 @@ class Retry:
         """The pauses before the 2nd, 3rd, … attempts (without hints)."""
         return iter(self.policy.delays())
 
-    def call(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    def call(self, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Calls ``func(*args, **kwargs)``, retrying as the policy says."""
         sleep = self.sleep or time.sleep
         run = self.policy.run()
@@ -110,7 +119,7 @@ class Retry:
             if not run.start():
                 raise last
 
-    async def call_async(self, func: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any) -> T:
+    async def call_async(self, func: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Awaits ``func(*args, **kwargs)``, retrying as the policy says."""
         sleep = self.sleep or asyncio.sleep
         run = self.policy.run()
@@ -126,21 +135,26 @@ class Retry:
             if not run.start():
                 raise last
 
-    def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
-        """Decorates a plain or ``async def`` function."""
+    @overload
+    def __call__(self, func: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]: ...
+    @overload
+    def __call__(self, func: Callable[P, T]) -> Callable[P, T]: ...
+    def __call__(self, func: Callable[P, Any]) -> Callable[P, Any]:
+        """Decorates a plain or ``async def`` function; the result keeps its
+        signature."""
         if not callable(func):
             raise TypeError(f"retry decorates a function; got {func!r}")
         if inspect.iscoroutinefunction(func):
 
             @functools.wraps(func)
-            async def retried_async(*args: Any, **kwargs: Any) -> Any:
+            async def retried_async(*args: P.args, **kwargs: P.kwargs) -> Any:
                 return await self.call_async(func, *args, **kwargs)
 
             retried_async.retry = self  # type: ignore[attr-defined]
             return retried_async
 
         @functools.wraps(func)
-        def retried(*args: Any, **kwargs: Any) -> Any:
+        def retried(*args: P.args, **kwargs: P.kwargs) -> Any:
             return self.call(func, *args, **kwargs)
 
         retried.retry = self  # type: ignore[attr-defined]
@@ -150,7 +164,6 @@ class Retry:
         return "Retry" + repr(self.policy).removeprefix("RetryPolicy")
 
 
-def retry(attempts: int = 3, **kwargs: Any) -> Retry:
-    """A retry policy, usable as a decorator: ``@tripwire.retry(attempts=4,
-    base=0.2, budget=budget)``. See ``Retry`` for the arguments."""
-    return Retry(attempts, **kwargs)
+#: A retry policy, usable as a decorator: ``@tripwire.retry(attempts=4,
+#: base=0.2, budget=budget)``; see ``Retry`` for the arguments.
+retry = Retry

@@ -1,16 +1,20 @@
 """Stubs of the Rust extension ``tripwire._tripwire``."""
 
+import asyncio
+
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from os import PathLike
 from types import TracebackType
 from typing import Any, Generic, Literal, TypeVar, final, overload
 
-from typing_extensions import ParamSpec, Self
+from typing_extensions import Concatenate, ParamSpec, Self
 
 from ._types import ExceptionClasses, Seconds, StateName
 
 _P = ParamSpec("_P")
+_Q = ParamSpec("_Q")
 _R = TypeVar("_R")
+_S = TypeVar("_S")
 _Listener = Callable[[Breaker, StateName, StateName], object]
 
 __version__: str
@@ -18,12 +22,14 @@ __all__ = [
     "Backoff",
     "Breaker",
     "Bulkhead",
+    "BulkheadWait",
     "Guarded",
     "ManualClock",
     "RetryBudget",
     "RetryPolicy",
     "RetryRun",
     "Snapshot",
+    "StaleStats",
     "Ticket",
     "__version__",
     "_exception_classes",
@@ -37,9 +43,9 @@ __all__ = [
 class ManualClock:
     """A clock that only moves when told to: pass it as ``clock=`` to a Breaker."""
 
-    def __new__(cls, start: float = 0.0) -> Self: ...
-    def advance(self, seconds: float) -> None: ...
-    def set(self, seconds: float) -> None: ...
+    def __new__(cls, start: Seconds | None = None) -> Self: ...
+    def advance(self, seconds: Seconds) -> None: ...
+    def set(self, seconds: Seconds) -> None: ...
     def now(self) -> float: ...
 
 @final
@@ -73,15 +79,30 @@ class Guarded(Generic[_P, _R]):
     """A plain function guarded by a breaker (what ``@breaker`` returns)."""
 
     __wrapped__: Callable[_P, _R]
+    __name__: str
+    __qualname__: str
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
-    def __get__(self, obj: object, owner: type | None = None, /) -> Any: ...
+    @overload
+    def __get__(self, obj: None, owner: type | None = None, /) -> Self: ...
+    @overload
+    def __get__(self: Guarded[Concatenate[_S, _Q], _R], obj: _S, owner: type | None = None, /) -> Callable[_Q, _R]: ...
     def __reduce__(self) -> str: ...
     @property
     def breaker(self) -> Breaker: ...
 
 @final
 class Breaker:
-    """A circuit breaker: a decorator, a context manager, or ``call``."""
+    """A circuit breaker: a decorator, a context manager, or ``call``.
+
+    Timeouts: give the breaker ``timeout=`` (seconds) rather than writing
+    ``await asyncio.wait_for(guarded(), 2)``. A timeout from outside reaches
+    the guarded call as a cancellation, which is not counted, so a hanging
+    exchange never trips the breaker; ``timeout=`` runs inside the guard and
+    counts as a failure (``TimeoutError``). It applies to decorated
+    ``async def`` functions, ``call_async`` and ``async with`` blocks; a
+    sync call or ``with`` block cannot be cut short (its I/O client owns its
+    timeout) but counts as slow when it outlasts ``timeout``.
+    """
 
     def __new__(
         cls,
@@ -98,6 +119,7 @@ class Breaker:
         failure_rate: float | None = None,
         slow_call: Seconds | None = None,
         slow_rate: float | None = None,
+        timeout: Seconds | None = None,
         name: str | None = None,
         failure_on: ExceptionClasses | None = None,
         ignore_on: ExceptionClasses | None = None,
@@ -124,6 +146,7 @@ class Breaker:
         failure_rate: float | None = None,
         slow_call: Seconds | None = None,
         slow_rate: float | None = None,
+        timeout: Seconds | None = None,
         name: str | None = None,
         failure_on: ExceptionClasses | None = None,
         ignore_on: ExceptionClasses | None = None,
@@ -158,11 +181,21 @@ class Breaker:
     @property
     def slow_rate(self) -> float: ...
     @property
+    def timeout(self) -> float | None:
+        """The longest an awaited call may take (seconds), or None. Cut
+        short, it raises ``TimeoutError``, counted as a failure."""
+    @property
     def clock(self) -> ManualClock | None: ...
     def snapshot(self) -> Snapshot: ...
     def force_open(self) -> None: ...
     def disable(self) -> None: ...
-    def reset(self) -> None: ...
+    def reset(self) -> None:
+        """Closes the breaker (the core's reset): consecutive failures, the
+        window and a grown cool-down start afresh, and outcomes of calls
+        admitted before are ignored. A transition like any other: listeners
+        hear it, ``closed -> closed`` included, and ``transitions`` counts
+        it; the other counters are totals since the breaker was made and
+        are kept."""
     def call(self, func: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
     def call_async(
         self, func: Callable[_P, Awaitable[_R]], /, *args: _P.args, **kwargs: _P.kwargs
@@ -176,15 +209,17 @@ class Breaker:
     def __enter__(self) -> Self: ...
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
-    ) -> bool: ...
+    ) -> None:
+        """Records the block's outcome; never swallows its exception."""
     def __aenter__(self) -> Awaitable[Self]: ...
     def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
-    ) -> Awaitable[bool]: ...
+    ) -> Awaitable[None]: ...
     def _acquire(self) -> Ticket: ...
     def _record_result(self, ticket: Ticket, result: object) -> None: ...
     def _record_error(self, ticket: Ticket, exc: BaseException) -> None: ...
     def _record(self, ticket: Ticket, outcome: Literal["success", "failure", "ignored"]) -> None: ...
+    def _abandon_block(self) -> None: ...
 
 @final
 class Bulkhead:
@@ -212,12 +247,33 @@ class Bulkhead:
     def __enter__(self) -> Self: ...
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
-    ) -> bool: ...
+    ) -> None:
+        """Records the block's outcome; never swallows its exception."""
     def __aenter__(self) -> Awaitable[Self]: ...
     def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
-    ) -> Awaitable[bool]: ...
+    ) -> Awaitable[None]: ...
     def _full(self) -> BaseException: ...
+    def _wait(self, event_loop: asyncio.AbstractEventLoop, /) -> BulkheadWait | None: ...
+
+@final
+class BulkheadWait:
+    """A coroutine's wait for a bulkhead slot, woken by a release."""
+
+    @property
+    def future(self) -> asyncio.Future[bool]: ...
+    def expire(self) -> None: ...
+    def cancel(self) -> None: ...
+
+@final
+class StaleStats:
+    """A stale cache's counters; named, exported by ``prometheus_text()``."""
+
+    def __new__(cls, name: str | None = None) -> Self: ...
+    def fresh(self) -> None: ...
+    def stale(self) -> None: ...
+    def refused(self) -> None: ...
+    def snapshot(self) -> dict[str, int]: ...
 
 @final
 class RetryBudget:
@@ -327,7 +383,8 @@ class RetryRun:
     def attempts(self) -> int: ...
 
 def prometheus_text() -> str:
-    """Every named breaker's state and counters, Prometheus text format."""
+    """Every named breaker's, bulkhead's and stale cache's state and
+    counters, in the Prometheus text format (the core's writer)."""
 
 def breaker_names() -> list[str]:
     """The names of the named breakers alive now, sorted."""

@@ -1,0 +1,130 @@
+"""User code as a trading bot writes it, for the type checkers: `python/ci.sh`
+runs `mypy --strict --disallow-any-expr` and pyright (strict) over this file.
+
+Every decorator must keep the signature it decorates: `assert_type` pins
+each result's type, and each `# type: ignore[...]` marks a call that must
+be an error. A decorator that let `Any` through would make those calls
+pass, and both checkers report an ignore comment with nothing to ignore.
+`test_typed_sample.py` runs the code too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import tripwire
+
+if TYPE_CHECKING:
+    from typing_extensions import assert_type
+else:
+
+    def assert_type(value, _type):
+        return value
+
+
+exchange = tripwire.Breaker(name="typed-sample", failure_threshold=3, timeout=2.0)
+orders = tripwire.Bulkhead(4, max_wait=0.5)
+cache = tripwire.StaleCache(max_age=30.0, policies={"balance": None})
+
+
+@exchange
+def fetch_ticker(symbol: str, depth: int = 10) -> float:
+    return 97_000.0 + len(symbol) + depth
+
+
+@exchange
+async def fetch_book(symbol: str) -> list[float]:
+    await asyncio.sleep(0)
+    return [97_000.0, 97_001.0] if symbol else []
+
+
+@tripwire.retry(attempts=3, base=0.001, retry_on=(OSError,))
+@exchange
+def fetch_balance(asset: str) -> dict[str, float]:
+    return {asset: 1.5}
+
+
+@tripwire.retry(attempts=2, base=0.001)
+async def place_order(symbol: str, qty: float) -> str:
+    await asyncio.sleep(0)
+    return f"{symbol}:{qty}"
+
+
+@cache.fallback("book:BTC", max_age=5.0)
+@exchange
+def order_book(symbol: str) -> list[float]:
+    return [1.0, 2.0] if symbol else []
+
+
+@cache.fallback("book:ETH")
+async def order_book_async(symbol: str) -> list[float]:
+    return await fetch_book(symbol)
+
+
+@orders
+def submit(order_id: int) -> bool:
+    return order_id > 0
+
+
+class Client:
+    @exchange
+    def ping(self, attempt: int) -> bool:
+        return attempt >= 0
+
+    @exchange
+    async def server_time(self) -> int:
+        await asyncio.sleep(0)
+        return 1_700_000_000
+
+
+def in_a_block() -> int:
+    # No "missing return": the block never swallows an exception.
+    with exchange:
+        return 1
+
+
+async def in_async_blocks() -> int:
+    async with exchange:
+        async with orders:
+            return 2
+
+
+def sync_calls() -> None:
+    assert_type(fetch_ticker("BTC"), float)
+    assert_type(fetch_ticker("BTC", depth=5), float)
+    assert_type(fetch_balance("USDT"), dict[str, float])
+    assert_type(order_book("BTC"), tripwire.Cached[list[float]])
+    assert_type(order_book("BTC").value, list[float])
+    assert_type(submit(7), bool)
+    assert_type(Client().ping(1), bool)
+    assert_type(exchange.call(fetch_ticker, "ETH"), float)
+    assert_type(orders.call(submit, 3), bool)
+    assert_type(cache.call("balance", fetch_balance, "BTC"), tripwire.Cached[dict[str, float]])
+    assert_type(in_a_block(), int)
+    assert_type(exchange.snapshot().failures, int)
+    assert_type(exchange.state, tripwire.StateName)
+
+
+async def async_calls() -> None:
+    assert_type(await fetch_book("BTC"), list[float])
+    assert_type(await place_order("BTC", 0.1), str)
+    assert_type(await order_book_async("ETH"), tripwire.Cached[list[float]])
+    assert_type(await Client().server_time(), int)
+    assert_type(await exchange.call_async(fetch_book, "ETH"), list[float])
+    assert_type(await in_async_blocks(), int)
+
+
+def wrong_calls() -> None:
+    """Each line must be an error: the decorators kept the parameters."""
+    fetch_ticker(1)  # type: ignore[arg-type]
+    fetch_balance(asset=2)  # type: ignore[arg-type]
+    order_book()  # type: ignore[call-arg]
+    submit("7")  # type: ignore[arg-type]
+    Client().ping("x")  # type: ignore[arg-type]
+    exchange.call(fetch_ticker, 1)  # type: ignore[arg-type]
+
+
+def main() -> None:
+    sync_calls()
+    asyncio.run(async_calls())
