@@ -103,7 +103,7 @@ impl BreakerConfig {
     #[inline]
     /// A builder starting from [`BreakerConfig::default`].
     pub fn builder() -> BreakerConfigBuilder {
-        BreakerConfigBuilder { config: Self::default() }
+        BreakerConfigBuilder { config: Self::default(), max_set: false }
     }
 
     #[inline]
@@ -332,6 +332,9 @@ pub(crate) fn duration_ns(d: Duration) -> u64 {
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct BreakerConfigBuilder {
     config: BreakerConfig,
+    /// Whether `open_timeout_max` was set explicitly: only an unset one
+    /// follows `open_timeout`, whatever the order of the calls.
+    max_set: bool,
 }
 
 impl BreakerConfigBuilder {
@@ -344,25 +347,26 @@ impl BreakerConfigBuilder {
     }
 
     #[inline]
-    /// The cool-down after a trip (1 µs to 7 days; default 30 s). Also sets
-    /// `open_timeout_max` if that was below it, so that a cool-down without
-    /// growth needs one call.
+    /// The cool-down after a trip (1 µs to 7 days; default 30 s). Unless
+    /// `open_timeout_max` is set (before or after this call), the cap
+    /// equals it, so that a cool-down without growth needs one call.
     pub fn open_timeout(mut self, d: Duration) -> Self {
         let ns = duration_ns(d);
-        if self.config.open_timeout_max_ns < ns
-            || self.config.open_timeout_max_ns == self.config.open_timeout_ns
-        {
+        self.config.open_timeout_ns = ns;
+        if !self.max_set {
             self.config.open_timeout_max_ns = ns;
         }
-        self.config.open_timeout_ns = ns;
         self
     }
 
     #[inline]
     /// The cap on the growing cool-down (at least `open_timeout`, at most 7
-    /// days; default: equal to `open_timeout`).
+    /// days; default: equal to `open_timeout`). Once set, it is never
+    /// changed by `open_timeout`: a cap below the cool-down is an error at
+    /// [`build`](Self::build).
     pub fn open_timeout_max(mut self, d: Duration) -> Self {
         self.config.open_timeout_max_ns = duration_ns(d);
+        self.max_set = true;
         self
     }
 
@@ -643,6 +647,28 @@ mod tests {
             .slow_rate(0.8)
             .build();
         assert!(c.is_ok());
+    }
+
+    #[test]
+    fn an_explicit_open_timeout_max_survives_every_order_of_calls() {
+        let (t, max) = (Duration::from_secs(5), Duration::from_secs(30));
+        let orders: [fn(BreakerConfigBuilder, Duration, Duration) -> BreakerConfigBuilder; 2] = [
+            |b, t, max| b.open_timeout(t).open_timeout_max(max),
+            |b, t, max| b.open_timeout_max(max).open_timeout(t),
+        ];
+        for order in orders {
+            let c = order(BreakerConfig::builder(), t, max).build().unwrap();
+            assert_eq!((c.open_timeout(), c.open_timeout_max()), (t, max));
+            // The maximum set equal to the default cool-down, then a shorter cool-down.
+            let c = order(BreakerConfig::builder(), t, Duration::from_secs(30)).build().unwrap();
+            assert_eq!(c.open_timeout_max(), Duration::from_secs(30));
+            // Set twice: the last explicit value of each field wins.
+            let c = order(order(BreakerConfig::builder(), max, max), t, t).build().unwrap();
+            assert_eq!((c.open_timeout(), c.open_timeout_max()), (t, t));
+        }
+        // An explicit maximum below a later cool-down is an error, not silently raised.
+        let e = err(BreakerConfig::builder().open_timeout_max(t).open_timeout(max));
+        assert_eq!(e.field(), "open_timeout_max");
     }
 
     #[test]
