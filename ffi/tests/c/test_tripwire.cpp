@@ -36,7 +36,7 @@ static void test_errors() {
         thrown = true;
         CHECK(e.status() == TW_STATUS_INVALID_CONFIG);
         CHECK(e.code() == TW_STATUS_INVALID_CONFIG);
-        CHECK(std::string(e.what()).find("half_open_max = 0, expected 1 to 63") != std::string::npos);
+        CHECK(std::string(e.what()).find("half_open_max = 0, expected 1 to 10") != std::string::npos);
         CHECK(e.code().message() == "TW_STATUS_INVALID_CONFIG");
     }
     CHECK(thrown);
