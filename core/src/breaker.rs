@@ -108,7 +108,7 @@ pub struct Breaker {
 
 impl Breaker {
     /// Where the deadline slots sit in a breaker, for tests that damage them.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) const DEADLINES_OFFSET: usize = core::mem::offset_of!(Breaker, deadlines);
 
     /// A Closed breaker at generation 0.
