@@ -18,11 +18,15 @@
 //! | 56     | `set`   | 1 if a deadline was stamped; 0 for a generation of a state without one |
 //! | 57..64 | `tag`   | bits 1..8 of the generation it was stamped for (bit 0 chose the slot) |
 //!
-//! Every transition stamps its generation into the slot of both arrays
-//! (the one its state reads with its deadline, the other with `set` clear),
-//! so a slot's tag is always the current generation's or the one two
-//! before: a stamp replaces a value of an older generation outright, and
-//! merges with one of its own generation by keeping the later deadline.
+//! A transition into Open or Half-Open stamps its generation and deadline
+//! into the slot its state reads: a stamp replaces a value of an older
+//! generation outright, whatever its time, and merges with one of its own
+//! generation (a racer's) by keeping the later deadline. A slot no state
+//! of the transition reads is stamped without a deadline only once its tag
+//! has fallen 32 generations (of its parity) behind, so that no tag is ever
+//! old enough to pass for a later generation's. A deadline thus only ever
+//! serves the generation it was stamped for: `reset` and every transition
+//! into Closed leave the slots harmless, whatever times they hold.
 //!
 //! # Reading a deadline
 //! A reader at `now` takes the time left as `(time − now) mod 2^56`. A
@@ -78,6 +82,11 @@ const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
 const HALF_RANGE: u64 = 1 << (TIME_BITS - 1);
 const SET: u64 = 1 << TIME_BITS;
 const TAG_SHIFT: u32 = 57;
+const TAG_MASK: u64 = 0x7F;
+/// How far behind (in generations of its parity) a slot's tag may fall
+/// before a transition refreshes it: well short of the 2^7 that would
+/// make it ambiguous.
+const REFRESH_STEPS: u64 = 32;
 
 /// One value of a deadline slot. See the module docs for the layout.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -91,7 +100,7 @@ impl core::fmt::Debug for Stamp {
 
 #[inline]
 fn tag_of(generation: u32) -> u64 {
-    u64::from((generation >> 1) & 0x7F)
+    u64::from(generation >> 1) & TAG_MASK
 }
 
 impl Stamp {
@@ -116,6 +125,13 @@ impl Stamp {
     #[inline]
     fn time(self) -> Option<u64> {
         (self.0 & SET != 0).then_some(self.0 & TIME_MASK)
+    }
+
+    /// How many generations of the slot's parity this stamp's is behind
+    /// `generation` (modulo 2^7; a later generation's reads as far behind).
+    #[inline]
+    fn steps_behind(self, generation: u32) -> u64 {
+        tag_of(generation).wrapping_sub(self.tag()) & TAG_MASK
     }
 
     /// Whether this stamp was made for `generation`.
@@ -208,14 +224,29 @@ impl Deadlines {
     /// word has left `from`'s generation.
     #[inline]
     pub(crate) fn stamp(&self, word: &AtomicU64, from: Word, to: Word, deadline: Option<u64>) {
-        let (open, half_open) = match to.state() {
-            State::Open => (deadline, None),
-            State::HalfOpen => (None, deadline),
-            _ => (None, None),
-        };
         let generation = to.generation();
-        Self::stamp_one(Self::slot(&self.open, generation), word, from, generation, open);
-        Self::stamp_one(Self::slot(&self.half_open, generation), word, from, generation, half_open);
+        for (array, state) in [(&self.open, State::Open), (&self.half_open, State::HalfOpen)] {
+            let slot = Self::slot(array, generation);
+            if to.state() == state {
+                Self::stamp_one(slot, word, from, generation, deadline);
+            } else {
+                Self::refresh(slot, word, from, generation);
+            }
+        }
+    }
+
+    /// Keeps the tag of a slot the state entered does not read within
+    /// [`REFRESH_STEPS`] of the generation, stamping it without a deadline
+    /// only when it has fallen that far behind: a slot's tag is then never
+    /// so old that it could pass for a later generation's.
+    #[inline]
+    fn refresh(slot: &AtomicU64, word: &AtomicU64, from: Word, generation: u32) {
+        // Relaxed: a hint; whatever it reads, `stamp_one` decides anew.
+        let stamp = Stamp(slot.load(Ordering::Relaxed));
+        if stamp.steps_behind(generation) < REFRESH_STEPS {
+            return;
+        }
+        Self::stamp_one(slot, word, from, generation, None);
     }
 
     fn stamp_one(slot: &AtomicU64, word: &AtomicU64, from: Word, generation: u32, deadline: Option<u64>) {
@@ -240,25 +271,28 @@ impl Deadlines {
         }
     }
 
-    /// Whether both arrays are stamped as a breaker at `w` can have left
-    /// them: the current generation's slots tagged with it (and, for Open
-    /// or Half-Open, its deadline set), the other slots tagged with the
-    /// generation before or after it. Checked when attaching to a breaker
-    /// in memory someone else wrote.
+    /// Whether the slots are stamped as a breaker at `w` can have left
+    /// them: the slot `w`'s state reads tagged with its generation and
+    /// holding a deadline, every other slot tagged within
+    /// [`REFRESH_STEPS`] of the latest generation that may have stamped it
+    /// (`w`'s own, or the next one for a racer that lost its CAS). Checked
+    /// when attaching to a breaker in memory someone else wrote.
     #[cfg_attr(loom, allow(dead_code, reason = "only shared regions check slots; loom builds have none"))]
     pub(crate) fn fit(&self, w: Word) -> bool {
         let g = w.generation();
-        let fits = |array: &[AtomicU64; 2], needs_deadline: bool| {
-            // Acquire pairs with the Release stamps: a stamp of a later
-            // generation seen here means the caller's second load of the
-            // word sees that generation too, and the check is retried.
-            let current = Stamp(Self::slot(array, g).load(Ordering::Acquire));
-            let other = Stamp(Self::slot(array, g.wrapping_add(1)).load(Ordering::Acquire));
-            current.is_for(g)
-                && (!needs_deadline || current.time().is_some())
-                && (other.is_for(g.wrapping_sub(1)) || other.is_for(g.wrapping_add(1)))
-        };
-        fits(&self.open, w.state() == State::Open) && fits(&self.half_open, w.state() == State::HalfOpen)
+        [(&self.open, State::Open), (&self.half_open, State::HalfOpen)].into_iter().all(|(array, state)| {
+            [g, g.wrapping_add(1)].into_iter().all(|latest| {
+                // Acquire pairs with the Release stamps: a stamp of a later
+                // generation seen here means the caller's second load of the
+                // word sees that generation too, and the check is retried.
+                let stamp = Stamp(Self::slot(array, latest).load(Ordering::Acquire));
+                if latest == g && w.state() == state {
+                    stamp.is_for(g) && stamp.time().is_some()
+                } else {
+                    stamp.steps_behind(latest) <= REFRESH_STEPS
+                }
+            })
+        })
     }
 }
 

@@ -621,11 +621,15 @@ mod tests {
             assert_eq!((b.state(), b.generation()), (State::Open, 1));
             mem
         };
-        // Garbage in the slot the Open state reads, in the other one, and in
-        // a slot of the other array.
-        for (array, generation) in [(0, 1), (0, 0), (1, 1), (1, 0)] {
+        // Garbage in the slot the Open state reads.
+        let mut mem = tripped();
+        mem.poke(slot(0, 1), &u64::MAX.to_ne_bytes());
+        assert_eq!(mem.attach().unwrap_err(), SharedError::BadDeadlines);
+        // In the other slots: tags further behind than any transition leaves them.
+        for (array, generation) in [(0, 0u32), (1, 1), (1, 0)] {
             let mut mem = tripped();
-            mem.poke(slot(array, generation), &u64::MAX.to_ne_bytes());
+            let stale = crate::deadline::Stamp::new(generation.wrapping_sub(2 * 40), None).raw();
+            mem.poke(slot(array, generation), &stale.to_ne_bytes());
             assert_eq!(mem.attach().unwrap_err(), SharedError::BadDeadlines, "slot {array}/{generation}");
         }
         // An Open breaker whose slot holds no deadline at all.
@@ -638,6 +642,31 @@ mod tests {
         mem.poke(slot(0, 1), &crate::deadline::Stamp::new(1, Some(u64::MAX / 3)).raw().to_ne_bytes());
         let b = mem.attach().unwrap();
         assert!(b.try_acquire(&FixedClock(6)).unwrap().is_probe());
+    }
+
+    #[test]
+    fn slots_stay_attachable_over_long_runs_of_states_without_deadlines() {
+        let mem = Mem::new(0);
+        let b = mem.init(config()).unwrap();
+        for round in 0..3u64 {
+            // Hundreds of transitions that stamp no deadline: tags are refreshed as they go.
+            for _ in 0..300 {
+                b.disable();
+                b.reset();
+            }
+            assert!(mem.attach().is_ok(), "round {round}");
+            let at = 1_000_000 * (round + 1);
+            for _ in 0..2 {
+                let t = b.try_acquire(&FixedClock(at)).unwrap();
+                b.record(t, Outcome::Failure, &FixedClock(at));
+            }
+            assert_eq!(
+                b.try_acquire(&FixedClock(at)).unwrap_err().retry_after,
+                Some(Duration::from_millis(10))
+            );
+            assert!(mem.attach().is_ok(), "round {round}, open");
+            b.reset();
+        }
     }
 
     /// The region's address, shared with other threads.

@@ -135,16 +135,29 @@ fn a_hold_racing_a_probe_failure_is_never_shortened() {
 /// A hold and a probe's success race: the success closes the breaker, the
 /// hold opens it. Whichever goes first, the hold ends up in force.
 ///
-/// Guards: a stamp without a deadline (the Closed state's) never clears a
+/// The generations are arranged so that both transitions write the same
+/// deadline slot: the Closed state reads no deadline, but entering it
+/// refreshes the slot's tag once it has fallen 32 generations behind,
+/// which happens at generation 63 for a slot no Open generation has used.
+///
+/// Guards: a stamp without a deadline (the refresh) never clears a
 /// deadline stamped for the same generation. If it did, the hold that won
-/// the CAS would find its slot cleared, read its wait as passed, and let
+/// the CAS could find its slot cleared, read its wait as passed, and let
 /// the next call through.
 #[test]
 fn a_hold_racing_a_probe_success_stays_in_force() {
     loom::model(|| {
         let b = Arc::new(breaker());
-        let after = trip_and_cool(&b, 10_000);
+        // Generations 1 to 59: Closed. 60: Open (an even slot). 61: Half-Open
+        // (its probe lost). 62: Half-Open again, taken over.
+        for _ in 0..59 {
+            b.reset();
+        }
+        let cooled = trip_and_cool(&b, 10_000);
+        let lost = b.try_acquire(&FixedClock(cooled)).unwrap();
+        let after = cooled + COOL_DOWN.as_nanos() as u64;
         let probe = b.try_acquire(&FixedClock(after)).unwrap();
+        assert_eq!((lost.generation(), probe.generation()), (61, 62));
         let closer = {
             let b = b.clone();
             thread::spawn(move || b.record(probe, Outcome::Success, &FixedClock(after)))
