@@ -81,7 +81,7 @@ const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
 /// Differences below this are "later"; above, "earlier" (modulo 2^56).
 const HALF_RANGE: u64 = 1 << (TIME_BITS - 1);
 const SET: u64 = 1 << TIME_BITS;
-const TAG_SHIFT: u32 = 57;
+const TAG_SHIFT: u32 = TIME_BITS + 1;
 const TAG_MASK: u64 = 0x7F;
 /// How far behind (in generations of its parity) a slot's tag may fall
 /// before a transition refreshes it: well short of the 2^7 that would
@@ -162,11 +162,13 @@ impl Stamp {
     /// this slot holds no deadline of that generation.
     #[inline]
     pub(crate) fn left(self, generation: u32, now: u64, limit: u64) -> Option<u64> {
-        if !self.is_for(generation) {
+        // Set, and stamped for this generation? (One compare of the top byte.)
+        if self.0 >> TIME_BITS != (tag_of(generation) << 1) | 1 {
             return None;
         }
-        let left = self.time()?.wrapping_sub(now) & TIME_MASK;
-        (left != 0 && left <= limit).then_some(left)
+        let left = self.0.wrapping_sub(now) & TIME_MASK;
+        // Within (0, limit]? (`left - 1` wraps for 0.)
+        (left.wrapping_sub(1) < limit).then_some(left)
     }
 }
 
@@ -214,6 +216,7 @@ impl Deadlines {
     #[inline]
     pub(crate) fn left(&self, w: Word, now: u64, cfg: &BreakerConfig) -> Option<u64> {
         let limit = if w.held() { cfg.hold_limit_ns() } else { cfg.wait_limit_ns() };
+        // (A hold's end or a cool-down's; see the module docs.)
         // Relaxed: the caller's Acquire load of the word ordered it (see the module's Orderings).
         let stamp = Stamp(self.of(w)?.load(Ordering::Relaxed));
         stamp.left(w.generation(), now, limit)

@@ -155,10 +155,11 @@ impl Word {
         (self.0 >> GEN_SHIFT) as u32
     }
 
-    /// An Open word whose deadline is a hold's end.
+    /// An Open word whose deadline is a hold's end. (Only Open words have
+    /// the bit: this crate writes no other, and attaching rejects them.)
     #[inline]
     pub(crate) fn held(self) -> bool {
-        self.0 & HELD != 0 && self.state() == State::Open
+        self.0 & HELD != 0
     }
 
     /// Closed: consecutive failures.
@@ -167,6 +168,12 @@ impl Word {
         if self.state() != State::Closed {
             return 0;
         }
+        self.failure_bits()
+    }
+
+    /// The failure count's bits, for code that already knows the word is Closed.
+    #[inline]
+    fn failure_bits(self) -> u32 {
         ((self.0 >> FAILURES_SHIFT) & FAILURES_MAX) as u32
     }
 
@@ -361,7 +368,7 @@ pub(crate) fn on_success(
     }
     match w.state() {
         // Does the success end a run of failures? Nothing to write if not.
-        State::Closed if w.failures() > 0 => Some(Word::closed(w.generation(), 0)),
+        State::Closed if w.failure_bits() > 0 => Some(Word::closed(w.generation(), 0)),
         // Is this probe's outcome still awaited?
         State::HalfOpen if w.awaits(slot) => {
             let passed = w.passed() + 1;
@@ -391,7 +398,7 @@ pub(crate) fn on_failure(
     }
     match w.state() {
         State::Closed => {
-            let failures = w.failures() + 1;
+            let failures = w.failure_bits() + 1;
             // Is this the failure that reaches the threshold?
             if failure_threshold != 0 && failures >= failure_threshold {
                 Some(Word::open(w.next_generation(), 0, false))
