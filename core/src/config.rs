@@ -7,12 +7,17 @@ use core::time::Duration;
 /// The largest consecutive-failure threshold: the count has 16 bits in the
 /// state word.
 pub const MAX_FAILURE_THRESHOLD: u32 = 0xFFFF;
-/// The largest number of probes in flight at once (6 bits in the state word).
-pub const MAX_HALF_OPEN: u32 = 63;
+/// The largest number of probes in flight at once: a Half-Open generation
+/// has 10 probe slots, one bit each in the state word.
+pub const MAX_HALF_OPEN: u32 = crate::state::PROBE_SLOTS;
 /// The shortest cool-down accepted.
 pub const MIN_OPEN_TIMEOUT: Duration = Duration::from_micros(1);
 /// The longest cool-down accepted.
 pub const MAX_OPEN_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The longest hold a server may ask for, unless the config says otherwise
+/// ([`BreakerConfigBuilder::max_hold`]): one hour, the longest rate-limit
+/// window common APIs use.
+pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(3600);
 /// The largest cool-down growth factor.
 pub const MAX_GROWTH: f64 = 1000.0;
 /// The narrowest rolling-window bucket.
@@ -58,6 +63,7 @@ pub struct BreakerConfig {
     pub(crate) open_timeout_growth: f64,
     pub(crate) open_timeout_jitter: f64,
     pub(crate) jitter_seed: u64,
+    pub(crate) max_hold_ns: u64,
     pub(crate) window_bucket_ns: u64,
     pub(crate) slow_call_ns: u64,
     pub(crate) failure_rate: f64,
@@ -75,7 +81,8 @@ pub struct BreakerConfig {
 impl Default for BreakerConfig {
     #[inline]
     /// 5 consecutive failures trip it; 30 s cool-down, no growth, no
-    /// jitter; one probe, which closes it on success. No rate conditions
+    /// jitter; one probe, which closes it on success; holds capped at
+    /// [`DEFAULT_MAX_HOLD`]. No rate conditions
     /// (their window, when turned on, defaults to 10 × 1 s buckets and 10
     /// calls at least); no slow-call measurement.
     fn default() -> Self {
@@ -85,6 +92,7 @@ impl Default for BreakerConfig {
             open_timeout_growth: 1.0,
             open_timeout_jitter: 0.0,
             jitter_seed: 0,
+            max_hold_ns: DEFAULT_MAX_HOLD.as_secs() * 1_000_000_000,
             window_bucket_ns: 1_000_000_000,
             slow_call_ns: 0,
             failure_rate: 0.0,
@@ -103,7 +111,7 @@ impl BreakerConfig {
     #[inline]
     /// A builder starting from [`BreakerConfig::default`].
     pub fn builder() -> BreakerConfigBuilder {
-        BreakerConfigBuilder { config: Self::default() }
+        BreakerConfigBuilder { config: Self::default(), max_set: false }
     }
 
     #[inline]
@@ -134,6 +142,29 @@ impl BreakerConfig {
     /// The fraction of the cool-down that jitter may take off.
     pub fn open_timeout_jitter(&self) -> f64 {
         self.open_timeout_jitter
+    }
+
+    #[inline]
+    /// The longest hold honoured: a server asking for a longer one
+    /// ([`Breaker::open_for`](crate::Breaker::open_for)) gets this, and the
+    /// hold is counted in [`Snapshot::capped_holds`](crate::Snapshot::capped_holds).
+    pub fn max_hold(&self) -> Duration {
+        Duration::from_nanos(self.max_hold_ns)
+    }
+
+    /// How far ahead a hold's end may lie before it counts as garbage (see
+    /// `deadline`): twice the longest hold.
+    #[inline]
+    pub(crate) fn hold_limit_ns(&self) -> u64 {
+        // At most 14 days: validated, so no overflow.
+        2 * self.max_hold_ns
+    }
+
+    /// As [`hold_limit_ns`](Self::hold_limit_ns), for the end of a cool-down.
+    #[inline]
+    pub(crate) fn wait_limit_ns(&self) -> u64 {
+        // At most 14 days: validated, so no overflow.
+        2 * self.open_timeout_max_ns
     }
 
     #[inline]
@@ -239,6 +270,7 @@ impl BreakerConfig {
                 rule: Rule::AtLeast { field: "open_timeout", value: Value::Duration(c.open_timeout_ns) },
             });
         }
+        check_duration("max_hold", c.max_hold_ns, MIN_OPEN_TIMEOUT, MAX_OPEN_TIMEOUT)?;
         check_range_f64("open_timeout_growth", c.open_timeout_growth, 1.0, MAX_GROWTH, true)?;
         check_range_f64("open_timeout_jitter", c.open_timeout_jitter, 0.0, 1.0, false)?;
         check_range_u64("half_open_max", c.half_open_max.into(), 1, MAX_HALF_OPEN.into())?;
@@ -332,6 +364,9 @@ pub(crate) fn duration_ns(d: Duration) -> u64 {
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct BreakerConfigBuilder {
     config: BreakerConfig,
+    /// Whether `open_timeout_max` was set explicitly: only an unset one
+    /// follows `open_timeout`, whatever the order of the calls.
+    max_set: bool,
 }
 
 impl BreakerConfigBuilder {
@@ -344,25 +379,26 @@ impl BreakerConfigBuilder {
     }
 
     #[inline]
-    /// The cool-down after a trip (1 µs to 7 days; default 30 s). Also sets
-    /// `open_timeout_max` if that was below it, so that a cool-down without
-    /// growth needs one call.
+    /// The cool-down after a trip (1 µs to 7 days; default 30 s). Unless
+    /// `open_timeout_max` is set (before or after this call), the cap
+    /// equals it, so that a cool-down without growth needs one call.
     pub fn open_timeout(mut self, d: Duration) -> Self {
         let ns = duration_ns(d);
-        if self.config.open_timeout_max_ns < ns
-            || self.config.open_timeout_max_ns == self.config.open_timeout_ns
-        {
+        self.config.open_timeout_ns = ns;
+        if !self.max_set {
             self.config.open_timeout_max_ns = ns;
         }
-        self.config.open_timeout_ns = ns;
         self
     }
 
     #[inline]
     /// The cap on the growing cool-down (at least `open_timeout`, at most 7
-    /// days; default: equal to `open_timeout`).
+    /// days; default: equal to `open_timeout`). Once set, it is never
+    /// changed by `open_timeout`: a cap below the cool-down is an error at
+    /// [`build`](Self::build).
     pub fn open_timeout_max(mut self, d: Duration) -> Self {
         self.config.open_timeout_max_ns = duration_ns(d);
+        self.max_set = true;
         self
     }
 
@@ -396,7 +432,17 @@ impl BreakerConfigBuilder {
     }
 
     #[inline]
-    /// Probes allowed in flight at once in Half-Open (1 to 63; default 1).
+    /// The longest hold a server may impose (1 µs to 7 days; default
+    /// [`DEFAULT_MAX_HOLD`], one hour): a `Retry-After` or rate-limit reset
+    /// asking for longer holds the breaker open this long, and is counted
+    /// in [`Snapshot::capped_holds`](crate::Snapshot::capped_holds).
+    pub fn max_hold(mut self, d: Duration) -> Self {
+        self.config.max_hold_ns = duration_ns(d);
+        self
+    }
+
+    #[inline]
+    /// Probes allowed in flight at once in Half-Open (1 to 10; default 1).
     pub fn half_open_max(mut self, n: u32) -> Self {
         self.config.half_open_max = n;
         self
@@ -598,9 +644,10 @@ mod tests {
                 "open_timeout_jitter = -0.1, expected at least 0 and below 1",
             ),
             (err(b().open_timeout_jitter(1.0)), "open_timeout_jitter = 1, expected at least 0 and below 1"),
-            (err(b().half_open_max(0)), "half_open_max = 0, expected 1 to 63"),
-            (err(b().half_open_max(64)), "half_open_max = 64, expected 1 to 63"),
-            (err(b().half_open_successes(0)), "half_open_successes = 0, expected 1 to 63"),
+            (err(b().half_open_max(0)), "half_open_max = 0, expected 1 to 10"),
+            (err(b().half_open_max(11)), "half_open_max = 11, expected 1 to 10"),
+            (err(b().half_open_successes(0)), "half_open_successes = 0, expected 1 to 10"),
+            (err(b().max_hold(Duration::ZERO)), "max_hold = 0ns, expected 1µs to 604800s"),
             (
                 err(b().half_open_max(2).half_open_successes(3)),
                 "half_open_successes = 3, expected at most half_open_max (2)",
@@ -643,6 +690,28 @@ mod tests {
             .slow_rate(0.8)
             .build();
         assert!(c.is_ok());
+    }
+
+    #[test]
+    fn an_explicit_open_timeout_max_survives_every_order_of_calls() {
+        let (t, max) = (Duration::from_secs(5), Duration::from_secs(30));
+        let orders: [fn(BreakerConfigBuilder, Duration, Duration) -> BreakerConfigBuilder; 2] = [
+            |b, t, max| b.open_timeout(t).open_timeout_max(max),
+            |b, t, max| b.open_timeout_max(max).open_timeout(t),
+        ];
+        for order in orders {
+            let c = order(BreakerConfig::builder(), t, max).build().unwrap();
+            assert_eq!((c.open_timeout(), c.open_timeout_max()), (t, max));
+            // The maximum set equal to the default cool-down, then a shorter cool-down.
+            let c = order(BreakerConfig::builder(), t, Duration::from_secs(30)).build().unwrap();
+            assert_eq!(c.open_timeout_max(), Duration::from_secs(30));
+            // Set twice: the last explicit value of each field wins.
+            let c = order(order(BreakerConfig::builder(), max, max), t, t).build().unwrap();
+            assert_eq!((c.open_timeout(), c.open_timeout_max()), (t, t));
+        }
+        // An explicit maximum below a later cool-down is an error, not silently raised.
+        let e = err(BreakerConfig::builder().open_timeout_max(t).open_timeout(max));
+        assert_eq!(e.field(), "open_timeout_max");
     }
 
     #[test]

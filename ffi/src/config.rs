@@ -26,7 +26,7 @@ pub struct tw_breaker_config {
     /// Consecutive failures that trip a Closed breaker (1 to 65535; default
     /// 5); 0 turns the condition off when a rate condition is set.
     pub failure_threshold: u32,
-    /// Probes allowed in flight at once in Half-Open (1 to 63; default 1).
+    /// Probes allowed in flight at once in Half-Open (1 to 10; default 1).
     pub half_open_max: u32,
     /// The cool-down after a trip (1 µs to 7 days; default 30 s).
     pub open_timeout_ns: u64,
@@ -153,7 +153,7 @@ pub unsafe extern "C" fn tw_breaker_config_default(out: *mut tw_breaker_config) 
 /// Checks `*config` as `tw_breaker_new` would: `TW_STATUS_OK`, or
 /// `TW_STATUS_INVALID_CONFIG` with a message naming the first bad field
 /// and its accepted range, e.g. `"invalid breaker config: half_open_max =
-/// 0, expected 1 to 63"`.
+/// 0, expected 1 to 10"`.
 ///
 /// `config` must not be NULL. Thread-safe.
 ///

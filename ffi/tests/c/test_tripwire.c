@@ -96,12 +96,12 @@ static void test_config(void) {
     c.half_open_max = 0;
     CHECK_STATUS(tw_breaker_config_validate(&c), TW_STATUS_INVALID_CONFIG);
     CHECK_MESSAGE("tw_breaker_config_validate: invalid breaker config: half_open_max = 0, "
-                  "expected 1 to 63");
+                  "expected 1 to 10");
 
     tw_breaker *b = NULL;
     CHECK_STATUS(tw_breaker_new(&c, &b), TW_STATUS_INVALID_CONFIG);
     CHECK(b == NULL);
-    CHECK_MESSAGE("tw_breaker_new: invalid breaker config: half_open_max = 0, expected 1 to 63");
+    CHECK_MESSAGE("tw_breaker_new: invalid breaker config: half_open_max = 0, expected 1 to 10");
 
     c = config_with_threshold(5, 10000000000ull);
     c.open_timeout_max_ns = 5000000000ull;
