@@ -11,8 +11,11 @@ rm -rf "$VENV"
 "$PYTHON" -m venv "$VENV"
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
+# ccxt: tripwire.ccxt's end-to-end tests; pybreaker: the compat module's
+# tests run against the real one too.
 python -m pip install --quiet --disable-pip-version-check \
-  maturin==1.16.0 pytest==9.2.0 hypothesis==6.170.17 mypy==2.4.1
+  maturin==1.16.0 pytest==9.2.0 hypothesis==6.170.17 mypy==2.4.1 \
+  ccxt==4.5.90 pybreaker==1.4.1
 
 rm -rf ../target/wheels-ci
 maturin build --release --quiet --out ../target/wheels-ci

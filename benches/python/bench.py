@@ -113,6 +113,23 @@ def main() -> None:
     c = compat.CircuitBreaker(fail_max=5, reset_timeout=30)
     rows.append(("tripwire.compat.pybreaker: decorated call", per_call(c(work))))
 
+    def c_calling() -> int:
+        with c.calling():
+            return work()
+
+    rows.append(("tripwire.compat.pybreaker: with calling()", per_call(c_calling)))
+    co = compat.CircuitBreaker(fail_max=1, reset_timeout=3600)
+    co.open()
+    cog = co(work)
+
+    def c_rejected() -> None:
+        try:
+            cog()
+        except compat.CircuitBreakerError:
+            pass
+
+    rows.append(("tripwire.compat.pybreaker: rejection + except", per_call(c_rejected)))
+
     if pybreaker is not None:
         p = pybreaker.CircuitBreaker(fail_max=5, reset_timeout=30)
         rows.append(("pybreaker: decorated call", per_call(p(work))))

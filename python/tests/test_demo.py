@@ -1,15 +1,29 @@
-"""The outage demo at a tiny scale: a 3-minute outage replayed in about 3
-seconds against the simulated exchange on 127.0.0.1."""
+"""The outage demo at a tiny scale: a 2-minute outage replayed in a few
+seconds against the fake exchange on 127.0.0.1, through ccxt (when
+installed) and over plain HTTP."""
 
 from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
 
 import pytest
 
 from tripwire import demo
 
+#: Small enough to take seconds, large enough that the naive client has
+#: more calls in flight during the hang (rate × timeout = 6) than the
+#: bulkhead lets through (4).
+TINY = dict(rate=3.0, outage=120.0, scale=60.0, bulkhead=4)
+HAS_CCXT = importlib.util.find_spec("ccxt") is not None
+CLIENTS = [pytest.param("ccxt", marks=pytest.mark.skipif(not HAS_CCXT, reason="ccxt is not installed")), "http"]
 
-def test_tripwire_stops_calling_a_dead_exchange_and_recovers_by_itself() -> None:
-    config = demo.Config(rate=5.0, outage=180.0, scale=100.0, live=False)
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_tripwire_stops_calling_a_dead_exchange_and_recovers_by_itself(client: str) -> None:
+    config = demo.Config(live=False, client=client, **TINY)  # type: ignore[arg-type]
     stats = demo.run(config)
     naive, guarded = stats["naive"], stats["tripwire"]
     report = demo.table(config, stats, 0.0)
@@ -29,12 +43,27 @@ def test_tripwire_stops_calling_a_dead_exchange_and_recovers_by_itself() -> None
     assert guarded.recovery is not None and guarded.recovery <= config.cool_down + config.timeout, report
 
 
+def test_a_first_run_prints_progress_and_the_table_and_nothing_on_stderr() -> None:
+    # As a newcomer runs it (progress on), in a process of its own.
+    argv = ["--outage", "2m", "--rate", str(TINY["rate"]), "--scale", str(TINY["scale"])]
+    run = subprocess.run([sys.executable, "-m", "tripwire.demo", *argv], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PYTHONWARNINGS": "default"})
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == "", run.stderr[:3000]
+    out = run.stdout
+    assert "through ccxt's binance class" in out if HAS_CCXT else "over plain HTTP" in out
+    assert " breaker " in out and " to exchange " in out, out  # the live progress
+    assert "| 2 min outage (mixed), 3 req/s | naive (timeout only) | tripwire |" in out, out
+    assert "| first success after the exchange came back |" in out, out
+
+
 def test_bad_flags_are_clear_errors(capsys: pytest.CaptureFixture[str]) -> None:
     for argv, message in [
         (["--rate", "-1"], "is not a positive number"),
         (["--outage", "3 weeks"], "is not a duration"),
         (["--pattern", "down"], "invalid choice"),
         (["--rate", "100", "--scale", "1000"], "keep it under 1000"),
+        (["--client", "curl"], "invalid choice"),
     ]:
         with pytest.raises(SystemExit) as exit:
             demo.main(argv)

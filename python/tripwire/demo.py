@@ -1,15 +1,17 @@
 """``python -m tripwire.demo``: an exchange outage, replayed and measured.
 
 The same scenario as ``cargo run --release -p tripwire-demo``: a simulated
-exchange on 127.0.0.1 (an asyncio server from the standard library) follows
-a script (healthy with random 503s and a 429, maintenance answering 503,
-accepting connections and never answering, healthy again), compressed by a
-time scale. Two asyncio clients poll it side by side at the same fixed
-rate, starting a request every ``1 / rate`` seconds whether earlier ones
-have been answered or not: a naive one with a timeout only, and one behind
-tripwire (stale fallback → retry with a budget → breaker → bulkhead →
-timeout). Every duration is scaled; every time reported is on the
-scenario's clock.
+exchange on 127.0.0.1 (``tripwire._fake_exchange``, which speaks Binance's
+REST API) follows a script (healthy with random 503s and a 429,
+maintenance answering 503, accepting connections and never answering,
+healthy again), compressed by a time scale. Two asyncio clients poll it
+side by side at the same fixed rate, starting a request every ``1 / rate``
+seconds whether earlier ones have been answered or not. With ccxt
+installed, both are ccxt's ``binance`` class: a naive one with ccxt's
+timeout only, and one behind ``tripwire.ccxt.guard`` (stale fallback →
+retry with a budget → breaker → bulkhead → timeout). Without ccxt, the
+clients speak HTTP themselves, composed the same way. Every duration is
+scaled; every time reported is on the scenario's clock.
 
 One event loop drives both clients, so the defaults are gentler than the
 Rust demo's: a 10-minute outage replayed 24 times faster (240 requests a
@@ -23,12 +25,14 @@ import asyncio
 import math
 import random
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import tripwire
+
+from . import _fake_exchange as fake
+from ._fake_exchange import FakeExchange, Request
 
 HEALTHY, RATE_LIMITED, MAINTENANCE, HANG, RECOVERED = "healthy", "429", "maintenance 503", "hanging", "recovered"
 DOWN = (MAINTENANCE, HANG)
@@ -39,6 +43,9 @@ LATENCY = 0.02
 RATE_LIMIT = 60.0
 #: A failure answered faster than this (scenario seconds) never waited for the exchange.
 FAST = 0.010
+#: What the clients ask for, besides the balance.
+SYMBOL = "BTC/USDT"
+CLIENTS = ("ccxt", "http")
 
 
 @dataclass
@@ -56,6 +63,9 @@ class Config:
     bulkhead: int = 8
     stale_max: float = 300.0
     live: bool = True
+    #: "ccxt" (ccxt's binance class, if installed) or "http" (the clients
+    #: speak HTTP themselves).
+    client: str = "ccxt"
 
 
 Span = Tuple[str, float, float]
@@ -110,19 +120,6 @@ class Stats:
     latencies: List[float] = field(default_factory=list)
 
 
-class HttpError(Exception):
-    """The exchange answered with an error status."""
-
-    def __init__(self, status: int, retry_after: Optional[float] = None) -> None:
-        super().__init__(f"HTTP {status}")
-        self.status = status
-        self.retry_after = retry_after
-
-
-class RateLimited(HttpError):
-    """A 429: the exchange asks for less traffic, it is not down."""
-
-
 class Scenario:
     """The scenario's clock and script."""
 
@@ -132,6 +129,12 @@ class Scenario:
         self.total = self.spans[-1][2]
         self.recovered_at = next(s for p, s, _ in self.spans if p == RECOVERED)
         self.t0 = time.monotonic()
+        #: False until the clients are ready and the clock starts.
+        self.running = False
+
+    def start(self) -> None:
+        self.t0 = time.monotonic()
+        self.running = True
 
     def now(self) -> float:
         return (time.monotonic() - self.t0) * self.config.scale
@@ -144,150 +147,69 @@ class Scenario:
 
 
 class Exchange:
-    """The simulated exchange: an asyncio HTTP/1.1 server on 127.0.0.1, on
-    a thread and event loop of its own."""
+    """The simulated exchange: tripwire's Binance-shaped fake exchange
+    (``tripwire._fake_exchange``) on 127.0.0.1, in the mode the script says
+    at each request's arrival."""
 
     def __init__(self, scenario: Scenario, stats: Dict[str, Stats]) -> None:
         self.scenario = scenario
         self.stats = stats
         self.dice = random.Random(scenario.config.seed)
-        self.loop = asyncio.new_event_loop()
-        self.port = 0
-        ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(ready,), name="exchange", daemon=True)
-        self.thread.start()
-        ready.wait()
+        self.fake = FakeExchange(latency=scenario.real(LATENCY), script=self._mode)
 
-    def _run(self, ready: threading.Event) -> None:
-        asyncio.set_event_loop(self.loop)
-        server = self.loop.run_until_complete(asyncio.start_server(self._answer, "127.0.0.1", 0))
-        self.port = server.sockets[0].getsockname()[1]
-        ready.set()
-        self.loop.run_forever()
-        # Drop the requests still hanging, then close.
-        server.close()
-        pending = asyncio.all_tasks(self.loop)
-        for task in pending:
-            task.cancel()
-        self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        self.loop.close()
+    def _mode(self, request: Request) -> Union[str, Tuple[str, float]]:
+        s = self.scenario
+        if not s.running:
+            return fake.HEALTHY  # the clients getting ready
+        now = s.now()
+        phase, _, end = s.span_at(now)
+        stats = self.stats.get(request.client)
+        if stats is not None:
+            stats.hits += 1
+            stats.hits_down += phase in DOWN
+        if phase == HANG:
+            return fake.HANG
+        if phase == MAINTENANCE:
+            return fake.MAINTENANCE
+        if phase == RATE_LIMITED:
+            # Whole seconds, as servers send them.
+            return fake.RATE_LIMITED, max(1, math.ceil(s.real(end - now)))
+        return fake.UNAVAILABLE if self.dice.random() < 0.02 else fake.HEALTHY
 
     def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join()
-
-    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        s = self.scenario
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            path = lines[0].split(" ")[1]
-            who = next((ln.split(":", 1)[1].strip() for ln in lines if ln.lower().startswith("x-client:")), "")
-            now = s.now()
-            phase, _, end = s.span_at(now)
-            stats = self.stats.get(who)
-            if stats is not None:
-                stats.hits += 1
-                stats.hits_down += phase in DOWN
-            headers = ""
-            if phase == HANG:
-                # Accepted, never answered while it lasts.
-                await asyncio.sleep(s.real(end - now + 60.0))
-                status, body = 503, b""
-            else:
-                await asyncio.sleep(s.real(LATENCY))
-                if phase == RATE_LIMITED:
-                    status, body = 429, b""
-                    headers = f"Retry-After: {max(1, math.ceil(s.real(end - now)))}\r\n"
-                elif phase == MAINTENANCE or self.dice.random() < 0.02:
-                    status, body = 503, b""
-                else:
-                    status = 200
-                    body = (b'{"asset":"USDT","free":"1250.00"}' if path.endswith("/account")
-                            else b'{"bids":[["97000.1","0.5"]],"asks":[["97000.2","0.4"]]}')
-            writer.write(
-                f"HTTP/1.1 {status} X\r\nContent-Length: {len(body)}\r\n{headers}Connection: close\r\n\r\n".encode()
-                + body
-            )
-            await writer.drain()
-        except (OSError, asyncio.IncompleteReadError, IndexError):
-            pass
-        finally:
-            writer.close()
+        self.fake.stop()
 
 
 class Client:
-    """One client: naive (``guarded=False``) or behind tripwire."""
+    """One client: naive (``guarded=False``: the exchange's timeout only) or
+    behind tripwire. ``fetch`` makes one caller request."""
 
-    def __init__(self, name: str, scenario: Scenario, stats: Stats, port: int, guarded: bool) -> None:
-        self.name = name
-        self.s = scenario
-        self.stats = stats
-        self.port = port
-        self.breaker: Optional[tripwire.Breaker] = None
-        c, real = scenario.config, scenario.real
-        if guarded:
-            self.breaker = tripwire.Breaker(
-                name=f"demo/{name}",
-                failure_threshold=c.failure_threshold,
-                open_timeout=real(c.cool_down),
-                ignore_on=(RateLimited, tripwire.BulkheadFullError),
-            )
-            bulkhead = tripwire.Bulkhead(c.bulkhead)
-            budget = tripwire.RetryBudget(0.1, ttl=real(10.0), min_retries_per_sec=c.scale)
-            policy = tripwire.retry(
-                attempts=3, base=real(0.1), cap=real(1.0), jitter="decorrelated", budget=budget,
-                give_up_on=(RateLimited, tripwire.BulkheadFullError), seed=c.seed,
-            )
+    name: str
+    stats: Stats
+    breaker: Optional[tripwire.Breaker] = None
 
-            # Outermost first: retry → breaker → bulkhead → timeout → call.
-            @policy
-            @self.breaker
-            async def attempt(path: str) -> bytes:
-                async with bulkhead:
-                    body = await asyncio.wait_for(self.get(path), real(c.timeout))
-                return body
+    async def start(self) -> None:
+        """Gets ready before the scenario starts (ccxt loads the markets)."""
 
-            self.attempt = attempt
-            self.cache = tripwire.StaleCache(policies={"book": real(c.stale_max), "balance": None})
+    async def fetch(self, balance: bool) -> Optional[float]:
+        """A balance or an order book: None if fresh, else the stale
+        value's age (scenario seconds); raises if there is neither."""
+        raise NotImplementedError
 
-    async def get(self, path: str) -> bytes:
-        """One GET; any status but 200 raises ``HttpError``."""
-        st = self.stats
-        st.in_flight += 1
-        st.peak_in_flight = max(st.peak_in_flight, st.in_flight)
-        writer = None
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: exchange\r\nx-client: {self.name}\r\n\r\n".encode())
-            data = await reader.read()
-            head, _, body = data.partition(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            status = int(lines[0].split(" ")[1])
-            if status == 200:
-                return body
-            after = next((float(ln.split(":", 1)[1]) for ln in lines if ln.lower().startswith("retry-after:")), None)
-            raise (RateLimited if status == 429 else HttpError)(status, after)
-        finally:
-            st.in_flight -= 1
-            if writer is not None:
-                writer.close()
+    async def close(self) -> None:
+        """Releases the client's connections."""
 
-    async def request(self, balance: bool) -> None:
-        s, st, c = self.s, self.stats, self.s.config
+    async def request(self, s: Scenario, balance: bool) -> None:
+        """One caller request, measured."""
+        st, c = self.stats, s.config
         st.requests += 1
         st.waiting += 1
         st.peak_waiting = max(st.peak_waiting, st.waiting)
-        path = "/api/v3/account" if balance else "/api/v3/depth?symbol=BTCUSDT"
         started = time.monotonic()
         fresh, age = False, None
         try:
-            if self.breaker is None:
-                await asyncio.wait_for(self.get(path), s.real(c.timeout))
-                fresh = True
-            else:
-                got = await self.cache.call_async("balance" if balance else "book", self.attempt, path)
-                fresh, age = not got.stale, (got.age * c.scale if got.stale else None)
+            age = await self.fetch(balance)
+            fresh = age is None
         except tripwire.BulkheadFullError:
             st.bulkhead_full += 1
         except Exception:
@@ -314,8 +236,8 @@ class Client:
                 st.slow_failures += 1
             st.balance_errors += balance
 
-    async def drive(self) -> None:
-        s, c = self.s, self.s.config
+    async def drive(self, s: Scenario) -> None:
+        c = s.config
         period = 1.0 / (c.rate * c.scale)
         end = s.t0 + s.real(s.total)
         tasks = set()
@@ -325,16 +247,179 @@ class Client:
             if delay > 0:
                 await asyncio.sleep(delay)
             # One balance for every three order books.
-            task = asyncio.ensure_future(self.request(balance=i % 4 == 3))
+            task = asyncio.ensure_future(self.request(s, balance=i % 4 == 3))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
             i += 1
             next_at += period
-        drain = time.monotonic() + s.real(2 * c.timeout)
+        # The last requests end within the timeout (and the retries' pauses).
+        drain = time.monotonic() + s.real(4 * c.timeout)
         while tasks and time.monotonic() < drain:
             await asyncio.sleep(0.002)
         for t in list(tasks):
             t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class CcxtClient(Client):
+    """A client through ccxt's ``binance`` class (``ccxt.async_support``):
+    the naive one is the exchange object alone, with its timeout; the other
+    is the same object behind ``tripwire.ccxt.guard``."""
+
+    def __init__(self, name: str, scenario: Scenario, stats: Stats, exchange: Exchange, guarded: bool) -> None:
+        import ccxt.async_support as ccxt_async  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+        from .ccxt import guard
+
+        self.name, self.stats, self.scale = name, stats, scenario.config.scale
+        c, real = scenario.config, scenario.real
+        self.exchange = exchange.fake.point(ccxt_async.binance({
+            "apiKey": FakeExchange.api_key,
+            "secret": FakeExchange.secret,
+            "enableRateLimit": False,
+            "timeout": max(1, round(real(c.timeout) * 1000)),  # milliseconds
+            "headers": {"x-client": name},
+        }))
+        self._count_in_flight()
+        self.guarded = None
+        if guarded:
+            # Outermost first: stale fallback → retry → breaker → bulkhead →
+            # ccxt's timeout → call.
+            self.guarded = guard(
+                self.exchange,
+                name=f"demo/{name}",
+                breaker={"failure_threshold": c.failure_threshold, "open_timeout": real(c.cool_down)},
+                bulkhead=c.bulkhead,
+                retry={
+                    "attempts": 3, "base": real(0.1), "cap": real(1.0), "jitter": "decorrelated",
+                    "budget": tripwire.RetryBudget(0.1, ttl=real(10.0), min_retries_per_sec=c.scale),
+                    "deadline": real(2 * c.timeout), "seed": c.seed,
+                },
+                stale_max_age=real(c.stale_max),
+            )
+            self.breaker = self.guarded.breaker
+
+    def _count_in_flight(self) -> None:
+        """Counts the HTTP requests in flight (ccxt's ``fetch``, under
+        every guard)."""
+        fetch, st = self.exchange.fetch, self.stats
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            st.in_flight += 1
+            st.peak_in_flight = max(st.peak_in_flight, st.in_flight)
+            try:
+                return await fetch(*args, **kwargs)
+            finally:
+                st.in_flight -= 1
+
+        self.exchange.fetch = counted
+
+    async def start(self) -> None:
+        # The markets, once, with time to spare: a bot does this at start.
+        timeout, self.exchange.timeout = self.exchange.timeout, 10_000
+        await self.exchange.load_markets()
+        self.exchange.timeout = timeout
+
+    async def fetch(self, balance: bool) -> Optional[float]:
+        if self.guarded is None:
+            await (self.exchange.fetch_balance() if balance else self.exchange.fetch_order_book(SYMBOL))
+            return None
+        if balance:
+            await self.guarded.fetch_balance()
+            return None
+        got = await self.guarded.stale.fetch_order_book(SYMBOL)
+        return got.age * self.scale if got.stale else None
+
+    async def close(self) -> None:
+        await self.exchange.close()
+
+
+class HttpError(Exception):
+    """The exchange answered with an error status."""
+
+    def __init__(self, status: int, retry_after: Optional[float] = None) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.retry_after = retry_after
+
+
+class RateLimited(HttpError):
+    """A 429: the exchange asks for less traffic, it is not down."""
+
+
+class HttpClient(Client):
+    """A client that speaks HTTP itself (when ccxt is not installed): the
+    naive one with a timeout only, the other behind tripwire's breaker,
+    bulkhead, retry and stale cache."""
+
+    def __init__(self, name: str, scenario: Scenario, stats: Stats, exchange: Exchange, guarded: bool) -> None:
+        self.name, self.stats, self.scale = name, stats, scenario.config.scale
+        self.port = exchange.fake.port
+        c, real = scenario.config, scenario.real
+        self.timeout = real(c.timeout)
+        if guarded:
+            self.breaker = tripwire.Breaker(
+                name=f"demo/{name}",
+                failure_threshold=c.failure_threshold,
+                open_timeout=real(c.cool_down),
+                ignore_on=(RateLimited, tripwire.BulkheadFullError),
+            )
+            bulkhead = tripwire.Bulkhead(c.bulkhead)
+            budget = tripwire.RetryBudget(0.1, ttl=real(10.0), min_retries_per_sec=c.scale)
+            policy = tripwire.retry(
+                attempts=3, base=real(0.1), cap=real(1.0), jitter="decorrelated", budget=budget,
+                give_up_on=(RateLimited, tripwire.BulkheadFullError), seed=c.seed,
+            )
+
+            # Outermost first: retry → breaker → bulkhead → timeout → call.
+            @policy
+            @self.breaker
+            async def attempt(path: str) -> bytes:
+                async with bulkhead:
+                    body = await asyncio.wait_for(self.get(path), self.timeout)
+                return body
+
+            self.attempt = attempt
+            self.cache = tripwire.StaleCache(policies={"book": real(c.stale_max), "balance": None})
+
+    async def get(self, path: str) -> bytes:
+        """One GET; any status but 200 raises ``HttpError``."""
+        st = self.stats
+        st.in_flight += 1
+        st.peak_in_flight = max(st.peak_in_flight, st.in_flight)
+        writer = None
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: exchange\r\nx-client: {self.name}\r\n"
+                         "Connection: close\r\n\r\n".encode())
+            data = await reader.read()
+            head, _, body = data.partition(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            status = int(lines[0].split(" ")[1])
+            if status == 200:
+                return body
+            after = next((float(ln.split(":", 1)[1]) for ln in lines if ln.lower().startswith("retry-after:")), None)
+            raise (RateLimited if status == 429 else HttpError)(status, after)
+        finally:
+            st.in_flight -= 1
+            if writer is not None:
+                writer.close()
+
+    async def fetch(self, balance: bool) -> Optional[float]:
+        path = "/api/v3/account" if balance else "/api/v3/depth?symbol=BTCUSDT"
+        if self.breaker is None:
+            await asyncio.wait_for(self.get(path), self.timeout)
+            return None
+        got = await self.cache.call_async("balance" if balance else "book", self.attempt, path)
+        return got.age * self.scale if got.stale else None
+
+
+def _has_ccxt() -> bool:
+    try:
+        import ccxt.async_support  # type: ignore[import-untyped, import-not-found, unused-ignore]  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 async def _show(s: Scenario, clients: Sequence[Client], done: asyncio.Event) -> None:
@@ -366,16 +451,21 @@ async def _replay(config: Config) -> Tuple[Scenario, Dict[str, Stats]]:
     stats = {"naive": Stats(), "tripwire": Stats()}
     scenario = Scenario(config)
     exchange = Exchange(scenario, stats)
+    kind = CcxtClient if config.client == "ccxt" else HttpClient
+    clients: List[Client] = []
     try:
-        clients = [Client(name, scenario, stats[name], exchange.port, name == "tripwire") for name in stats]
-        scenario.t0 = time.monotonic()
+        clients = [kind(name, scenario, stats[name], exchange, name == "tripwire") for name in stats]
+        await asyncio.gather(*(c.start() for c in clients))
+        scenario.start()
         done = asyncio.Event()
         show = asyncio.ensure_future(_show(scenario, clients, done)) if config.live else None
-        await asyncio.gather(*(c.drive() for c in clients))
+        await asyncio.gather(*(c.drive(scenario) for c in clients))
         done.set()
         if show is not None:
             await show
     finally:
+        for c in clients:
+            await c.close()
         exchange.stop()
     return scenario, stats
 
@@ -466,13 +556,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--pattern", choices=PATTERNS, default="mixed", help="how the exchange fails (default mixed)")
     p.add_argument("--seed", type=int, default=7, help="seed of the random 503s and the jitter (default 7)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--client", choices=CLIENTS, default=None,
+                   help="ccxt's binance class (the default, when ccxt is installed) or plain HTTP")
     a = p.parse_args(argv)
+    client = a.client or ("ccxt" if _has_ccxt() else "http")
+    if client == "ccxt" and not _has_ccxt():
+        p.error("--client ccxt needs ccxt: pip install 'tripwire[ccxt]'")
     if a.rate * a.scale > 1000:
         p.error(f"--rate {a.rate:g} at --scale {a.scale:g} is {a.rate * a.scale:.0f} requests per second "
                 "per client in real time; keep it under 1000")
-    config = Config(rate=a.rate, outage=a.outage, scale=a.scale, pattern=a.pattern, seed=a.seed, live=not a.quiet)
+    config = Config(rate=a.rate, outage=a.outage, scale=a.scale, pattern=a.pattern, seed=a.seed,
+                    live=not a.quiet, client=client)
+    how = ("through ccxt's binance class" if client == "ccxt" else
+           "over plain HTTP" + ("" if a.client else " (pip install 'tripwire[ccxt]' to run them through ccxt)"))
     print(f"A simulated exchange on 127.0.0.1 goes down for {config.outage / 60:g} min ({config.pattern}); "
-          f"two clients poll it at {config.rate:g} req/s each.\n"
+          f"two clients poll it at {config.rate:g} req/s each, {how}.\n"
           f"Replayed {config.scale:g}x faster than real life; times below are on the scenario's clock.\n")
     started = time.monotonic()
     stats = run(config)

@@ -10,40 +10,59 @@ Moving over is one changed import::
     @db_breaker
     def update_customer(cust): ...
 
-What is the same: ``CircuitBreaker(fail_max, reset_timeout,
-success_threshold, exclude, listeners, name, throw_new_error_on_trip)``,
-``call``, use as a decorator, ``calling()``, ``open()`` / ``close()`` /
-``half_open()``, ``fail_counter``, ``success_counter``, ``current_state``,
-``state.name``, ``STATE_CLOSED`` / ``STATE_OPEN`` / ``STATE_HALF_OPEN``,
-``CircuitBreakerError``, and ``CircuitBreakerListener`` with
-``before_call``, ``state_change``, ``failure`` and ``success``. Excluded
-errors (classes or predicates) count as successes, as in pybreaker, and
-the failure that trips the breaker raises ``CircuitBreakerError`` (from
-the original error) unless ``throw_new_error_on_trip=False``.
+As in pybreaker 1.4.1: ``CircuitBreaker(fail_max, reset_timeout,
+success_threshold, exclude, listeners, state_storage, name,
+throw_new_error_on_trip)`` and the setters of ``fail_max``,
+``reset_timeout``, ``success_threshold`` and ``name``; ``call``, use as a
+decorator with or without parentheses, ``calling()``; generator functions
+guarded until the generator ends (an exception while iterating is a
+failure); ``open()`` (open for ``reset_timeout``, then a trial call),
+``half_open()``, ``close()``, ``state = "open"`` and the like;
+``fail_counter``, ``success_counter``, ``current_state``, ``state.name``;
+``STATE_CLOSED`` / ``STATE_OPEN`` / ``STATE_HALF_OPEN``;
+``CircuitBreakerError`` with pybreaker's messages; ``CircuitBreakerListener``
+whose ``before_call`` runs only for calls let through, whose
+``state_change`` comes after the ``failure`` that caused it and before the
+``success`` that closed it; excluded errors (classes or predicates) count
+as successes; ``CircuitMemoryStorage``.
 
-Where tripwire deliberately differs:
+Where tripwire deliberately differs (see also python/README.md):
 
 - No lock. pybreaker holds a lock across the whole guarded call, so
   threads sharing a breaker run their calls one at a time; here admission
-  and recording are atomic operations and calls run in parallel. Counters
-  that pybreaker reads under its lock (``fail_counter``,
-  ``success_counter``) are best-effort here when threads race.
+  and recording are atomic operations and calls run in parallel. The
+  counters pybreaker reads under its lock (``fail_counter``,
+  ``success_counter``) are best-effort here when threads race; the
+  breaker's decisions are exact.
 - Only ``Exception`` subclasses count as failures. pybreaker counts any
   ``BaseException``; here ``KeyboardInterrupt``, ``SystemExit``,
-  ``GeneratorExit`` and ``asyncio.CancelledError`` leave the breaker as it
-  was.
-- Half-open admits ``success_threshold`` probes at once and rejects other
-  calls until they finish (pybreaker lets every caller through).
-- ``open()`` forces the breaker open until ``close()``: it does not
-  recover after ``reset_timeout`` on its own. ``half_open()`` cannot force
-  a half-open state (tripwire has none to force): it closes the breaker,
-  so that calls are let through and failures count again from zero.
+  ``GeneratorExit`` (a generator closed early) and
+  ``asyncio.CancelledError`` leave the breaker as it was.
+- After ``reset_timeout``, half-open admits ``success_threshold`` trial
+  calls at once and rejects other calls until they finish (pybreaker
+  runs every caller, one at a time under its lock). A manual
+  ``half_open()`` lets every call through, as pybreaker does.
 - ``call_async`` and decorated ``async def`` functions use asyncio (not
-  Tornado); ``state_storage`` (e.g. Redis) is not supported — use
-  ``tripwire.Breaker.shared`` across processes on one host.
+  Tornado).
+- ``state_storage``: ``CircuitMemoryStorage`` sets the initial state and
+  counts and mirrors them afterwards; a breaker that starts open stays
+  open a full ``reset_timeout`` from its creation (pybreaker counts from
+  the storage's ``opened_at``). Two breakers on one storage do not share
+  a state: ``tripwire.Breaker.shared`` does that across processes.
+  ``CircuitRedisStorage`` raises ``NotImplementedError``: tripwire will
+  share a breaker across hosts through its own fleet link, without a
+  Redis round trip on every call.
+- Changing ``fail_max``, ``reset_timeout``, ``success_threshold`` or
+  ``name`` rebuilds the tripwire breaker: an open breaker starts its
+  cool-down again, and calls in flight at that moment are not counted.
+  ``fail_max`` or ``success_threshold`` below 0 and ``reset_timeout``
+  below 0 or above 7 days are a ``ValueError``.
+- ``open()`` and a failed manual trial open the tripwire breaker by
+  recording ``fail_max`` failures, which its metrics count.
 - ``CircuitBreakerError`` derives from ``tripwire.TripwireError``; the
-  breaker's own ``CircuitOpenError`` is its ``__cause__``, with
-  ``retry_after``.
+  failure that tripped the breaker is its ``__cause__`` (pybreaker: its
+  ``__context__``); a rejection's ``__cause__`` is tripwire's
+  ``CircuitOpenError`` with ``retry_after``.
 """
 
 from __future__ import annotations
@@ -51,10 +70,26 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-from typing import Any, Awaitable, Callable, Iterable, Iterator, List, Optional, Sequence, TypeVar, Union
+import threading
+import types
+from datetime import datetime, timezone
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 from .._errors import CircuitOpenError, TripwireError
-from .._tripwire import Breaker, ManualClock
+from .._tripwire import Breaker, ManualClock, Ticket
 
 __all__ = [
     "STATE_CLOSED",
@@ -64,6 +99,9 @@ __all__ = [
     "CircuitBreakerError",
     "CircuitBreakerListener",
     "CircuitBreakerState",
+    "CircuitBreakerStorage",
+    "CircuitMemoryStorage",
+    "CircuitRedisStorage",
 ]
 
 T = TypeVar("T")
@@ -71,6 +109,7 @@ T = TypeVar("T")
 STATE_CLOSED = "closed"
 STATE_OPEN = "open"
 STATE_HALF_OPEN = "half-open"
+_STATES = (STATE_CLOSED, STATE_OPEN, STATE_HALF_OPEN)
 
 #: tripwire's state names → pybreaker's.
 _NAMES = {
@@ -82,6 +121,14 @@ _NAMES = {
 }
 
 Exclusion = Union[type, Callable[[BaseException], bool]]
+
+#: The shortest cool-down the core accepts (seconds).
+_SHORTEST = 1e-6
+
+_REJECTED = "Timeout not elapsed yet, circuit breaker still open"
+_TRIALS_BUSY = "Trial calls in progress, circuit breaker half-open"
+_TRIPPED = "Failures threshold reached, circuit breaker opened"
+_TRIAL_FAILED = "Trial call failed, circuit breaker opened"
 
 
 class CircuitBreakerError(TripwireError):
@@ -115,7 +162,7 @@ class CircuitBreakerListener:
     ``add_listener``."""
 
     def before_call(self, cb: CircuitBreaker, func: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-        """Called before each call the breaker guards."""
+        """Called before each call the breaker lets through."""
 
     def state_change(
         self, cb: CircuitBreaker, old_state: Optional[CircuitBreakerState], new_state: CircuitBreakerState
@@ -129,9 +176,145 @@ class CircuitBreakerListener:
         """Called after a call succeeded."""
 
 
+# -- storage -------------------------------------------------------------------
+
+
+class CircuitBreakerStorage:
+    """pybreaker's storage interface: a state, the failure and success
+    counters and the time the breaker last opened. tripwire reads the
+    initial state and counters from it and keeps it up to date; the
+    decisions are the tripwire breaker's."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def state(self) -> str:
+        raise NotImplementedError
+
+    @state.setter
+    def state(self, state: str) -> None:
+        raise NotImplementedError
+
+    def increment_counter(self) -> None:
+        raise NotImplementedError
+
+    def reset_counter(self) -> None:
+        raise NotImplementedError
+
+    def increment_success_counter(self) -> None:
+        raise NotImplementedError
+
+    def reset_success_counter(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def counter(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def success_counter(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def opened_at(self) -> Optional[datetime]:
+        raise NotImplementedError
+
+    @opened_at.setter
+    def opened_at(self, value: datetime) -> None:
+        raise NotImplementedError
+
+
+class CircuitMemoryStorage(CircuitBreakerStorage):
+    """The state and counters in this process's memory (pybreaker's
+    default)."""
+
+    def __init__(self, state: str) -> None:
+        super().__init__("memory")
+        self._state = state
+        self._fail_counter = 0
+        self._success_counter = 0
+        self._opened_at: Optional[datetime] = None
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @state.setter
+    def state(self, state: str) -> None:
+        self._state = state
+
+    def increment_counter(self) -> None:
+        self._fail_counter += 1
+
+    def reset_counter(self) -> None:
+        self._fail_counter = 0
+
+    def increment_success_counter(self) -> None:
+        self._success_counter += 1
+
+    def reset_success_counter(self) -> None:
+        self._success_counter = 0
+
+    @property
+    def counter(self) -> int:
+        return self._fail_counter
+
+    @property
+    def success_counter(self) -> int:
+        return self._success_counter
+
+    @property
+    def opened_at(self) -> Optional[datetime]:
+        return self._opened_at
+
+    @opened_at.setter
+    def opened_at(self, value: datetime) -> None:
+        self._opened_at = value
+
+
+_NO_REDIS = (
+    "CircuitRedisStorage is not supported: pybreaker's Redis storage makes a Redis round trip on every call. "
+    "On one host, share a breaker between processes with tripwire.Breaker.shared(path); sharing across hosts "
+    "will come through tripwire's own fleet link."
+)
+
+
+class CircuitRedisStorage(CircuitBreakerStorage):
+    """Not supported; raises ``NotImplementedError`` (see the module's doc)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(_NO_REDIS)
+
+
+def _count(arg: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{arg} must be an int >= 0, got {value!r}")
+    return value
+
+
+def _rejection(e: CircuitOpenError) -> CircuitBreakerError:
+    return CircuitBreakerError(_TRIALS_BUSY if e.state == "half_open" else _REJECTED)
+
+
+class _Pending(threading.local):
+    """The tripwire breaker's transitions that this thread's last call
+    caused, kept until pybreaker's order says they are due."""
+
+    def __init__(self) -> None:
+        self.events: List[Tuple[str, str]] = []
+
+
+# -- the breaker -----------------------------------------------------------------
+
+
 class CircuitBreaker:
     """pybreaker's ``CircuitBreaker`` on a ``tripwire.Breaker`` (the
-    ``breaker`` attribute)."""
+    ``breaker`` attribute). ``clock``: a ``tripwire.ManualClock`` for tests."""
 
     def __init__(
         self,
@@ -140,49 +323,168 @@ class CircuitBreaker:
         success_threshold: int = 1,
         exclude: Optional[Iterable[Exclusion]] = None,
         listeners: Optional[Sequence[CircuitBreakerListener]] = None,
-        state_storage: Any = None,
+        state_storage: Optional[CircuitBreakerStorage] = None,
         name: Optional[str] = None,
         throw_new_error_on_trip: bool = True,
         *,
         clock: Optional[ManualClock] = None,
     ) -> None:
-        if state_storage is not None:
-            raise TypeError("state_storage is not supported; use tripwire.Breaker.shared across processes")
+        if isinstance(state_storage, CircuitRedisStorage) or getattr(state_storage, "name", None) == "redis":
+            raise NotImplementedError(_NO_REDIS)
+        storage = state_storage if state_storage is not None else CircuitMemoryStorage(STATE_CLOSED)
+        initial = next((s for s in _STATES if s == storage.state), None)
+        if initial is None:
+            raise ValueError(f"Unknown state {storage.state!r}, valid states: {', '.join(_STATES)}")
+        self._state_storage = storage
+        self._fail_max = _count("fail_max", fail_max)
+        self._reset_timeout = reset_timeout
+        self._success_threshold = _count("success_threshold", success_threshold)
+        self._name = name
+        self._clock = clock
         self._excluded: List[Exclusion] = list(exclude or ())
         self._listeners: List[CircuitBreakerListener] = list(listeners or ())
         self._throw_new_error_on_trip = throw_new_error_on_trip
-        self._fail_counter = 0
-        self._success_counter = 0
-        self.breaker = Breaker(
-            failure_threshold=fail_max,
-            open_timeout=reset_timeout,
-            half_open_max=success_threshold,
-            half_open_successes=success_threshold,
-            name=name,
-            on_state_change=self._on_state_change,
-            clock=clock,
+        self._pending = _Pending()
+        #: A manual ``half_open()``: the tripwire breaker is closed and the
+        #: next call is the trial.
+        self._half_open = False
+        self._state = CircuitBreakerState(initial)
+        self.breaker = self._make_breaker()
+        self._restore(initial, storage.counter)
+
+    # -- the tripwire breaker ------------------------------------------------
+
+    def _make_breaker(self) -> Breaker:
+        trials = max(self._success_threshold, 1)
+        return Breaker(
+            failure_threshold=max(self._fail_max, 1),
+            # pybreaker's 0 ("a trial at once") is the shortest the core takes.
+            open_timeout=_SHORTEST if self._reset_timeout == 0 else self._reset_timeout,
+            half_open_max=trials,
+            half_open_successes=trials,
+            name=self._name,
+            on_state_change=self._on_change,
+            clock=self._clock,
         )
+
+    def _on_change(self, breaker: Breaker, old: str, new: str) -> None:
+        # Runs inside the tripwire breaker's call that made the transition;
+        # the listeners hear of it when pybreaker's order says (`_flush`).
+        if breaker is self.breaker:
+            self._pending.events.append((_NAMES[old], _NAMES[new]))
+
+    def _flush(self) -> Optional[str]:
+        """Reports the transitions this thread's calls caused; returns the
+        state a trip came from, if one opened the breaker."""
+        events = self._pending.events
+        tripped_from = None
+        while events:
+            old, new = events.pop(0)
+            if new == STATE_OPEN and old != STATE_OPEN:
+                tripped_from = old
+            self._enter(old, new)
+        return tripped_from
+
+    @contextlib.contextmanager
+    def _quiet(self) -> Iterator[None]:
+        """Drops the transitions made inside (manual moves report their own)."""
+        try:
+            yield
+        finally:
+            self._pending.events.clear()
+
+    def _enter(self, old: str, new: str, manual: bool = False) -> None:
+        """Mirrors a transition into the storage and tells the listeners
+        (pybreaker reports a manual move to the same state too)."""
+        storage = self._state_storage
+        if new == STATE_OPEN:
+            storage.opened_at = datetime.now(timezone.utc)
+        elif new == STATE_CLOSED:
+            storage.reset_counter()
+        storage.reset_success_counter()
+        storage.state = new
+        if old == new and not manual:
+            return
+        previous, self._state = self._state, CircuitBreakerState(new)
+        for listener in self._listeners:
+            listener.state_change(self, previous, self._state)
+
+    def _open_now(self) -> None:
+        """Opens the tripwire breaker for a full ``reset_timeout`` from now,
+        by failures recorded until it trips (inside ``_quiet``)."""
+        b = self.breaker
+        b.reset()
+        for _ in range(4 * b.failure_threshold + 4):
+            if b.state == "open":
+                return
+            try:
+                ticket = b._acquire()
+            except CircuitOpenError:
+                return
+            b._record(ticket, "failure")
+
+    def _restore(self, state: str, failures: int) -> None:
+        """Puts a fresh tripwire breaker into ``state`` with ``failures``
+        consecutive failures counted."""
+        with self._quiet():
+            self._half_open = state == STATE_HALF_OPEN
+            if state == STATE_OPEN:
+                self._open_now()
+            elif state == STATE_CLOSED:
+                b = self.breaker
+                for _ in range(min(failures, b.failure_threshold - 1)):
+                    b._record(b._acquire(), "failure")
+
+    def _reconfigure(self, attr: str, value: Any) -> None:
+        state, failures = self.current_state, self.fail_counter
+        setattr(self, attr, value)
+        with self._quiet():
+            self.breaker = self._make_breaker()
+        self._restore(state, failures)
 
     # -- configuration ------------------------------------------------------
 
     @property
     def fail_max(self) -> int:
-        return self.breaker.failure_threshold
+        return self._fail_max
+
+    @fail_max.setter
+    def fail_max(self, number: int) -> None:
+        self._reconfigure("_fail_max", _count("fail_max", number))
 
     @property
     def reset_timeout(self) -> float:
-        return self.breaker.open_timeout
+        return self._reset_timeout
+
+    @reset_timeout.setter
+    def reset_timeout(self, timeout: float) -> None:
+        old = self._reset_timeout
+        try:
+            self._reconfigure("_reset_timeout", timeout)
+        except (TypeError, ValueError):
+            self._reset_timeout = old
+            raise
 
     @property
     def success_threshold(self) -> int:
-        return self.breaker.half_open_successes
+        return self._success_threshold
+
+    @success_threshold.setter
+    def success_threshold(self, threshold: int) -> None:
+        self._reconfigure("_success_threshold", _count("success_threshold", threshold))
 
     @property
     def name(self) -> Optional[str]:
-        return self.breaker.name
+        return self._name
+
+    @name.setter
+    def name(self, name: Optional[str]) -> None:
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a str or None, got {name!r}")
+        self._reconfigure("_name", name)
 
     @property
-    def excluded_exceptions(self) -> tuple[Exclusion, ...]:
+    def excluded_exceptions(self) -> Tuple[Exclusion, ...]:
         return tuple(self._excluded)
 
     def add_excluded_exception(self, exception: Exclusion) -> None:
@@ -195,7 +497,7 @@ class CircuitBreaker:
         self._excluded.remove(exception)
 
     @property
-    def listeners(self) -> tuple[CircuitBreakerListener, ...]:
+    def listeners(self) -> Tuple[CircuitBreakerListener, ...]:
         return tuple(self._listeners)
 
     def add_listener(self, listener: CircuitBreakerListener) -> None:
@@ -212,44 +514,62 @@ class CircuitBreaker:
     @property
     def current_state(self) -> str:
         """``"closed"``, ``"open"`` or ``"half-open"``."""
-        return _NAMES[self.breaker.state]
+        return STATE_HALF_OPEN if self._half_open else _NAMES[self.breaker.state]
 
     @property
     def state(self) -> CircuitBreakerState:
-        return CircuitBreakerState(self.current_state)
+        current = self.current_state
+        if current != self._state.name:
+            self._state = CircuitBreakerState(current)
+        return self._state
+
+    @state.setter
+    def state(self, state: str) -> None:
+        """``cb.state = "open"`` (or ``"closed"``, ``"half-open"``): as
+        ``open()``, ``close()``, ``half_open()``."""
+        moves = {STATE_OPEN: self.open, STATE_CLOSED: self.close, STATE_HALF_OPEN: self.half_open}
+        move = moves.get(state) if isinstance(state, str) else None
+        if move is None:
+            raise ValueError(f"Unknown state {state!r}, valid states: {', '.join(_STATES)}")
+        move()
 
     @property
     def fail_counter(self) -> int:
         """Consecutive failures since the last success or close."""
-        return self._fail_counter
+        return self._state_storage.counter
 
     @property
     def success_counter(self) -> int:
         """Successful trial calls in the current half-open state."""
-        return self._success_counter
+        return self._state_storage.success_counter
 
     def open(self) -> bool:
-        """Opens the breaker until ``close()`` (see the module's notes)."""
-        self.breaker.force_open()
-        return True
+        """Opens the breaker: calls are rejected until ``reset_timeout`` has
+        passed, then a trial call decides. Returns
+        ``throw_new_error_on_trip``, as pybreaker does."""
+        previous = self.current_state
+        with self._quiet():
+            self._half_open = False
+            self._open_now()
+        self._enter(previous, STATE_OPEN, manual=True)
+        return self._throw_new_error_on_trip
+
+    def half_open(self) -> None:
+        """Lets the next calls through as trials: a failure opens the
+        breaker, ``success_threshold`` successes close it."""
+        previous = self.current_state
+        with self._quiet():
+            self.breaker.reset()
+            self._half_open = True
+        self._enter(previous, STATE_HALF_OPEN, manual=True)
 
     def close(self) -> None:
         """Closes the breaker with fresh counts."""
-        self.breaker.reset()
-
-    def half_open(self) -> None:
-        """Lets calls through again: closes the breaker (see the module's notes)."""
-        self.breaker.reset()
-
-    def _on_state_change(self, _breaker: Breaker, old: str, new: str) -> None:
-        if new in ("closed", "disabled"):
-            self._fail_counter = 0
-        self._success_counter = 0
-        old_name, new_name = _NAMES[old], _NAMES[new]
-        if old_name == new_name:
-            return
-        for listener in self._listeners:
-            listener.state_change(self, CircuitBreakerState(old_name), CircuitBreakerState(new_name))
+        previous = self.current_state
+        with self._quiet():
+            self._half_open = False
+            self.breaker.reset()
+        self._enter(previous, STATE_CLOSED, manual=True)
 
     # -- calls --------------------------------------------------------------
 
@@ -263,85 +583,164 @@ class CircuitBreaker:
                 return False
         return True
 
-    def _admit(self, func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-        for listener in self._listeners:
-            listener.before_call(self, func, *args, **kwargs)
+    def _admit(self, func: Callable[..., Any], args: Any, kwargs: Any) -> Tuple[Breaker, Ticket, str]:
+        """A ticket for a call, the breaker that issued it, and the state
+        the call was let through in; or ``CircuitBreakerError``."""
+        b = self.breaker
+        state = self._state.name
         try:
-            return self.breaker._acquire()
+            ticket = b._acquire()
         except CircuitOpenError as e:
-            raise CircuitBreakerError("Timeout not elapsed yet, circuit breaker still open") from e
+            raise _rejection(e) from e
+        if state != STATE_CLOSED or self._listeners:
+            try:
+                if self._pending.events:
+                    self._flush()  # open -> half-open, before the trial's before_call
+                for listener in self._listeners:
+                    listener.before_call(self, func, *args, **kwargs)
+            except BaseException:
+                b._record(ticket, "ignored")
+                raise
+            state = self._state.name
+        return b, ticket, state
 
-    def _succeeded(self, ticket: Any) -> None:
-        self.breaker._record(ticket, "success")
-        self._fail_counter = 0
-        if self.breaker.state == "half_open":
-            self._success_counter += 1
+    def _succeeded(self, b: Breaker, ticket: Ticket, state: str) -> None:
+        """Records a success of a call let through in ``state``."""
+        b._record(ticket, "success")
+        storage = self._state_storage
+        storage.reset_counter()
+        if state != STATE_CLOSED:
+            if self._half_open:
+                storage.increment_success_counter()
+                if storage.success_counter >= self._success_threshold:
+                    self._half_open = False
+                    self._enter(STATE_HALF_OPEN, STATE_CLOSED)
+            elif self._pending.events:
+                self._flush()  # half-open -> closed, before the success listeners
+            elif state == STATE_HALF_OPEN:
+                storage.increment_success_counter()
         for listener in self._listeners:
             listener.success(self)
 
-    def _failed(self, ticket: Any, exc: BaseException) -> None:
-        """Records how a call that raised ``exc`` ended; raises
-        ``CircuitBreakerError`` if this failure tripped the breaker."""
+    def _failed(self, b: Breaker, ticket: Ticket, state: str, exc: BaseException) -> None:
+        """Records how a call let through in ``state`` that raised ``exc``
+        ended; raises ``CircuitBreakerError`` if this failure opened the
+        breaker."""
         if not isinstance(exc, Exception):
-            self.breaker._record(ticket, "ignored")
+            b._record(ticket, "ignored")
             return
         if not self.is_system_error(exc):
-            self._succeeded(ticket)
+            self._succeeded(b, ticket, state)
             return
-        generation = self.breaker.generation
-        self._fail_counter += 1
-        self.breaker._record(ticket, "failure")
+        b._record(ticket, "failure")
+        trial = self._half_open
+        if trial:
+            with self._quiet():
+                self._half_open = False
+                self._open_now()
+        self._state_storage.increment_counter()
         for listener in self._listeners:
             listener.failure(self, exc)
-        tripped = self.breaker.state == "open" and self.breaker.generation != generation
-        if tripped and self._throw_new_error_on_trip:
-            raise CircuitBreakerError("Failures threshold reached, circuit breaker opened") from exc
+        if trial:
+            self._enter(STATE_HALF_OPEN, STATE_OPEN)
+            tripped_from: Optional[str] = STATE_HALF_OPEN
+        else:
+            tripped_from = self._flush()
+        if tripped_from is not None and self._throw_new_error_on_trip:
+            raise CircuitBreakerError(_TRIAL_FAILED if tripped_from == STATE_HALF_OPEN else _TRIPPED) from exc
 
     def call(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Calls ``func(*args, **kwargs)`` under the breaker."""
-        ticket = self._admit(func, args, kwargs)
+        """Calls ``func(*args, **kwargs)`` under the breaker. A generator it
+        returns is guarded until it ends."""
+        b = self.breaker
+        state = self._state.name
+        if state == STATE_CLOSED and not self._listeners:
+            # The common case, inline: no listener to tell.
+            try:
+                ticket = b._acquire()
+            except CircuitOpenError as e:
+                raise _rejection(e) from e
+        else:
+            b, ticket, state = self._admit(func, args, kwargs)
         try:
             result = func(*args, **kwargs)
         except BaseException as exc:
-            self._failed(ticket, exc)
+            self._failed(b, ticket, state, exc)
             raise
-        self._succeeded(ticket)
+        if isinstance(result, types.GeneratorType):
+            return self._generator(b, ticket, state, result)  # type: ignore[return-value]
+        if state == STATE_CLOSED and not self._listeners:
+            b._record(ticket, "success")
+            self._state_storage.reset_counter()
+        else:
+            self._succeeded(b, ticket, state)
+        return result
+
+    def _generator(
+        self, b: Breaker, ticket: Ticket, state: str, gen: Generator[Any, Any, Any]
+    ) -> Generator[Any, Any, Any]:
+        """``gen``, with its end recorded: exhausted, a success; an
+        exception raised while iterating, a failure."""
+        try:
+            result = yield from gen
+        except BaseException as exc:
+            self._failed(b, ticket, state, exc)
+            raise
+        self._succeeded(b, ticket, state)
         return result
 
     async def call_async(self, func: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         """Awaits ``func(*args, **kwargs)`` under the breaker (asyncio)."""
-        ticket = self._admit(func, args, kwargs)
+        b, ticket, state = self._admit(func, args, kwargs)
         try:
             result = await func(*args, **kwargs)
         except BaseException as exc:
-            self._failed(ticket, exc)
+            self._failed(b, ticket, state, exc)
             raise
-        self._succeeded(ticket)
+        self._succeeded(b, ticket, state)
         return result
 
     @contextlib.contextmanager
     def calling(self) -> Iterator[None]:
         """``with breaker.calling(): ...`` guards the block."""
-        ticket = self._admit(self.calling, (), {})
+        b, ticket, state = self._admit(self.calling, (), {})
         try:
             yield
         except BaseException as exc:
-            self._failed(ticket, exc)
+            self._failed(b, ticket, state, exc)
             raise
-        self._succeeded(ticket)
+        self._succeeded(b, ticket, state)
 
-    def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
-        """Decorates a plain or ``async def`` function."""
-        if inspect.iscoroutinefunction(func):
+    def __call__(self, *call_args: Any, **call_kwargs: Any) -> Callable[..., Any]:
+        """Decorates a plain, generator or ``async def`` function: ``@cb``,
+        ``@cb()``, or ``cb(func)``. ``__pybreaker_call_async=True`` awaits
+        what the function returns (asyncio, not Tornado)."""
+        call_async = bool(call_kwargs.pop("__pybreaker_call_async", False))
+        if call_kwargs:
+            raise TypeError(f"unexpected keyword arguments {sorted(call_kwargs)}")
+
+        def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+            if not callable(func):
+                raise TypeError(f"a circuit breaker decorates a function; got {func!r}")
+            if call_async or inspect.iscoroutinefunction(func):
+
+                @functools.wraps(func)
+                async def guarded_async(*args: Any, **kwargs: Any) -> Any:
+                    return await self.call_async(func, *args, **kwargs)
+
+                return guarded_async
 
             @functools.wraps(func)
-            async def guarded_async(*args: Any, **kwargs: Any) -> Any:
-                return await self.call_async(func, *args, **kwargs)
+            def guarded(*args: Any, **kwargs: Any) -> Any:
+                return self.call(func, *args, **kwargs)
 
-            return guarded_async
+            return guarded
 
-        @functools.wraps(func)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            return self.call(func, *args, **kwargs)
+        if not call_args:
+            return decorate
+        if len(call_args) > 1:
+            raise TypeError(f"a circuit breaker decorates one function; got {len(call_args)} arguments")
+        return decorate(call_args[0])
 
-        return guarded
+    def __repr__(self) -> str:
+        return f"<CircuitBreaker name={self._name!r} state={self.current_state!r}>"

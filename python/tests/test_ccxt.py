@@ -1,0 +1,440 @@
+"""tripwire.ccxt end to end: the real ccxt package, sync and async, against
+the Binance-shaped fake exchange on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Callable, Iterator, List
+
+import pytest
+
+ccxt = pytest.importorskip("ccxt")
+import ccxt.async_support as ccxt_async  # noqa: E402
+
+import tripwire  # noqa: E402
+from tripwire import _fake_exchange as fx  # noqa: E402
+from tripwire.ccxt import (  # noqa: E402
+    ExchangeCircuitOpen,
+    GuardedExchange,
+    group_of,
+    guard,
+    retry_after_from_headers,
+)
+
+BOOK = "/api/v3/depth"
+ORDER = "/api/v3/order"
+ACCOUNT = "/api/v3/account"
+#: Retries fast enough for tests.
+QUICK = {"base": 0.001, "cap": 0.002}
+
+
+class Env:
+    """Makes guarded exchanges of one flavour (ccxt's sync classes, or
+    ``async_support`` on an event loop of the test's own) and runs their
+    calls."""
+
+    def __init__(self, flavour: str, fake: fx.FakeExchange) -> None:
+        self.flavour = flavour
+        self.fake = fake
+        self.loop = asyncio.new_event_loop() if flavour == "async" else None
+        self.exchanges: List[Any] = []
+
+    def guard(self, **options: Any) -> GuardedExchange:
+        module = ccxt_async if self.loop is not None else ccxt
+        config = {"apiKey": self.fake.api_key, "secret": self.fake.secret, "enableRateLimit": False, "timeout": 300}
+        config.update(options.pop("ccxt", {}))
+        exchange = self.fake.point(module.binance(config))
+        self.exchanges.append(exchange)
+        # The markets, loaded while the exchange is up (a bot does this at
+        # start), so that the calls under test make one request each.
+        mode, self.fake.mode = self.fake.mode, fx.HEALTHY
+        self.run(exchange.load_markets)
+        self.fake.mode = mode
+        options.setdefault("name", f"test/{self.flavour}/{len(self.exchanges)}")
+        return guard(exchange, **options)
+
+    def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        result = fn(*args, **kwargs)
+        if self.loop is not None:
+            result = self.loop.run_until_complete(result)
+        return result
+
+    def close(self) -> None:
+        if self.loop is not None:
+            for exchange in self.exchanges:
+                self.loop.run_until_complete(exchange.close())
+            self.loop.close()
+
+
+@pytest.fixture
+def fake() -> Iterator[fx.FakeExchange]:
+    with fx.FakeExchange(retry_after=7) as f:
+        yield f
+
+
+@pytest.fixture(params=["sync", "async"])
+def env(request: pytest.FixtureRequest, fake: fx.FakeExchange) -> Iterator[Env]:
+    e = Env(request.param, fake)
+    yield e
+    e.close()
+
+
+def test_guarded_calls_return_what_ccxt_returns(env: Env) -> None:
+    g = env.guard()
+    book = env.run(g.fetch_order_book, "BTC/USDT", 5)
+    assert book["symbol"] == "BTC/USDT" and len(book["bids"]) == 5 and book["bids"][0][0] == 96999.9
+    assert env.run(g.fetch_balance)["USDT"]["free"] == 1250.0
+    order = env.run(g.create_order, "BTC/USDT", "limit", "buy", 0.001, 90000)
+    assert order["status"] == "open" and env.fake.orders[0]["side"] == "BUY"
+    assert env.run(g.cancel_order, order["id"], "BTC/USDT")["status"] == "canceled"
+    # Helpers and attributes are the exchange's own.
+    assert g.id == "binance" and g.amount_to_precision("BTC/USDT", 0.123456789) == "0.12345"
+    assert g.breaker.snapshot().successes == 4
+
+
+def test_a_breaker_trips_on_an_outage_and_refuses_without_calling_the_server(env: Env) -> None:
+    g = env.guard(breaker={"failure_threshold": 3, "open_timeout": 60.0}, retry=False)
+    env.fake.mode = fx.UNAVAILABLE
+    for _ in range(3):
+        with pytest.raises(ccxt.ExchangeNotAvailable):
+            env.run(g.fetch_order_book, "BTC/USDT")
+    assert g.breaker.state == "open" and env.fake.hits(BOOK) == 3
+    with pytest.raises(ExchangeCircuitOpen) as refused:
+        env.run(g.fetch_order_book, "BTC/USDT")
+    # Not called; both a tripwire refusal and a ccxt error a bot already catches.
+    assert env.fake.hits(BOOK) == 3
+    assert isinstance(refused.value, tripwire.CircuitOpenError) and isinstance(refused.value, ccxt.NetworkError)
+    assert refused.value.retry_after == pytest.approx(60.0, abs=1.0) and refused.value.name == g.breaker.name
+    # One breaker for the exchange: the balance is refused too.
+    with pytest.raises(ExchangeCircuitOpen):
+        env.run(g.fetch_balance)
+    assert env.fake.hits(ACCOUNT) == 0
+
+
+def test_maintenance_and_a_hanging_exchange_are_failures(env: Env) -> None:
+    g = env.guard(breaker={"failure_threshold": 2}, retry=False, ccxt={"timeout": 100})
+    env.fake.mode = fx.MAINTENANCE
+    with pytest.raises(ccxt.OnMaintenance):
+        env.run(g.fetch_order_book, "BTC/USDT")
+    env.fake.mode = fx.HANG
+    started = time.monotonic()
+    with pytest.raises(ccxt.RequestTimeout):
+        env.run(g.fetch_order_book, "BTC/USDT")
+    assert time.monotonic() - started < 2.0
+    assert g.breaker.state == "open" and g.breaker.snapshot().failures == 2
+
+
+def test_a_429_carries_retry_after_to_the_caller(env: Env) -> None:
+    # The 7 s the server asks for end past the retry's 1 s deadline: not
+    # waited for; the caller learns the wait.
+    g = env.guard(retry={**QUICK, "deadline": 1.0})
+    for mode in (fx.RATE_LIMITED, fx.BANNED):
+        env.fake.mode = mode
+        started = time.monotonic()
+        with pytest.raises(ccxt.DDoSProtection) as info:
+            env.run(g.fetch_order_book, "BTC/USDT")
+        assert info.value.retry_after == 7.0
+        assert time.monotonic() - started < 0.9
+    assert env.fake.hits(BOOK) == 2
+    assert g.breaker.snapshot().failures == 2
+
+
+def test_a_retry_after_is_the_retry_pause_exactly(fake: fx.FakeExchange) -> None:
+    fake.retry_after = 1
+    e = Env("sync", fake)
+    g = e.guard(retry={"attempts": 2, "deadline": 5.0})
+    fake.script = lambda r: fx.RATE_LIMITED if fake.hits(BOOK) <= 1 else fx.HEALTHY
+    started = time.monotonic()
+    assert e.run(g.fetch_order_book, "BTC/USDT")["bids"]
+    took = time.monotonic() - started
+    assert fake.hits(BOOK) == 2 and 1.0 <= took < 2.0, took
+
+
+def test_retry_after_comes_from_the_failed_calls_own_response(env: Env) -> None:
+    # With ccxt's own record of the last headers off, the hold still
+    # carries the server's wait: it is read from this call's response.
+    g = env.guard(retry=False, ccxt={"enableLastResponseHeaders": False})
+    env.fake.mode = fx.RATE_LIMITED
+    with pytest.raises(ccxt.DDoSProtection) as info:
+        env.run(g.fetch_order_book, "BTC/USDT")
+    assert g.exchange.last_response_headers is None and info.value.retry_after == 7.0
+
+
+def test_an_absurd_retry_after_is_cut_to_max_retry_after(env: Env) -> None:
+    env.fake.retry_after = 10**30
+    g = env.guard(retry=False, max_retry_after=120.0)
+    env.fake.mode = fx.RATE_LIMITED
+    with pytest.raises(ccxt.DDoSProtection) as info:
+        env.run(g.fetch_order_book, "BTC/USDT")
+    assert info.value.retry_after == 120.0
+
+
+def test_an_invalid_order_is_ignored_and_not_retried(env: Env) -> None:
+    # Trading retries on, so that only the classification can stop them.
+    g = env.guard(breaker={"failure_threshold": 1}, retry={**QUICK, "attempts": 5}, retry_trading=True)
+    env.fake.reject_orders()
+    with pytest.raises(ccxt.InvalidOrder):
+        env.run(g.create_order, "BTC/USDT", "limit", "buy", 0.001, 90000)
+    env.fake.reject_orders(400, {"code": -2010, "msg": "Account has insufficient balance for requested action."})
+    with pytest.raises(ccxt.InsufficientFunds):
+        env.run(g.create_order, "BTC/USDT", "limit", "buy", 0.001, 90000)
+    assert env.fake.hits(ORDER, "POST") == 2
+    assert g.breaker.state == "closed"
+    snap = g.breaker.snapshot()
+    assert (snap.failures, snap.ignored) == (0, 2)
+
+
+def test_a_wrong_key_is_the_callers_fault(env: Env) -> None:
+    g = env.guard(breaker={"failure_threshold": 1}, retry=QUICK, ccxt={"secret": "not-the-secret"})
+    with pytest.raises(ccxt.AuthenticationError):
+        env.run(g.fetch_balance)
+    assert env.fake.hits(ACCOUNT) == 1 and g.breaker.state == "closed"
+
+
+def test_create_order_is_not_retried_unless_asked(env: Env) -> None:
+    env.fake.mode = fx.UNAVAILABLE
+    g = env.guard(breaker={"failure_threshold": 100}, retry=QUICK)
+    with pytest.raises(ccxt.ExchangeNotAvailable):
+        env.run(g.create_order, "BTC/USDT", "limit", "buy", 0.001, 90000)
+    assert env.fake.hits(ORDER, "POST") == 1
+    # A read in the same outage is retried: 3 attempts.
+    with pytest.raises(ccxt.ExchangeNotAvailable):
+        env.run(g.fetch_balance)
+    assert env.fake.hits(ACCOUNT) == 3
+    opted = env.guard(breaker={"failure_threshold": 100}, retry=QUICK, retry_trading=True)
+    with pytest.raises(ccxt.ExchangeNotAvailable):
+        env.run(opted.create_order, "BTC/USDT", "limit", "buy", 0.001, 90000)
+    assert env.fake.hits(ORDER, "POST") == 4
+
+
+def test_an_order_book_is_served_stale_with_its_age_and_a_balance_never(env: Env) -> None:
+    g = env.guard(breaker={"failure_threshold": 2}, retry=False, stale_max_age=30.0)
+    fresh = env.run(g.stale.fetch_order_book, "BTC/USDT", 5)
+    assert fresh.stale is False and fresh.age == 0.0
+    env.run(g.fetch_balance)
+    env.fake.mode = fx.MAINTENANCE
+    time.sleep(0.05)
+    # Down, then refused by the open breaker: the last good book, with its age.
+    for _ in range(3):
+        got = env.run(g.stale.fetch_order_book, "BTC/USDT", 5)
+        assert got.stale is True and got.value == fresh.value and 0.05 <= got.age < 30.0
+    assert g.breaker.state == "open" and env.fake.hits(BOOK) == 3
+    # Another call (other arguments) has no last good value: the error.
+    with pytest.raises(ExchangeCircuitOpen):
+        env.run(g.stale.fetch_order_book, "ETH/USDT", 5)
+    # A balance is never stale.
+    with pytest.raises(ExchangeCircuitOpen):
+        env.run(g.fetch_balance)
+    for name in ("fetch_balance", "create_order", "fetch_open_orders"):
+        with pytest.raises(TypeError, match="only market data is served stale"):
+            getattr(g.stale, name)
+
+
+def test_stale_data_has_an_age_limit_and_the_callers_fault_is_not_hidden(env: Env) -> None:
+    g = env.guard(retry=False, stale_max_age=0.05)
+    env.run(g.fetch_order_book, "BTC/USDT")  # the plain call keeps it too
+    env.fake.mode = fx.UNAVAILABLE
+    assert env.run(g.stale.fetch_order_book, "BTC/USDT").stale
+    time.sleep(0.1)
+    with pytest.raises(ccxt.ExchangeNotAvailable):
+        env.run(g.stale.fetch_order_book, "BTC/USDT")
+    env.fake.mode = fx.HEALTHY
+    with pytest.raises(ccxt.BadSymbol):
+        env.run(g.stale.fetch_order_book, "NOPE/USDT")
+
+
+def test_per_group_breakers_keep_market_data_flowing(env: Env) -> None:
+    g = env.guard(per_group=True, breaker={"failure_threshold": 2}, retry=False)
+    env.fake.script = lambda r: fx.UNAVAILABLE if r.path == ORDER else fx.HEALTHY
+    for _ in range(2):
+        with pytest.raises(ccxt.ExchangeNotAvailable):
+            env.run(g.create_order, "BTC/USDT", "limit", "buy", 0.001, 90000)
+    states = {group: b.state for group, b in g.breakers.items()}
+    assert states == {"market": "closed", "account": "closed", "trading": "open"}
+    assert env.run(g.fetch_order_book, "BTC/USDT")["bids"] and env.run(g.fetch_balance)["USDT"]
+    with pytest.raises(ExchangeCircuitOpen):
+        env.run(g.cancel_order, "1", "BTC/USDT")
+    assert g.breakers["trading"].name == f"{g.breaker.name.rsplit('/', 1)[0]}/trading"
+
+
+def test_the_bulkhead_caps_calls_in_flight(fake: fx.FakeExchange) -> None:
+    fake.latency = 0.05
+    e = Env("async", fake)
+    try:
+        g = e.guard(bulkhead=2, max_wait=None, retry=False)
+        e.run(g.load_markets)
+
+        async def many() -> List[Any]:
+            return await asyncio.gather(*(g.fetch_order_book("BTC/USDT") for _ in range(6)), return_exceptions=True)
+
+        results = e.run(many)
+        full = [r for r in results if isinstance(r, tripwire.BulkheadFullError)]
+        assert len(full) == 4 and fake.peak_in_flight == 2, results
+        # Refusals by the bulkhead are not the exchange's failures.
+        assert g.breaker.snapshot().failures == 0
+    finally:
+        e.close()
+
+
+def test_the_most_specific_rule_wins(fake: fx.FakeExchange) -> None:
+    g = Env("sync", fake).guard()
+    for exc, verdict in [
+        (ccxt.NetworkError(), "failure"),
+        (ccxt.RequestTimeout(), "failure"),
+        (ccxt.ExchangeNotAvailable(), "failure"),
+        (ccxt.OnMaintenance(), "failure"),
+        (ccxt.BadResponse(), "failure"),
+        (ccxt.RateLimitExceeded(), "hold"),  # a NetworkError, held
+        (ccxt.DDoSProtection(), "hold"),
+        (ccxt.InvalidNonce(), "ignored"),  # a NetworkError: the local clock is off
+        (ccxt.AuthenticationError(), "ignored"),
+        (ccxt.PermissionDenied(), "ignored"),
+        (ccxt.AccountSuspended(), "ignored"),
+        (ccxt.InsufficientFunds(), "ignored"),
+        (ccxt.InvalidOrder(), "ignored"),
+        (ccxt.OrderNotFound(), "ignored"),
+        (ccxt.BadSymbol(), "ignored"),
+        (ccxt.BadRequest(), "ignored"),
+        (ccxt.ExchangeError(), "ignored"),
+        (ValueError(), "ignored"),
+        (tripwire.BulkheadFullError(None, 1), "ignored"),
+        (asyncio.CancelledError(), "ignored"),
+        (KeyboardInterrupt(), "ignored"),
+    ]:
+        assert g.verdict(exc) == verdict, exc
+
+    class Slow(ccxt.RequestTimeout):
+        pass
+
+    custom = Env("sync", fake).guard(rules={ccxt.NetworkError: "ignored", ccxt.ExchangeError: "failure"})
+    assert custom.verdict(ccxt.NetworkError()) == "ignored"
+    assert custom.verdict(Slow()) == "failure", "RequestTimeout's own rule is more specific"
+    assert custom.verdict(ccxt.ExchangeError()) == "failure"
+    assert custom.verdict(ccxt.InvalidOrder()) == "ignored"
+
+
+def test_endpoint_groups() -> None:
+    expected = {
+        "market": ["fetch_order_book", "fetch_l2_order_book", "fetch_ticker", "fetch_tickers", "fetch_ohlcv",
+                   "fetch_mark_ohlcv", "fetch_trades", "load_markets", "fetch_markets", "fetch_status",
+                   "fetch_order_book_ws"],
+        "account": ["fetch_balance", "fetch_order", "fetch_orders", "fetch_open_orders", "fetch_closed_orders",
+                    "fetch_my_trades", "fetch_positions", "fetch_deposits", "fetch_ledger", "fetch_balance_ws",
+                    "fetch_order_with_client_order_id", "fetch_something_new"],
+        "trading": ["create_order", "create_market_buy_order", "create_orders", "edit_order", "cancel_order",
+                    "cancel_all_orders", "withdraw", "transfer", "set_leverage", "create_order_ws"],
+    }
+    for group, names in expected.items():
+        for name in names:
+            assert group_of(name) == group, name
+    for name in ("amount_to_precision", "close", "public_get_depth", "markets", "watch_order_book", "sign"):
+        assert group_of(name) is None, name
+
+
+def test_groups_override_and_implicit_methods(env: Env) -> None:
+    g = env.guard(groups={"public_get_depth": "market"}, breaker={"failure_threshold": 1}, retry=False)
+    assert g.group("public_get_depth") == "market"
+    env.fake.mode = fx.UNAVAILABLE
+    with pytest.raises(ccxt.ExchangeNotAvailable):
+        env.run(g.public_get_depth, {"symbol": "BTCUSDT"})
+    assert g.breaker.state == "open"
+
+
+def test_every_unified_method_of_binance_is_grouped_or_a_stream() -> None:
+    import re
+
+    exchange = ccxt.binance()
+    for capability, supported in exchange.has.items():
+        name = re.sub(r"(?<!^)(?=[A-Z])", "_", capability).lower()
+        if not supported or not callable(getattr(exchange, name, None)):
+            continue
+        if name.startswith(("watch_", "un_watch_")) or name == "sign_in":
+            assert group_of(name) is None, name
+        else:
+            assert group_of(name) is not None, name
+
+
+def test_an_async_exchange_closes_with_the_block(fake: fx.FakeExchange) -> None:
+    async def main() -> Any:
+        exchange = fake.point(ccxt_async.binance({"enableRateLimit": False}))
+        async with guard(exchange, name="test/async-with") as g:
+            book = await g.fetch_order_book("BTC/USDT")
+        return book, exchange.session
+
+    book, session = asyncio.run(main())
+    assert book["asks"] and (session is None or session.closed)
+
+
+def test_retry_after_headers_are_read_as_the_core_reads_them() -> None:
+    now = 1_700_000_000.0
+    read = retry_after_from_headers
+    assert read({"Retry-After": "7"}) == 7.0
+    assert read({"retry-after": " 30 "}) == 30.0
+    assert read({"RETRY-AFTER": "Tue, 14 Nov 2023 22:13:27 GMT"}, now=now) == pytest.approx(7.0)
+    assert read({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=now) == 0.0
+    for bad in ("-5", "1.5", "soon", "", "7 s", "0x10"):
+        assert read({"Retry-After": bad}) is None, bad
+    assert read({"X-RateLimit-Reset": "12"}) == 12.0
+    assert read({"RateLimit-Reset": "3", "X-RateLimit-Reset": "50"}) == 3.0
+    assert read({"x-ratelimit-reset": "1700000045"}, now=now) == 45.0
+    assert read({"x-ratelimit-reset": "1600000000"}, now=now) == 0.0
+    assert read({"Retry-After": "5", "X-RateLimit-Reset": "50"}) == 5.0
+    assert read({"Retry-After": "9" * 40}) == float("9" * 40)
+    assert read(None) is None and read({}) is None and read({"Content-Type": "x"}) is None
+
+
+def test_bad_arguments_are_clear_errors(fake: fx.FakeExchange) -> None:
+    exchange = fake.point(ccxt.binance())
+    with pytest.raises(TypeError, match="ccxt exchange"):
+        guard(object())
+    with pytest.raises(ValueError, match="groups"):
+        guard(exchange, groups={"fetch_ticker": "public"})
+    with pytest.raises(TypeError, match="exception classes"):
+        guard(exchange, rules={"NetworkError": "failure"})
+    with pytest.raises(ValueError, match="rules"):
+        guard(exchange, rules={ccxt.NetworkError: "maybe"})
+    with pytest.raises(TypeError, match="retry"):
+        guard(exchange, retry="yes")
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="max_retry_after"):
+            guard(exchange, max_retry_after=bad)
+    with pytest.raises(ValueError):
+        guard(exchange, breaker={"failure_threshold": -1})
+    with pytest.raises(TypeError):
+        guard(exchange, colour="red")
+
+
+def test_the_seed_example_in_seven_lines(fake: fx.FakeExchange) -> None:
+    # The README's example (python/README.md, "ccxt"), line for line, but
+    # for `fake.point`: an order book served stale with its age when the
+    # exchange is down, a balance never, retry and a breaker around both.
+    async def main() -> None:
+        import ccxt.async_support as ccxt  # noqa: F811 - the example's own import
+        from tripwire.ccxt import guard as guard_
+
+        binance = guard_(fake.point(ccxt.binance({"apiKey": fake.api_key, "secret": fake.secret, "timeout": 2000})))
+
+        async def order_book(pair: str) -> tripwire.Cached:
+            return await binance.stale.fetch_order_book(pair)
+
+        async def balance() -> Any:
+            return await binance.fetch_balance()
+
+        try:
+            assert (await order_book("BTC/USDT")).stale is False
+            assert (await balance())["USDT"]["free"] == 1250.0
+            fake.mode = fx.MAINTENANCE
+            for _ in range(3):
+                book = await order_book("BTC/USDT")
+                assert book.stale and book.age > 0 and book.value["bids"]
+                with pytest.raises(ccxt.NetworkError):
+                    await balance()
+            assert binance.breaker.state == "open"
+            before = fake.hits()
+            assert (await order_book("BTC/USDT")).stale
+            assert fake.hits() == before, "refused without a call"
+        finally:
+            await binance.exchange.close()
+
+    asyncio.run(main())

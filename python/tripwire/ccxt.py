@@ -1,0 +1,587 @@
+"""ccxt exchanges behind a breaker, a bulkhead and retry, in one call.
+
+Install with ``pip install 'tripwire[ccxt]'``. Works with ccxt's sync
+classes and with ``ccxt.async_support``::
+
+    import ccxt.async_support as ccxt
+    from tripwire.ccxt import guard
+
+    binance = guard(ccxt.binance({"apiKey": KEY, "secret": SECRET}))
+    book = await binance.stale.fetch_order_book("BTC/USDT")  # Cached(value, age, stale)
+    balance = await binance.fetch_balance()                  # never stale: down means an error
+
+Every unified method of the exchange (``fetch_*``, ``create_*``,
+``edit_*``, ``cancel_*``, ``withdraw``, ``transfer``, ``set_*``,
+``load_markets``) is guarded, composed outermost first as: stale fallback
+(``.stale`` only) → retry → breaker → bulkhead → the ccxt call, whose own
+``timeout`` (milliseconds, ccxt's option) bounds each attempt and counts as
+a failure (``RequestTimeout``). Everything else (attributes, helpers such
+as ``amount_to_precision``, ``close``, the implicit ``public_get_*``
+methods) is the exchange's own, unguarded.
+
+**Endpoint groups.** Each guarded method belongs to a group: ``"market"``
+(public market data: ``fetch_order_book``, ``fetch_ticker``,
+``fetch_ohlcv``, ``load_markets``, …), ``"account"`` (private reads:
+``fetch_balance``, ``fetch_order``, ``fetch_open_orders``,
+``fetch_my_trades``, ``fetch_positions``, …, and any ``fetch_*`` not known
+to be market data) or ``"trading"`` (anything
+that places, changes or cancels orders or moves funds). One breaker guards
+the whole exchange, or one per group with ``per_group=True`` (a rate limit
+on order placement then leaves market data flowing). ``groups=`` moves a
+method to another group or guards an implicit one
+(``groups={"private_post_order_oco": "trading"}``).
+
+**What counts.** ccxt's exceptions are judged by the most specific rule
+that matches (the exception's class first, then its bases in order):
+
+| ccxt exception | verdict | retried |
+| --- | --- | --- |
+| ``NetworkError``, ``RequestTimeout``, ``ExchangeNotAvailable``, ``OnMaintenance``, other ``OperationFailed`` | failure | yes |
+| ``RateLimitExceeded``, ``DDoSProtection`` (429, 418) | hold: a failure whose ``retry_after`` is the server's ``Retry-After`` | after ``retry_after`` |
+| ``AuthenticationError``, ``PermissionDenied``, ``InsufficientFunds``, ``InvalidOrder``, ``BadSymbol``, ``BadRequest`` | ignored: the caller's fault | never |
+| ``InvalidNonce`` (a ``NetworkError``: the local clock is off, the exchange is fine) | ignored | never |
+| any other ``ExchangeError``, and every non-ccxt exception | ignored: the exchange answered | never |
+
+``rules=`` adds or overrides rules (``{ccxt.InvalidNonce: "failure"}``).
+Cancellation and interrupts are always neutral.
+
+**Retries.** Market data and account reads are retried (3 attempts,
+full-jitter backoff from 0.2 s capped at 2 s, a retry budget of 20 % of
+recent calls, a 10 s deadline; ``retry={...}`` takes ``tripwire.retry``'s
+arguments, ``retry=False`` turns retries off). The trading group is never
+retried unless ``retry_trading=True``: an order whose answer was lost may
+have been placed. A hold's ``retry_after`` is the pause, exactly; one that
+ends past the deadline is not waited for, and the caller gets the error
+with its ``retry_after``.
+
+**Stale data.** ``guarded.stale.<method>(...)`` (market data only) returns
+``tripwire.Cached(value, age, stale)``: the fresh value, or, when the
+exchange is down or refused, the last good value of the same call (same
+method and arguments) with its age, if younger than ``stale_max_age``.
+Balances, orders and trading are never served stale:
+``guarded.stale.fetch_balance`` raises ``TypeError``.
+
+**Refusals.** An open breaker raises ``ExchangeCircuitOpen``: a
+``tripwire.CircuitOpenError`` (with ``retry_after``) and a
+``ccxt.ExchangeNotAvailable`` at once, so a bot's ``except
+ccxt.NetworkError`` keeps working. The call is not made.
+
+``Retry-After`` is read from the response of the very call that failed
+(``guard`` wraps the exchange's ``on_rest_response`` to see it), not from
+``last_response_headers``, which concurrent calls overwrite.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import re
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any, Callable, Dict, Literal, Mapping, Optional, Tuple, Type, Union
+
+from ._errors import CircuitOpenError, TripwireError
+from ._fallback import Cached, StaleCache
+from ._retry import Retry
+from ._tripwire import Breaker, Bulkhead, RetryBudget, Ticket
+
+try:
+    import ccxt  # type: ignore[import-untyped, import-not-found, unused-ignore]
+except ImportError:  # pragma: no cover - depends on the environment
+    raise ImportError("tripwire.ccxt needs ccxt: pip install 'tripwire[ccxt]'") from None
+
+__all__ = [
+    "ACCOUNT",
+    "DEFAULT_RULES",
+    "FAILURE",
+    "HOLD",
+    "IGNORED",
+    "MARKET",
+    "TRADING",
+    "ExchangeCircuitOpen",
+    "GuardedExchange",
+    "group_of",
+    "guard",
+    "retry_after_from_headers",
+]
+
+Verdict = Literal["failure", "hold", "ignored"]
+Group = Literal["market", "account", "trading"]
+
+FAILURE: Verdict = "failure"
+HOLD: Verdict = "hold"
+IGNORED: Verdict = "ignored"
+MARKET: Group = "market"
+ACCOUNT: Group = "account"
+TRADING: Group = "trading"
+GROUPS: Tuple[Group, ...] = (MARKET, ACCOUNT, TRADING)
+
+#: The default rules; the most specific class that matches wins.
+DEFAULT_RULES: Mapping[Type[BaseException], Verdict] = {
+    ccxt.OperationFailed: FAILURE,
+    ccxt.NetworkError: FAILURE,
+    ccxt.RequestTimeout: FAILURE,
+    ccxt.ExchangeNotAvailable: FAILURE,
+    ccxt.OnMaintenance: FAILURE,
+    ccxt.RateLimitExceeded: HOLD,
+    ccxt.DDoSProtection: HOLD,
+    ccxt.InvalidNonce: IGNORED,
+    ccxt.ExchangeError: IGNORED,
+    ccxt.AuthenticationError: IGNORED,
+    ccxt.PermissionDenied: IGNORED,
+    ccxt.InsufficientFunds: IGNORED,
+    ccxt.InvalidOrder: IGNORED,
+    ccxt.BadSymbol: IGNORED,
+    ccxt.BadRequest: IGNORED,
+}
+
+_VERDICTS = (FAILURE, HOLD, IGNORED)
+
+
+class ExchangeCircuitOpen(CircuitOpenError, ccxt.ExchangeNotAvailable):  # type: ignore[misc]
+    """The exchange's breaker refused the call, which was not made: a
+    ``tripwire.CircuitOpenError`` (``retry_after``, ``name``, ``state``)
+    that ccxt code also catches as ``ccxt.ExchangeNotAvailable``. Its
+    arguments, message and fields are CircuitOpenError's."""
+
+
+# -- endpoint groups -----------------------------------------------------------
+
+#: Public market data: the reads that may be served stale. Any other
+#: ``fetch_*`` is taken for a private read (never stale), the safe side.
+_MARKET_READS = frozenset({
+    "load_markets", "fetch_markets", "fetch_currencies", "fetch_status", "fetch_time",
+    "fetch_order_book", "fetch_order_books", "fetch_l2_order_book", "fetch_l3_order_book",
+    "fetch_ticker", "fetch_tickers", "fetch_bids_asks", "fetch_last_prices", "fetch_mark_price",
+    "fetch_mark_prices", "fetch_trades", "fetch_funding_rate", "fetch_funding_rates",
+    "fetch_funding_rate_history", "fetch_funding_interval", "fetch_funding_intervals",
+    "fetch_open_interest", "fetch_open_interests", "fetch_open_interest_history", "fetch_liquidations",
+    "fetch_long_short_ratio", "fetch_long_short_ratio_history", "fetch_leverage_tiers",
+    "fetch_market_leverage_tiers", "fetch_greeks", "fetch_all_greeks", "fetch_option", "fetch_option_chain",
+    "fetch_volatility_history", "fetch_settlement_history", "fetch_borrow_rate", "fetch_borrow_rates",
+    "fetch_borrow_rate_history", "fetch_cross_borrow_rate", "fetch_cross_borrow_rates",
+    "fetch_isolated_borrow_rate", "fetch_isolated_borrow_rates", "fetch_trading_limits",
+})
+_OHLCV = re.compile(r"fetch_(\w+_)?ohlcv")
+_TRADING_PREFIXES = ("create_", "edit_", "cancel_", "set_", "borrow_", "repay_", "add_margin", "reduce_margin")
+_TRADING_NAMES = frozenset({"withdraw", "transfer", "close_position", "close_all_positions"})
+
+
+def group_of(name: str) -> Optional[Group]:
+    """The group of ccxt's unified method ``name`` (snake_case; a ``_ws``
+    variant goes with its REST method), or None if it makes no request of
+    its own (helpers, attributes, implicit methods)."""
+    base = name[:-3] if name.endswith("_ws") else name
+    if base in _TRADING_NAMES or base.startswith(_TRADING_PREFIXES):
+        return TRADING
+    if base in _MARKET_READS or _OHLCV.fullmatch(base):
+        return MARKET
+    if base.startswith("fetch_"):
+        return ACCOUNT
+    return None
+
+
+# -- Retry-After -----------------------------------------------------------------
+
+#: Reset headers this large are Unix times, not delays (as GitHub sends).
+_UNIX_TIME_FROM = 1_000_000_000
+_DIGITS = re.compile(r"\d+")
+
+
+def retry_after_from_headers(headers: Optional[Mapping[str, Any]], now: Optional[float] = None) -> Optional[float]:
+    """The wait a response asks for, in seconds, read as the core reads it:
+    ``Retry-After`` (whole seconds, or an HTTP date), else
+    ``RateLimit-Reset``, else ``X-RateLimit-Reset`` (seconds, or a Unix time
+    when that large). None when no header says, or none can be read; a
+    date or reset already past is 0. ``now``: the Unix time (tests)."""
+    if not headers:
+        return None
+    lower = {str(k).lower(): str(v).strip() for k, v in headers.items()}
+    wall = time.time() if now is None else now
+    value = lower.get("retry-after")
+    if value is not None:
+        if _DIGITS.fullmatch(value):
+            return float(int(value))
+        try:
+            at = parsedate_to_datetime(value).timestamp()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            at = None
+        if at is not None:
+            return max(at - wall, 0.0)
+    for name in ("ratelimit-reset", "x-ratelimit-reset"):
+        value = lower.get(name)
+        if value is not None and _DIGITS.fullmatch(value):
+            secs = int(value)
+            return float(secs) if secs < _UNIX_TIME_FROM else max(secs - wall, 0.0)
+    return None
+
+
+#: The headers of the response the current call (thread or task) received
+#: last; set by the hook on the exchange's ``on_rest_response``.
+_response_headers: contextvars.ContextVar[Optional[Mapping[str, Any]]] = contextvars.ContextVar(
+    "tripwire_ccxt_response_headers", default=None
+)
+
+
+def _watch_responses(exchange: Any) -> None:
+    """Makes the exchange report each response's headers to the call that
+    received it (once per exchange object)."""
+    original = exchange.on_rest_response
+    if getattr(original, "_tripwire_watch", False):
+        return
+
+    @functools.wraps(original)
+    def on_rest_response(code: Any, reason: Any, url: Any, method: Any, headers: Any, body: Any, *rest: Any) -> Any:
+        _response_headers.set(headers)
+        return original(code, reason, url, method, headers, body, *rest)
+
+    on_rest_response._tripwire_watch = True  # type: ignore[attr-defined]
+    exchange.on_rest_response = on_rest_response
+
+
+# -- the guarded exchange --------------------------------------------------------
+
+_DEFAULT_RETRY: Mapping[str, Any] = {"attempts": 3, "base": 0.2, "cap": 2.0, "jitter": "full", "deadline": 10.0}
+
+
+class GuardedExchange:
+    """A ccxt exchange behind tripwire (what ``guard`` returns); see the
+    module's doc. ``exchange``: the ccxt object; ``breakers``: the breaker
+    of each group (the same one for all three unless ``per_group``);
+    ``bulkhead``, ``cache``: the bulkhead (or None) and the stale cache."""
+
+    __slots__ = (
+        "_groups",
+        "_max_retry_after",
+        "_methods",
+        "_retry",
+        "_retry_trading",
+        "_rules",
+        "_stale_methods",
+        "breakers",
+        "bulkhead",
+        "cache",
+        "exchange",
+    )
+
+    def __init__(
+        self,
+        exchange: Any,
+        *,
+        per_group: bool = False,
+        name: Optional[str] = None,
+        breaker: Optional[Mapping[str, Any]] = None,
+        bulkhead: Optional[int] = 16,
+        max_wait: Optional[float] = None,
+        retry: Union[bool, Mapping[str, Any]] = True,
+        retry_trading: bool = False,
+        stale_max_age: Optional[float] = 60.0,
+        groups: Optional[Mapping[str, str]] = None,
+        rules: Optional[Mapping[Type[BaseException], str]] = None,
+        max_retry_after: float = 300.0,
+    ) -> None:
+        if not hasattr(exchange, "on_rest_response") or not hasattr(exchange, "id"):
+            raise TypeError(f"guard() takes a ccxt exchange object, got {exchange!r}")
+        self.exchange = exchange
+        self._groups: Dict[str, Group] = {}
+        for method, group in (groups or {}).items():
+            if group not in GROUPS:
+                raise ValueError(f"groups[{method!r}] must be one of {GROUPS}, got {group!r}")
+            self._groups[method] = group
+        self._rules: Dict[Type[BaseException], Verdict] = dict(DEFAULT_RULES)
+        for cls, verdict in (rules or {}).items():
+            if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+                raise TypeError(f"rules keys must be exception classes, got {cls!r}")
+            if verdict not in _VERDICTS:
+                raise ValueError(f"rules[{cls.__name__}] must be one of {_VERDICTS}, got {verdict!r}")
+            self._rules[cls] = verdict
+        if not (max_retry_after >= 0 and max_retry_after != float("inf")):
+            raise ValueError(f"max_retry_after must be a finite number of seconds >= 0, got {max_retry_after!r}")
+        self._max_retry_after = float(max_retry_after)
+
+        base = name if name is not None else f"ccxt/{exchange.id}"
+        options = {"failure_threshold": 5, "open_timeout": 30.0, **(breaker or {})}
+        if per_group:
+            self.breakers: Dict[Group, Breaker] = {g: Breaker(name=f"{base}/{g}", **options) for g in GROUPS}
+        else:
+            one = Breaker(name=base, **options)
+            self.breakers = {g: one for g in GROUPS}
+        self.bulkhead = None if bulkhead is None else Bulkhead(bulkhead, max_wait=max_wait, name=base)
+        self._retry: Optional[Retry] = self._make_retry(retry)
+        self._retry_trading = retry_trading
+        self.cache = StaleCache(max_age=stale_max_age)
+        self._methods: Dict[str, Callable[..., Any]] = {}
+        self._stale_methods: Dict[str, Callable[..., Any]] = {}
+        _watch_responses(exchange)
+
+    def _make_retry(self, retry: Union[bool, Mapping[str, Any]]) -> Optional[Retry]:
+        if retry is False:
+            return None
+        if retry is True:
+            options: Dict[str, Any] = dict(_DEFAULT_RETRY)
+        elif isinstance(retry, Mapping):
+            options = {**_DEFAULT_RETRY, **retry}
+        else:
+            raise TypeError(f"retry must be True, False or a mapping of tripwire.retry arguments, got {retry!r}")
+        options.setdefault("budget", RetryBudget(0.2))
+        theirs = options.pop("retry_if", None)
+
+        def retry_if(exc: BaseException) -> bool:
+            return self.verdict(exc) != IGNORED and (theirs is None or bool(theirs(exc)))
+
+        return Retry(retry_if=retry_if, **options)
+
+    # -- judging ---------------------------------------------------------------
+
+    def verdict(self, exc: BaseException) -> Verdict:
+        """``"failure"``, ``"hold"`` or ``"ignored"``: the most specific
+        rule for ``exc``'s class."""
+        if not isinstance(exc, Exception) or isinstance(exc, TripwireError):
+            return IGNORED
+        for cls in type(exc).__mro__:
+            verdict = self._rules.get(cls)
+            if verdict is not None:
+                return verdict
+        return IGNORED
+
+    def group(self, method: str) -> Optional[Group]:
+        """The group of ``method``, ``groups=`` first; None if unguarded."""
+        return self._groups.get(method) or group_of(method)
+
+    def _settle(self, breaker: Breaker, ticket: Ticket, exc: BaseException) -> None:
+        """Records how an admitted call that raised ``exc`` ended, and gives
+        a hold its ``retry_after``."""
+        verdict = self.verdict(exc)
+        if verdict == HOLD:
+            wait = retry_after_from_headers(_response_headers.get())
+            if wait is not None:
+                exc.retry_after = min(wait, self._max_retry_after)  # type: ignore[attr-defined]
+            breaker._record(ticket, "failure")
+        else:
+            breaker._record(ticket, "failure" if verdict == FAILURE else "ignored")
+
+    def _admit(self, breaker: Breaker) -> Ticket:
+        try:
+            return breaker._acquire()
+        except CircuitOpenError as e:
+            raise ExchangeCircuitOpen(*e.args) from None
+
+    # -- the wrappers ------------------------------------------------------------
+
+    def _attempt_sync(self, breaker: Breaker, method: Callable[..., Any]) -> Callable[..., Any]:
+        bulkhead = self.bulkhead
+
+        def attempt(*args: Any, **kwargs: Any) -> Any:
+            ticket = self._admit(breaker)
+            _response_headers.set(None)
+            try:
+                if bulkhead is None:
+                    result = method(*args, **kwargs)
+                else:
+                    with bulkhead:
+                        result = method(*args, **kwargs)
+            except BaseException as exc:
+                self._settle(breaker, ticket, exc)
+                raise
+            breaker._record(ticket, "success")
+            return result
+
+        return attempt
+
+    def _attempt_async(self, breaker: Breaker, method: Callable[..., Any]) -> Callable[..., Any]:
+        bulkhead = self.bulkhead
+
+        async def attempt(*args: Any, **kwargs: Any) -> Any:
+            ticket = self._admit(breaker)
+            _response_headers.set(None)
+            try:
+                if bulkhead is None:
+                    result = method(*args, **kwargs)
+                    if inspect.isawaitable(result):
+                        result = await result
+                else:
+                    async with bulkhead:
+                        result = method(*args, **kwargs)
+                        if inspect.isawaitable(result):
+                            result = await result
+            except BaseException as exc:
+                self._settle(breaker, ticket, exc)
+                raise
+            breaker._record(ticket, "success")
+            return result
+
+        return attempt
+
+    def _guarded(self, name: str, group: Group, method: Callable[..., Any]) -> Callable[..., Any]:
+        """``method`` with retry → breaker → bulkhead; market data results
+        are kept for ``.stale``."""
+        breaker = self.breakers[group]
+        retry = self._retry if group != TRADING or self._retry_trading else None
+        keep = self.cache.put if group == MARKET else None
+        # By the exchange's flavour, not the method's: ccxt's implicit
+        # methods are plain functions that return coroutines.
+        if self.is_async:
+            attempt = self._attempt_async(breaker, method)
+            retried = attempt if retry is None else functools.partial(retry.call_async, attempt)
+
+            @functools.wraps(method)
+            async def guarded_async(*args: Any, **kwargs: Any) -> Any:
+                result = await retried(*args, **kwargs)
+                if keep is not None:
+                    keep(_key(name, args, kwargs), result)
+                return result
+
+            return guarded_async
+
+        attempt = self._attempt_sync(breaker, method)
+        retried = attempt if retry is None else functools.partial(retry.call, attempt)
+
+        @functools.wraps(method)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            result = retried(*args, **kwargs)
+            if keep is not None:
+                keep(_key(name, args, kwargs), result)
+            return result
+
+        return guarded
+
+    def _serves_stale(self, exc: BaseException) -> bool:
+        """Whether ``exc`` may be answered with stale data: the exchange is
+        down, slow, holding us off, or one of our guards refused."""
+        return isinstance(exc, TripwireError) or self.verdict(exc) != IGNORED
+
+    def _stale(self, name: str) -> Callable[..., Any]:
+        fn = self._stale_methods.get(name)
+        if fn is not None:
+            return fn
+        group = self.group(name)
+        if group != MARKET:
+            kind = "unguarded" if group is None else f"{group} data"
+            raise TypeError(
+                f"{name} is {kind}: only market data is served stale; call it without .stale"
+            )
+        guarded = getattr(self, name)
+        cache = self.cache
+        serves_stale = self._serves_stale
+        if self.is_async:
+
+            @functools.wraps(guarded)
+            async def stale_async(*args: Any, **kwargs: Any) -> Cached:
+                try:
+                    value = await guarded(*args, **kwargs)
+                except Exception as exc:
+                    cached = cache.get(_key(name, args, kwargs)) if serves_stale(exc) else None
+                    if cached is None:
+                        raise
+                    return cached
+                return Cached(value, 0.0, False)
+
+            fn = stale_async
+        else:
+
+            @functools.wraps(guarded)
+            def stale(*args: Any, **kwargs: Any) -> Cached:
+                try:
+                    value = guarded(*args, **kwargs)
+                except Exception as exc:
+                    cached = cache.get(_key(name, args, kwargs)) if serves_stale(exc) else None
+                    if cached is None:
+                        raise
+                    return cached
+                return Cached(value, 0.0, False)
+
+            fn = stale
+        self._stale_methods[name] = fn
+        return fn
+
+    @property
+    def stale(self) -> _StaleView:
+        """Market data with its age: ``guarded.stale.fetch_order_book(...)``
+        returns ``tripwire.Cached``, the last good value when the exchange
+        is down (see the module's doc)."""
+        return _StaleView(self)
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the exchange is one of ``ccxt.async_support``'s (its
+        guarded methods are then coroutine functions)."""
+        return inspect.iscoroutinefunction(type(self.exchange).fetch)
+
+    @property
+    def breaker(self) -> Breaker:
+        """The breaker of the whole exchange (the market group's with
+        ``per_group``)."""
+        return self.breakers[MARKET]
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are not the wrapper's own (or, while
+        # the wrapper is built or copied, its slots not yet set).
+        if name.startswith("__") or name in GuardedExchange.__slots__:
+            raise AttributeError(name)
+        value = getattr(self.exchange, name)
+        group = self.group(name)
+        if group is None or not callable(value):
+            return value
+        fn = self._methods.get(name)
+        if fn is None:
+            fn = self._guarded(name, group, value)
+            self._methods[name] = fn
+        return fn
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(dir(self.exchange)))
+
+    async def __aenter__(self) -> GuardedExchange:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Closes an async exchange's HTTP session (``await exchange.close()``)."""
+        await self.exchange.close()
+
+    def __repr__(self) -> str:
+        return f"<GuardedExchange {self.exchange.id!r} breaker={self.breaker.state}>"
+
+
+class _StaleView:
+    """``guarded.stale``: the market-data methods, returning ``Cached``."""
+
+    __slots__ = ("_guarded",)
+
+    def __init__(self, guarded: GuardedExchange) -> None:
+        self._guarded = guarded
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._guarded._stale(name)
+
+
+def _key(name: str, args: Tuple[Any, ...], kwargs: Mapping[str, Any]) -> Tuple[str, str]:
+    """The stale cache's key of one call: the method and its arguments."""
+    return name, repr((args, sorted(kwargs.items())))
+
+
+def guard(exchange: Any, **options: Any) -> GuardedExchange:
+    """``exchange`` (a ccxt exchange object, sync or ``async_support``)
+    behind a breaker, a bulkhead and retry, with stale market data on
+    ``.stale``. Options (all keyword):
+
+    - ``per_group``: a breaker per endpoint group (market, account,
+      trading) instead of one for the exchange.
+    - ``name``: the breakers' name (default ``"ccxt/<exchange id>"``;
+      groups add ``"/<group>"``), as Prometheus shows it.
+    - ``breaker``: ``tripwire.Breaker`` arguments (default
+      ``failure_threshold=5, open_timeout=30.0``).
+    - ``bulkhead``: calls in flight at most (default 16; None: no cap),
+      ``max_wait``: seconds a call may wait for a slot (default: none).
+    - ``retry``: ``tripwire.retry`` arguments, or False; ``retry_trading``:
+      also retry the trading group (default False).
+    - ``stale_max_age``: how old stale market data may be (seconds,
+      default 60; None: never stale).
+    - ``groups``: ``{method: group}`` overrides; ``rules``: ``{exception
+      class: "failure" | "hold" | "ignored"}`` overrides.
+    - ``max_retry_after``: the longest ``Retry-After`` taken as given
+      (seconds, default 300); a longer one is cut to it.
+    """
+    return GuardedExchange(exchange, **options)
