@@ -11,7 +11,8 @@
 //!   `retry_after`; a change of state is a [`Transition`], reported to
 //!   exactly one caller.
 //! - Trip conditions, any that is configured: consecutive failures, failure
-//!   rate or slow-call rate over a rolling window of time buckets.
+//!   rate or slow-call rate over a rolling window, of time buckets or of
+//!   the last N calls ([`RollingWindow`]).
 //! - Manual modes: [`Breaker::force_open`], [`Breaker::disable`],
 //!   [`Breaker::reset`]. Counters: [`Breaker::snapshot`] → [`Snapshot`].
 //!
@@ -162,7 +163,7 @@ pub use clock::{Clock, FixedClock, ManualClock};
 pub use clock::{CoarseClock, MonotonicClock};
 pub use config::{
     BreakerConfig, BreakerConfigBuilder, ConfigError, MAX_BUCKET_WIDTH, MAX_FAILURE_THRESHOLD, MAX_GROWTH,
-    MAX_HALF_OPEN, MAX_MIN_CALLS, MAX_OPEN_TIMEOUT, MIN_BUCKET_WIDTH, MIN_OPEN_TIMEOUT,
+    MAX_HALF_OPEN, MAX_MIN_CALLS, MAX_OPEN_TIMEOUT, MIN_BUCKET_WIDTH, MIN_OPEN_TIMEOUT, RollingWindow,
 };
 pub use counters::Snapshot;
 pub use permit::{CallError, Permit};
@@ -178,7 +179,7 @@ pub use retry_error::RetryError;
 pub use shared::{SharedError, SharedRegion};
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
-pub use window::MAX_BUCKETS;
+pub use window::{MAX_BUCKETS, MAX_COUNT_WINDOW};
 
 #[cfg(feature = "std")]
 pub use assessment::Assessment;

@@ -35,8 +35,9 @@
 //! # Validation
 //! Attaching never trusts the bytes it finds: the alignment, the length, the
 //! magic, the version, the recorded size, both copies of the config (which
-//! must validate and agree) and the state word (a known state, the reserved
-//! bit clear) are checked, and any mismatch is a [`SharedError`], never
+//! must validate and agree), the state word (a known state, the reserved
+//! bit clear) and the rolling window's words (each field in range) are
+//! checked, and any mismatch is a [`SharedError`], never
 //! undefined behaviour: every bit pattern is a valid `Breaker` value, so the
 //! checks are about meaning.
 //!
@@ -174,6 +175,8 @@ pub enum SharedError {
     BadConfig(Option<ConfigError>),
     /// The state word does not decode.
     BadState,
+    /// The rolling window's words do not decode.
+    BadWindow,
     /// `open_in` found a breaker made with another config.
     ConfigMismatch,
 }
@@ -219,6 +222,9 @@ impl fmt::Display for SharedError {
                 f.write_str("shared region holds two different copies of its config")
             }
             SharedError::BadState => f.write_str("shared region holds a state word that does not decode"),
+            SharedError::BadWindow => {
+                f.write_str("shared region holds rolling-window words that do not decode")
+            }
             SharedError::ConfigMismatch => {
                 f.write_str("shared region holds a breaker made with a different config")
             }
@@ -238,7 +244,7 @@ impl SharedRegion {
     /// The magic number while one process fills the region in.
     pub const INITIALISING: u64 = u64::from_ne_bytes(*b"TRIPWIR~");
     /// The layout version this build reads and writes.
-    pub const VERSION: u32 = 1;
+    pub const VERSION: u32 = 2;
     /// Where the breaker starts, in bytes from the start of the region: a
     /// multiple of the breaker's alignment, with the header before it.
     pub const BREAKER_OFFSET: usize = offset_of!(SharedRegion, breaker);
@@ -386,6 +392,10 @@ impl SharedRegion {
         // Does the state word decode?
         if !breaker.has_valid_word() {
             return Err(SharedError::BadState);
+        }
+        // Do the rolling window's words decode?
+        if !breaker.has_valid_window() {
+            return Err(SharedError::BadWindow);
         }
         Ok(breaker)
     }
@@ -559,8 +569,8 @@ mod tests {
         assert_eq!(mem.init(config()).unwrap_err(), SharedError::NotARegion { magic: 7 });
 
         let mut mem = fresh();
-        mem.poke(8, &2u32.to_ne_bytes());
-        assert_eq!(mem.attach().unwrap_err(), SharedError::Version { found: 2 });
+        mem.poke(8, &(SharedRegion::VERSION + 1).to_ne_bytes());
+        assert_eq!(mem.attach().unwrap_err(), SharedError::Version { found: SharedRegion::VERSION + 1 });
 
         let mut mem = fresh();
         mem.poke(16, &1u64.to_ne_bytes());
@@ -590,6 +600,15 @@ mod tests {
             mem.poke(BREAKER_OFFSET, &bad.to_ne_bytes());
             assert_eq!(mem.attach().unwrap_err(), SharedError::BadState);
         }
+
+        // The rolling window's generation word with a reserved bit set.
+        let mut mem = fresh();
+        mem.poke(BREAKER_OFFSET + Breaker::WINDOW_OFFSET, &(1u64 << 40).to_ne_bytes());
+        assert_eq!(mem.attach().unwrap_err(), SharedError::BadWindow);
+        assert_eq!(
+            SharedError::BadWindow.to_string(),
+            "shared region holds rolling-window words that do not decode"
+        );
     }
 
     /// The region's address, shared with other threads.
