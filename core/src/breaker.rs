@@ -257,7 +257,7 @@ impl Breaker {
     /// never changes the state, nor enters the rolling window. Reads `clock`
     /// at most once: only if the outcome trips the breaker, or when a
     /// time-based rolling window or slow-call measurement is configured.
-    #[inline]
+    #[inline(always)]
     pub fn record(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
         let flags = self.config.flags;
         if outcome == Outcome::Success {
@@ -280,31 +280,33 @@ impl Breaker {
             if flags & (TIMED | WINDOWED) == WINDOWED {
                 // Relaxed: as above; the window checks the generation itself.
                 let w = self.word.load(Ordering::Relaxed);
-                if w == Word::closed_at(ticket.generation).0 && !ticket.is_probe() {
-                    return self.record_windowed_success(ticket, clock);
+                // Closed with no failure to forget, in the ticket's
+                // generation (so the ticket is not a probe's)?
+                if w == Word::closed_at(ticket.generation).0 {
+                    let epoch = if flags & COUNTED == 0 { self.config.epoch(clock.now()) } else { 0 };
+                    if self.window.try_add_success(&self.config, ticket.generation, epoch) {
+                        return None;
+                    }
+                    return self.record_windowed_success(ticket, epoch, clock);
                 }
             }
         }
         self.record_slow(ticket, outcome, clock)
     }
 
-    #[inline]
-    fn record_windowed_success(&self, ticket: Ticket, clock: &impl Clock) -> Option<Transition> {
+    /// A success for the window that its fast attempt did not count: the
+    /// window has to move on first, or the success stays out of it.
+    #[inline(never)]
+    fn record_windowed_success(&self, ticket: Ticket, epoch: u64, clock: &impl Clock) -> Option<Transition> {
         let generation = ticket.generation;
-        let epoch = if self.config.flags & COUNTED == 0 { self.config.epoch(clock.now()) } else { 0 };
         if self.window.add(&self.config, generation, epoch, false, false, || self.closed_in(generation)) {
             return None;
         }
         // Its epoch has left the window, or its generation is over.
-        self.success_outside_window(ticket, clock)
-    }
-
-    #[inline(never)]
-    fn success_outside_window(&self, ticket: Ticket, clock: &impl Clock) -> Option<Transition> {
         if self.config.flags & COUNT_SUCCESSES != 0 {
             self.counters.add(Event::Success);
         }
-        // A success never leaves Closed, so `clock` is not read.
+        // A success never leaves Closed, so `clock` is not read again.
         self.record_success_slow(ticket, clock)
     }
 

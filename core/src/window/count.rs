@@ -215,6 +215,23 @@ impl CountWindow {
         }
     }
 
+    /// The common case of [`add`](Self::add), inline: a call into a chunk
+    /// with room, with nothing to start, and a CAS that succeeds at once.
+    /// `counting` is the generation word's value for the call's
+    /// generation. `false`: try `add`.
+    #[inline(always)]
+    pub(crate) fn try_add(&self, mark: u64, generation: &AtomicU64, counting: u64) -> bool {
+        // SeqCst, and this order: as in `add`.
+        let c = self.cursor.load(Ordering::SeqCst);
+        let calls = (c >> CALLS_SHIFT) & CALLS_MASK;
+        // The mark goes in with an OR (no carry, whatever bits a garbage
+        // cursor holds), the count with an add below `CHUNK`.
+        let next = (c | (mark << (2 * calls))) + (1 << CALLS_SHIFT);
+        generation.load(Ordering::SeqCst) == counting
+            && calls < u64::from(CHUNK)
+            && self.cursor.compare_exchange(c, next, Ordering::SeqCst, Ordering::Relaxed).is_ok()
+    }
+
     /// Counts a call with `mark`; `check` loads the generation word (see
     /// [the window](super)). Returns whether it was counted.
     #[inline]

@@ -183,6 +183,18 @@ impl Window {
         }
     }
 
+    /// [`add`](Self::add) for a success that is not slow, in its common
+    /// case only (see each kind's fast attempt): `false` means call `add`.
+    #[inline(always)]
+    pub(crate) fn try_add_success(&self, cfg: &BreakerConfig, generation: u32, epoch: u64) -> bool {
+        let counting = gen_word(generation, false);
+        if cfg.counted() {
+            self.count.try_add(count::mark(false, false), &self.generation, counting)
+        } else {
+            self.time.try_add_success(epoch, cfg.window_buckets, &self.generation, counting)
+        }
+    }
+
     /// The totals over the window of `generation`, or `None` if that
     /// generation is no longer the one it counts.
     pub(crate) fn totals(

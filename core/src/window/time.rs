@@ -179,8 +179,34 @@ impl TimeWindow {
         }
     }
 
-    /// Counts an outcome at `epoch` in a window of `buckets` epochs; `gen`
-    /// checks the generation word (see [the window](super)). Returns
+    /// The common case of [`add`](Self::add), inline: a success whose epoch
+    /// is the window's or inside it, with nothing to clear or start, and a
+    /// CAS that succeeds at once. `counting` is the generation word's value
+    /// for the outcome's generation. `false`: try `add`.
+    #[inline(always)]
+    pub(crate) fn try_add_success(
+        &self,
+        epoch: u64,
+        buckets: u32,
+        generation: &AtomicU64,
+        counting: u64,
+    ) -> bool {
+        let word = &self.successes[stripe(STRIPES)][slot_of(epoch)];
+        // SeqCst, and this order: as in `bump`.
+        let w = word.load(Ordering::SeqCst);
+        let c = self.ctl.load(Ordering::SeqCst);
+        // Counting this generation, clean (nothing pending, reserved bits
+        // clear), the epoch inside the window, and room in the word?
+        generation.load(Ordering::SeqCst) == counting
+            && c >> PENDING_SHIFT == 0
+            && epoch <= c
+            && c - epoch < u64::from(buckets)
+            && count(w) != COUNT_MAX
+            && word.compare_exchange(w, w + 1, Ordering::SeqCst, Ordering::Relaxed).is_ok()
+    }
+
+    /// Counts an outcome at `epoch` in a window of `buckets` epochs; `check`
+    /// loads the generation word (see [the window](super)). Returns
     /// whether the outcome (its success or failure) was counted.
     #[inline]
     pub(crate) fn add(
