@@ -182,6 +182,20 @@ typedef enum tw_jitter {
 } tw_jitter;
 
 /**
+ * `tw_breaker_config.window_kind`, as a `uint32_t`.
+ */
+typedef enum tw_window_kind {
+    /**
+     * The calls of the last `window_buckets` buckets of `window_bucket_ns`.
+     */
+    TW_WINDOW_KIND_TIME = 0,
+    /**
+     * The last `count_window` calls.
+     */
+    TW_WINDOW_KIND_COUNT = 1,
+} tw_window_kind;
+
+/**
  * Computes the delays between attempts of one operation. Opaque; made by
  * `tw_backoff_new`, freed by `tw_backoff_free`. A backoff is a small
  * piece of per-operation state: one thread uses it at a time.
@@ -290,9 +304,21 @@ typedef struct tw_breaker_config {
     uint32_t window_buckets;
     /**
      * Calls the window must hold before a rate can trip (1 to 1,000,000;
-     * default 10).
+     * default 10; at most `count_window` for a count-based window).
      */
     uint32_t min_calls;
+    /**
+     * Which rolling window the rates are measured over, a
+     * `tw_window_kind`: `TW_WINDOW_KIND_TIME` (0, the default:
+     * `window_buckets` × `window_bucket_ns`) or `TW_WINDOW_KIND_COUNT` (1:
+     * the last `count_window` calls, with no clock read on success).
+     */
+    uint32_t window_kind;
+    /**
+     * A count-based window's calls (1 to 1000); must be 0 (the default)
+     * for a time-based window.
+     */
+    uint32_t count_window;
 } tw_breaker_config;
 
 /**
@@ -723,8 +749,8 @@ enum tw_status tw_bulkhead_snapshot(const struct tw_bulkhead *bulkhead, struct t
 /**
  * Fills `*out` with the default config: 5 consecutive failures trip the
  * breaker, 30 s cool-down without growth or jitter, one probe that closes
- * it on success, successes counted; no rate conditions (a 10 × 1 s window
- * and `min_calls` 10 are ready for them).
+ * it on success, successes counted; no rate conditions (a time-based
+ * 10 × 1 s window and `min_calls` 10 are ready for them).
  *
  * `out` must not be NULL. Thread-safe.
  *

@@ -20,16 +20,16 @@ use crossbeam_utils::CachePadded;
 
 use core::time::Duration;
 
-use crate::clock::{Clock, FixedClock};
+use crate::clock::Clock;
 use crate::config::duration_ns;
-use crate::config::{BreakerConfig, COUNT_SUCCESSES, TIMED, WINDOWED};
+use crate::config::{BreakerConfig, COUNT_SUCCESSES, COUNTED, TIMED, WINDOWED};
 use crate::cooldown::cooldown_ns;
 use crate::counters::{Counters, Event, Snapshot};
 use crate::deadline::Deadlines;
 use crate::state::{self, Admission, State, Word};
 use crate::sync::{AtomicU64, Ordering};
 use crate::ticket::{Kind, Outcome, Refused, Rejected, Ticket, Transition};
-use crate::window::Window;
+use crate::window::{self, Window};
 
 /// `Result<Ticket, Refused>` as two integers: a ticket is (start time,
 /// generation << 32 | flags); a refusal is (its packed word, `u64::MAX`),
@@ -144,7 +144,12 @@ impl Breaker {
 
     /// The counters at this moment.
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::of(&self.counters)
+        let mut s = Snapshot::of(&self.counters);
+        // Successes counted in a rolling window are kept there (see `window`).
+        if self.config.windowed() && self.config.count_successes() {
+            s.successes = s.successes.wrapping_add(self.window.successes());
+        }
+        s
     }
 
     /// Asks to make a call. Reads `clock` only when the breaker is Open (or
@@ -255,26 +260,69 @@ impl Breaker {
     /// An outcome whose ticket comes from an older generation is counted but
     /// never changes the state, nor enters the rolling window; a probe
     /// ticket recorded a second time changes nothing but the counters (see
-    /// [`Ticket`] for exactly what any ticket can do). Reads `clock`
-    /// only if the outcome trips the breaker, or when a rolling window or
-    /// slow-call measurement is configured.
-    #[inline]
+    /// [`Ticket`] for exactly what any ticket can do). Reads `clock` at most
+    /// once: only if the outcome trips the breaker, or when a time-based
+    /// rolling window or slow-call measurement is configured.
+    #[inline(always)]
     pub fn record(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
         let flags = self.config.flags;
-        // A success on a healthy, untimed breaker: the common case.
-        if outcome == Outcome::Success && flags & (TIMED | WINDOWED) == 0 {
-            if flags & COUNT_SUCCESSES != 0 {
-                self.counters.add(Event::Success);
+        if outcome == Outcome::Success {
+            // A success on a healthy, untimed breaker without a window: the common case.
+            if flags & (TIMED | WINDOWED) == 0 {
+                if flags & COUNT_SUCCESSES != 0 {
+                    self.counters.add(Event::Success);
+                }
+                // Relaxed: deciding that there is nothing to write orders nothing.
+                let w = self.word.load(Ordering::Relaxed);
+                // Closed with no failure to forget, in the ticket's generation?
+                if w == Word::closed_at(ticket.generation).0 {
+                    return None;
+                }
+                return self.record_success_slow(ticket, clock);
             }
-            // Relaxed: deciding that there is nothing to write orders nothing.
-            let w = self.word.load(Ordering::Relaxed);
-            // Closed with no failure to forget, in the ticket's generation?
-            if w == Word::closed_at(ticket.generation).0 {
-                return None;
+            // A success on a healthy breaker with a rolling window and no
+            // slow-call measurement: one CAS into the window, which also
+            // counts it for the snapshot.
+            if flags & (TIMED | WINDOWED) == WINDOWED {
+                // Relaxed: as above; the window checks the generation itself.
+                let w = self.word.load(Ordering::Relaxed);
+                // Closed with no failure to forget, in the ticket's
+                // generation (so the ticket is not a probe's)?
+                if w == Word::closed_at(ticket.generation).0 {
+                    let epoch = if flags & COUNTED == 0 { self.config.epoch(clock.now()) } else { 0 };
+                    if self.window.try_add_success(&self.config, ticket.generation, epoch) {
+                        return None;
+                    }
+                    return self.record_windowed_success(ticket, epoch, clock);
+                }
             }
-            return self.record_success_slow(ticket, clock);
         }
         self.record_slow(ticket, outcome, clock)
+    }
+
+    /// A success for the window that its fast attempt did not count: the
+    /// window has to move on first, or the success stays out of it.
+    #[inline(never)]
+    fn record_windowed_success(&self, ticket: Ticket, epoch: u64, clock: &impl Clock) -> Option<Transition> {
+        let generation = ticket.generation;
+        if self.window.add(&self.config, generation, epoch, false, false, || self.closed_in(generation)) {
+            return None;
+        }
+        // Its epoch has left the window, or its generation is over.
+        if self.config.flags & COUNT_SUCCESSES != 0 {
+            self.counters.add(Event::Success);
+        }
+        // A success never leaves Closed, so `clock` is not read again.
+        self.record_success_slow(ticket, clock)
+    }
+
+    /// Whether the breaker is Closed in `generation`: the rolling window
+    /// asks before it starts counting a new generation.
+    #[inline]
+    fn closed_in(&self, generation: u32) -> bool {
+        // Relaxed: the window needs only a value the word has had (see `window`).
+        let w = Word(self.word.load(Ordering::Relaxed));
+        w.generation() == generation && w.state() == State::Closed
     }
 
     #[inline(never)]
@@ -288,18 +336,24 @@ impl Breaker {
     #[inline(never)]
     fn record_slow(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
         if self.config.measures() {
-            return self.record_measured(ticket, outcome, clock.now());
+            return self.record_measured(ticket, outcome, clock);
         }
-        self.record_word(ticket, outcome, clock)
+        self.record_word(ticket, outcome, clock, false)
     }
 
     /// The state word's part of recording: counters, consecutive failures,
-    /// probes.
-    fn record_word(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
+    /// probes. `counted` says the rolling window counted this success.
+    fn record_word(
+        &self,
+        ticket: Ticket,
+        outcome: Outcome,
+        clock: &impl Clock,
+        counted: bool,
+    ) -> Option<Transition> {
         let (generation, slot) = (ticket.generation, ticket.probe_slot());
         match outcome {
             Outcome::Success => {
-                if self.config.flags & COUNT_SUCCESSES != 0 {
+                if self.config.flags & COUNT_SUCCESSES != 0 && !counted {
                     self.counters.add(Event::Success);
                 }
                 let needed = self.config.half_open_successes;
@@ -317,48 +371,37 @@ impl Breaker {
         }
     }
 
-    /// Recording when calls are timed or a window is kept: the word first,
-    /// then, for a call admitted while Closed whose generation still holds,
-    /// the window and its rate conditions.
-    fn record_measured(&self, ticket: Ticket, outcome: Outcome, now: u64) -> Option<Transition> {
+    /// Recording when calls are timed or a window is kept: for a plain
+    /// ticket, the window first (it keeps out what is not of its Closed
+    /// generation), then the word, then the window's rate conditions.
+    fn record_measured(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
         let cfg = &self.config;
+        let clock = KnownTime::read(clock, cfg.needs_time());
         // Every ticket of a timed breaker carries its start time (0 is a
         // time like any other, e.g. on a manual clock).
         let slow = outcome != Outcome::Ignored
             && cfg.slow_call_ns != 0
-            && now.saturating_sub(ticket.started_at) >= cfg.slow_call_ns;
+            && clock.now.unwrap_or(0).saturating_sub(ticket.started_at) >= cfg.slow_call_ns;
         if slow {
             self.counters.add(Event::Slow);
         }
-        let clock = FixedClock(now);
-        if let Some(t) = self.record_word(ticket, outcome, &clock) {
+        let (generation, failed) = (ticket.generation, outcome == Outcome::Failure);
+        // Does this outcome belong in the window?
+        let counted = outcome != Outcome::Ignored && cfg.windowed() && !ticket.is_probe() && {
+            let epoch = clock.now.map_or(0, |now| cfg.epoch(now));
+            self.window.add(cfg, generation, epoch, failed, slow, || self.closed_in(generation))
+        };
+        if let Some(t) = self.record_word(ticket, outcome, &clock, counted) {
             return Some(t);
         }
-        // Does this outcome belong in the window?
-        if outcome == Outcome::Ignored || !cfg.windowed() || ticket.is_probe() {
-            return None;
-        }
-        // Relaxed: the window orders no other data (see `window`).
-        let w = Word(self.word.load(Ordering::Relaxed));
-        if w.generation() != ticket.generation || w.state() != State::Closed {
-            return None;
-        }
-        let failed = outcome == Outcome::Failure;
-        let epoch = now / cfg.window_bucket_ns;
-        self.window.add(epoch, cfg.window_buckets, failed, slow);
         // Can this outcome have raised a rate? Successes that were not slow cannot.
-        if !failed && !slow {
+        if !counted || (!failed && !slow) {
             return None;
         }
-        let t = self.window.totals(epoch, cfg.window_buckets);
-        let calls = t.calls as f64;
-        let trips = t.calls >= u64::from(cfg.min_calls)
-            && ((cfg.failure_rate > 0.0 && t.failures as f64 >= cfg.failure_rate * calls)
-                || (cfg.slow_rate > 0.0 && t.slow as f64 >= cfg.slow_rate * calls));
-        if !trips {
+        let t = self.window.totals(cfg, generation, || self.closed_in(generation))?;
+        if !window::trips(cfg, t) {
             return None;
         }
-        let generation = ticket.generation;
         self.apply(&clock, |w| state::trip(w, generation))
     }
 
@@ -388,9 +431,6 @@ impl Breaker {
                     None
                 };
                 self.deadlines.stamp(&self.word, w, next, deadline);
-                if next.state() == State::Closed {
-                    self.clear_window();
-                }
             }
             // Release publishes the deadline; count-only updates need no
             // more, but one ordering for both keeps the loop simple and costs
@@ -400,15 +440,6 @@ impl Breaker {
                 Ok(_) => return None,
                 Err(actual) => w = Word(actual),
             }
-        }
-    }
-
-    /// Empties the window before the CAS that closes the breaker, so the
-    /// closed state starts from an empty window.
-    #[cold]
-    fn clear_window(&self) {
-        if self.config.windowed() {
-            self.window.clear();
         }
     }
 
@@ -436,17 +467,15 @@ impl Breaker {
     }
 
     fn set(&self, to: State) -> Transition {
-        if to == State::Closed {
-            self.clear_window();
-        }
         // Relaxed: manual states read no deadline; the stamp below keeps
         // the slots' tags current.
         let mut w = Word(self.word.load(Ordering::Relaxed));
         loop {
             let next = w.enter_manual(to);
             self.deadlines.stamp(&self.word, w, next, None);
-            // Release publishes the cleared window and the stamp to whoever
-            // reads next.
+            // Release publishes the stamp to whoever reads next; the rolling
+            // window needs none (it starts each Closed generation itself, see
+            // `window`).
             match self.word.compare_exchange_weak(w.0, next.0, Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => return self.transitioned(w, next),
                 Err(actual) => w = Word(actual),
@@ -568,5 +597,38 @@ impl Breaker {
             }
         }
         Ok(())
+    }
+
+    /// Where the rolling window starts in a breaker (its generation word
+    /// first): for tests that corrupt a shared region.
+    #[cfg(test)]
+    pub(crate) const WINDOW_OFFSET: usize = core::mem::offset_of!(Breaker, window);
+
+    /// Whether the rolling window's words decode (see `Window::is_valid`).
+    #[cfg_attr(loom, allow(dead_code, reason = "only shared regions check windows; loom builds have none"))]
+    pub(crate) fn has_valid_window(&self) -> bool {
+        self.window.is_valid()
+    }
+}
+
+/// A clock whose reading, if the caller already made it, is reused: one
+/// call reads the time at most once.
+struct KnownTime<'a, C> {
+    clock: &'a C,
+    now: Option<u64>,
+}
+
+impl<'a, C: Clock> KnownTime<'a, C> {
+    /// Reads `clock` now if `needed`, else leaves it for later.
+    #[inline]
+    fn read(clock: &'a C, needed: bool) -> Self {
+        Self { clock, now: needed.then(|| clock.now()) }
+    }
+}
+
+impl<C: Clock> Clock for KnownTime<'_, C> {
+    #[inline]
+    fn now(&self) -> u64 {
+        self.now.unwrap_or_else(|| self.clock.now())
     }
 }

@@ -11,7 +11,8 @@
 //!   `retry_after`; a change of state is a [`Transition`], reported to
 //!   exactly one caller.
 //! - Trip conditions, any that is configured: consecutive failures, failure
-//!   rate or slow-call rate over a rolling window of time buckets.
+//!   rate or slow-call rate over a rolling window, of time buckets or of
+//!   the last N calls ([`RollingWindow`]).
 //! - Holds: [`Breaker::open_for`] keeps the breaker Open for the time a
 //!   server's backpressure asks (capped by the config's `max_hold`), and
 //!   every refusal meanwhile says when it ends; [`Breaker::hold_left`].
@@ -171,7 +172,7 @@ pub use clock::{CoarseClock, MonotonicClock};
 pub use config::{
     BreakerConfig, BreakerConfigBuilder, ConfigError, DEFAULT_MAX_HOLD, MAX_BUCKET_WIDTH,
     MAX_FAILURE_THRESHOLD, MAX_GROWTH, MAX_HALF_OPEN, MAX_MIN_CALLS, MAX_OPEN_TIMEOUT, MIN_BUCKET_WIDTH,
-    MIN_OPEN_TIMEOUT,
+    MIN_OPEN_TIMEOUT, RollingWindow,
 };
 pub use counters::Snapshot;
 pub use permit::{CallError, Permit};
@@ -188,7 +189,7 @@ pub use retry_loop::RetryLoop;
 pub use shared::{SharedError, SharedRegion};
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
-pub use window::MAX_BUCKETS;
+pub use window::{MAX_BUCKETS, MAX_COUNT_WINDOW};
 
 #[cfg(feature = "std")]
 pub use assessment::Assessment;

@@ -36,10 +36,11 @@
 //! Attaching never trusts the bytes it finds: the alignment, the length, the
 //! magic, the version, the recorded size, both copies of the config (which
 //! must validate and agree), the state word (a known state, zero in every
-//! bit that state does not use) and the deadline slots (stamped for the
-//! current generation, or the one before or after it) are checked, and any
-//! mismatch is a [`SharedError`], never undefined behaviour: every bit
-//! pattern is a valid `Breaker` value, so the checks are about meaning.
+//! bit that state does not use), the deadline slots (stamped for the
+//! current generation, or the one before or after it) and the rolling
+//! window's words (each field in range) are checked, and any mismatch is a
+//! [`SharedError`], never undefined behaviour: every bit pattern is a valid
+//! `Breaker` value, so the checks are about meaning.
 //!
 //! The times in the deadline slots cannot be checked without a clock, and
 //! need not be: a deadline further ahead than any wait the config allows
@@ -182,6 +183,8 @@ pub enum SharedError {
     BadState,
     /// The deadline slots were not stamped for the state word's generation.
     BadDeadlines,
+    /// The rolling window's words do not decode.
+    BadWindow,
     /// `open_in` found a breaker made with another config.
     ConfigMismatch,
 }
@@ -229,6 +232,9 @@ impl fmt::Display for SharedError {
             SharedError::BadState => f.write_str("shared region holds a state word that does not decode"),
             SharedError::BadDeadlines => {
                 f.write_str("shared region holds deadline slots that do not belong to its state word")
+            }
+            SharedError::BadWindow => {
+                f.write_str("shared region holds rolling-window words that do not decode")
             }
             SharedError::ConfigMismatch => {
                 f.write_str("shared region holds a breaker made with a different config")
@@ -399,6 +405,10 @@ impl SharedRegion {
             Inconsistent::Word => SharedError::BadState,
             Inconsistent::Deadlines => SharedError::BadDeadlines,
         })?;
+        // Do the rolling window's words decode?
+        if !breaker.has_valid_window() {
+            return Err(SharedError::BadWindow);
+        }
         Ok(breaker)
     }
 
@@ -603,6 +613,15 @@ mod tests {
             mem.poke(BREAKER_OFFSET, &bad.to_ne_bytes());
             assert_eq!(mem.attach().unwrap_err(), SharedError::BadState);
         }
+
+        // The rolling window's generation word with a reserved bit set.
+        let mut mem = fresh();
+        mem.poke(BREAKER_OFFSET + Breaker::WINDOW_OFFSET, &(1u64 << 40).to_ne_bytes());
+        assert_eq!(mem.attach().unwrap_err(), SharedError::BadWindow);
+        assert_eq!(
+            SharedError::BadWindow.to_string(),
+            "shared region holds rolling-window words that do not decode"
+        );
     }
 
     #[test]

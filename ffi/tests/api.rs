@@ -482,6 +482,57 @@ fn names_and_version_are_static_strings() {
 }
 
 #[test]
+fn a_count_window_is_chosen_and_checked_through_the_c_config() {
+    let mut c = default_config();
+    assert_eq!((c.window_kind, c.count_window), (tw_window_kind::Time as u32, 0));
+    c.failure_threshold = 0;
+    c.failure_rate = 0.5;
+    c.min_calls = 4;
+    c.window_kind = tw_window_kind::Count as u32;
+    c.count_window = 4;
+    let b = Owned::new(&c);
+    let mut got = default_config();
+    // SAFETY:
+    // - `b.0` is a live handle and `got` is writable.
+    assert_eq!(unsafe { tw_breaker_get_config(b.0, &mut got) }, tw_status::Ok);
+    assert_eq!((got.window_kind, got.count_window), (tw_window_kind::Count as u32, 4));
+    // Hours apart: a count window does not care.
+    let outcomes = [tw_outcome::Success, tw_outcome::Failure, tw_outcome::Success, tw_outcome::Failure];
+    let mut last = None;
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        let now = 1_000 + i as u64 * 3_600_000_000_000;
+        let t = acquire_at(b.0, now).unwrap();
+        last = Some(record_at(b.0, now, t, outcome));
+    }
+    let last = last.unwrap();
+    assert!(last.changed && last.to == tw_state::Open, "half of the last 4 calls failed: {last:?}");
+
+    type Breakage = fn(&mut tw_breaker_config);
+    let cases: [(Breakage, &str); 4] = [
+        (|c| c.window_kind = 7, "window_kind = 7, expected a tw_window_kind (0 to 1)"),
+        (|c| c.count_window = 5, "count_window = 5, expected 0 with window_kind TW_WINDOW_KIND_TIME"),
+        (|c| c.window_kind = tw_window_kind::Count as u32, "count_window = 0, expected 1 to 1000"),
+        (
+            |c| {
+                c.failure_rate = 0.5;
+                c.window_kind = tw_window_kind::Count as u32;
+                c.count_window = 5;
+            },
+            "min_calls = 10, expected at most count_window (5)",
+        ),
+    ];
+    for (break_it, want) in cases {
+        let mut c = default_config();
+        break_it(&mut c);
+        // SAFETY:
+        // - `c` is readable.
+        assert_eq!(unsafe { tw_breaker_config_validate(&c) }, tw_status::InvalidConfig);
+        let msg = last_error();
+        assert_eq!(msg, format!("tw_breaker_config_validate: invalid breaker config: {want}"));
+    }
+}
+
+#[test]
 fn rolling_window_fields_reach_the_core() {
     let mut c = default_config();
     assert_eq!(

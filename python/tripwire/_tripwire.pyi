@@ -94,6 +94,7 @@ class Breaker:
         half_open_max: int | None = None,
         half_open_successes: int | None = None,
         window: tuple[int, Seconds] | None = None,
+        count_window: int | None = None,
         min_calls: int | None = None,
         failure_rate: float | None = None,
         slow_call: Seconds | None = None,
@@ -120,6 +121,7 @@ class Breaker:
         half_open_max: int | None = None,
         half_open_successes: int | None = None,
         window: tuple[int, Seconds] | None = None,
+        count_window: int | None = None,
         min_calls: int | None = None,
         failure_rate: float | None = None,
         slow_call: Seconds | None = None,
@@ -149,6 +151,8 @@ class Breaker:
     def half_open_successes(self) -> int: ...
     @property
     def window(self) -> tuple[int, float]: ...
+    @property
+    def count_window(self) -> int | None: ...
     @property
     def min_calls(self) -> int: ...
     @property
