@@ -96,7 +96,8 @@ typedef enum tw_status {
      */
     TW_STATUS_REGION_VERSION_MISMATCH = 11,
     /**
-     * The region's header, config or state does not make sense.
+     * The region's header, config, state word or deadline slots do not
+     * make sense.
      */
     TW_STATUS_REGION_CORRUPT = 12,
     /**
@@ -119,7 +120,8 @@ typedef enum tw_state {
      */
     TW_STATE_CLOSED = 0,
     /**
-     * Calls are rejected until the cool-down has passed.
+     * Calls are rejected until the cool-down, or a server's hold, has
+     * passed.
      */
     TW_STATE_OPEN = 1,
     /**
@@ -180,6 +182,20 @@ typedef enum tw_jitter {
 } tw_jitter;
 
 /**
+ * `tw_breaker_config.window_kind`, as a `uint32_t`.
+ */
+typedef enum tw_window_kind {
+    /**
+     * The calls of the last `window_buckets` buckets of `window_bucket_ns`.
+     */
+    TW_WINDOW_KIND_TIME = 0,
+    /**
+     * The last `count_window` calls.
+     */
+    TW_WINDOW_KIND_COUNT = 1,
+} tw_window_kind;
+
+/**
  * Computes the delays between attempts of one operation. Opaque; made by
  * `tw_backoff_new`, freed by `tw_backoff_free`. A backoff is a small
  * piece of per-operation state: one thread uses it at a time.
@@ -227,7 +243,7 @@ typedef struct tw_breaker_config {
      */
     uint32_t failure_threshold;
     /**
-     * Probes allowed in flight at once in Half-Open (1 to 63; default 1).
+     * Probes allowed in flight at once in Half-Open (1 to 10; default 1).
      */
     uint32_t half_open_max;
     /**
@@ -288,9 +304,21 @@ typedef struct tw_breaker_config {
     uint32_t window_buckets;
     /**
      * Calls the window must hold before a rate can trip (1 to 1,000,000;
-     * default 10).
+     * default 10; at most `count_window` for a count-based window).
      */
     uint32_t min_calls;
+    /**
+     * Which rolling window the rates are measured over, a
+     * `tw_window_kind`: `TW_WINDOW_KIND_TIME` (0, the default:
+     * `window_buckets` × `window_bucket_ns`) or `TW_WINDOW_KIND_COUNT` (1:
+     * the last `count_window` calls, with no clock read on success).
+     */
+    uint32_t window_kind;
+    /**
+     * A count-based window's calls (1 to 1000); must be 0 (the default)
+     * for a time-based window.
+     */
+    uint32_t count_window;
 } tw_breaker_config;
 
 /**
@@ -298,7 +326,21 @@ typedef struct tw_breaker_config {
  * exactly once. A plain 16-byte value; copy it anywhere.
  *
  * Pass it back unchanged: only `generation` may be read (the generation
- * the ticket was issued in); the other fields are the library's.
+ * the ticket was issued in); the other fields are the library's (`flags`
+ * holds the ticket's kind and, for a Half-Open probe, its probe slot).
+ *
+ * Recorded more than once, late, or made up, a ticket does exactly this:
+ * - from an older generation: counted in the snapshot, nothing else;
+ * - Half-Open: only a probe ticket naming a probe slot still in flight
+ *   changes the state, once; recorded again (with any outcome) it changes
+ *   nothing but the counters, so never more than `half_open_max` probes
+ *   are in flight and no success counts twice, whatever is recorded. A
+ *   made-up ticket that names a slot of the current generation still in
+ *   flight ends that probe, as the real one would;
+ * - Closed: a ticket stands for no particular call, so a failure recorded
+ *   twice counts twice toward `failure_threshold` and the window;
+ * - the generation is 32 bits: a ticket from exactly 2^32 transitions ago
+ *   reads as current (out of reach in practice).
  */
 typedef struct tw_ticket {
     /**
@@ -535,7 +577,9 @@ enum tw_status tw_breaker_try_acquire_at(const struct tw_breaker *breaker, uint6
  *
  * If `transition` is not NULL, `*transition` says whether this outcome
  * changed the state (exactly one caller learns of each change). A ticket
- * from an older generation is counted but never changes the state.
+ * from an older generation is counted but never changes the state; a
+ * probe ticket recorded a second time changes nothing but the counters
+ * (see `tw_ticket`).
  *
  * `breaker` must not be NULL. Thread-safe.
  *
@@ -705,8 +749,8 @@ enum tw_status tw_bulkhead_snapshot(const struct tw_bulkhead *bulkhead, struct t
 /**
  * Fills `*out` with the default config: 5 consecutive failures trip the
  * breaker, 30 s cool-down without growth or jitter, one probe that closes
- * it on success, successes counted; no rate conditions (a 10 × 1 s window
- * and `min_calls` 10 are ready for them).
+ * it on success, successes counted; no rate conditions (a time-based
+ * 10 × 1 s window and `min_calls` 10 are ready for them).
  *
  * `out` must not be NULL. Thread-safe.
  *
@@ -719,7 +763,7 @@ enum tw_status tw_breaker_config_default(struct tw_breaker_config *out);
  * Checks `*config` as `tw_breaker_new` would: `TW_STATUS_OK`, or
  * `TW_STATUS_INVALID_CONFIG` with a message naming the first bad field
  * and its accepted range, e.g. `"invalid breaker config: half_open_max =
- * 0, expected 1 to 63"`.
+ * 0, expected 1 to 10"`.
  *
  * `config` must not be NULL. Thread-safe.
  *
@@ -910,8 +954,9 @@ enum tw_status tw_breaker_init_in(void *mem, size_t len, const struct tw_breaker
  * Never trusts the bytes: memory that is misaligned, too small, zero
  * (`TW_STATUS_REGION_UNINITIALISED`), being initialised, not a region
  * (`TW_STATUS_REGION_INVALID`), of another layout version, or whose
- * header, config or state make no sense (`TW_STATUS_REGION_CORRUPT`) is
- * an error with a message, never undefined behaviour.
+ * header, config, state word or deadline slots make no sense
+ * (`TW_STATUS_REGION_CORRUPT`) is an error with a message, never
+ * undefined behaviour.
  *
  * As for `tw_breaker_init_in`, the handle is never freed. No pointer may
  * be NULL. Thread-safe.
@@ -936,7 +981,7 @@ enum tw_status tw_breaker_open_in(void *mem, size_t len, const struct tw_breaker
 /**
  * A description of the last failure on the calling thread: a
  * NUL-terminated UTF-8 string, e.g. `"tw_breaker_new: invalid breaker
- * config: half_open_max = 0, expected 1 to 63"`.
+ * config: half_open_max = 0, expected 1 to 10"`.
  *
  * Set by every call that returns a status other than `TW_STATUS_OK` and
  * `TW_STATUS_REJECTED` (rejections are the hot path and set nothing);

@@ -34,6 +34,13 @@ fn windowed() -> Box<Breaker> {
     ))
 }
 
+/// The last 100 calls, as recloser's default ring and resilience4j's.
+fn count_windowed() -> Box<Breaker> {
+    Box::new(Breaker::new(
+        BreakerConfig::builder().failure_threshold(0).failure_rate(0.5).count_window(100).build().unwrap(),
+    ))
+}
+
 fn open(clock: &impl Clock) -> Box<Breaker> {
     let b = Box::new(Breaker::new(
         BreakerConfig::builder().failure_threshold(1).open_timeout(LONG).build().unwrap(),
@@ -88,6 +95,15 @@ fn closed_success(c: &mut Criterion) {
     });
     g.bench_function(BenchmarkId::new("tripwire", "window, CoarseClock"), |b| {
         b.iter(|| breaker.call(&CoarseClock, || guarded(black_box(1))))
+    });
+    // A cached clock (an upkeep thread publishes the time): one load.
+    let cached = ManualClock::new(MonotonicClock.now());
+    g.bench_function(BenchmarkId::new("tripwire", "window, cached clock"), |b| {
+        b.iter(|| breaker.call(&cached, || guarded(black_box(1))))
+    });
+    let breaker = count_windowed();
+    g.bench_function(BenchmarkId::new("tripwire", "count window"), |b| {
+        b.iter(|| breaker.call(&MonotonicClock, || guarded(black_box(1))))
     });
     let breaker = consecutive(true);
     g.bench_function(BenchmarkId::new("tripwire", "consecutive, call()"), |b| {

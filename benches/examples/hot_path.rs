@@ -24,6 +24,9 @@ fn main() {
     let windowed = Breaker::new(
         BreakerConfig::builder().failure_threshold(0).failure_rate(0.5).build().expect("valid config"),
     );
+    let count_windowed = Breaker::new(
+        BreakerConfig::builder().failure_threshold(0).failure_rate(0.5).count_window(100).build().unwrap(),
+    );
     let open = Breaker::new(
         BreakerConfig::builder()
             .failure_threshold(1)
@@ -72,6 +75,9 @@ fn main() {
             _ = black_box(guarded(black_box(1)));
         }),
         "window" => repeat(&mut || _ = black_box(windowed.call(&clock, || guarded(black_box(1))))),
+        "count_window" => {
+            repeat(&mut || _ = black_box(count_windowed.call(&clock, || guarded(black_box(1)))))
+        }
         // Each path makes the guarded call once, so that the bare loop can be
         // subtracted from all of them alike.
         "reject_monotonic" => repeat(&mut || {
@@ -83,7 +89,7 @@ fn main() {
             _ = black_box(guarded(black_box(1)));
         }),
         other => panic!(
-            "unknown path {other:?}: bare, fetch_add, consecutive, window, reject_monotonic, reject_coarse"
+            "unknown path {other:?}: bare, fetch_add, consecutive, window, count_window, reject_monotonic, reject_coarse"
         ),
     }
 }

@@ -148,7 +148,7 @@ impl Default for BackoffConfig {
 impl BackoffConfig {
     /// A builder starting from [`BackoffConfig::default`].
     pub fn builder() -> BackoffConfigBuilder {
-        BackoffConfigBuilder { config: Self::default() }
+        BackoffConfigBuilder { config: Self::default(), cap_set: false }
     }
 
     /// The first delay of the exponential curve.
@@ -201,14 +201,21 @@ impl BackoffConfig {
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct BackoffConfigBuilder {
     config: BackoffConfig,
+    /// Whether `cap` was set explicitly: only an unset one is raised to
+    /// `base`, whatever the order of the calls.
+    cap_set: bool,
 }
 
 impl BackoffConfigBuilder {
     /// The first delay (1 ns to 7 days; default 100 ms). Also raises `cap`
-    /// to it if `cap` was below.
+    /// to it if `cap` is below and was never set (before or after this
+    /// call); an explicit `cap` below `base` is an error at
+    /// [`build`](Self::build).
     pub fn base(mut self, d: Duration) -> Self {
         self.config.base_ns = duration_ns(d);
-        self.config.cap_ns = self.config.cap_ns.max(self.config.base_ns);
+        if !self.cap_set {
+            self.config.cap_ns = BackoffConfig::default().cap_ns.max(self.config.base_ns);
+        }
         self
     }
 
@@ -217,6 +224,7 @@ impl BackoffConfigBuilder {
     /// is not capped.
     pub fn cap(mut self, d: Duration) -> Self {
         self.config.cap_ns = duration_ns(d);
+        self.cap_set = true;
         self
     }
 
@@ -287,6 +295,31 @@ mod tests {
         for bad in ["", "Full", "full ", "random"] {
             assert_eq!(bad.parse::<Jitter>(), Err(ParseJitterError), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn an_explicit_cap_survives_every_order_of_calls() {
+        let (base, cap) = (Duration::from_secs(5), Duration::from_secs(1));
+        for b in [BackoffConfig::builder().base(base).cap(cap), BackoffConfig::builder().cap(cap).base(base)]
+        {
+            assert_eq!(
+                b.build().unwrap_err().to_string(),
+                "invalid backoff config: cap = 1s, expected at least base (5s)"
+            );
+        }
+        let c = BackoffConfig::builder()
+            .cap(Duration::from_secs(60))
+            .base(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        assert_eq!(c.cap(), Duration::from_secs(60));
+        // An unset cap follows the last base, never an earlier one.
+        let c = BackoffConfig::builder()
+            .base(Duration::from_secs(90))
+            .base(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        assert_eq!(c.cap(), BackoffConfig::default().cap());
     }
 
     #[test]

@@ -7,12 +7,17 @@ use core::time::Duration;
 /// The largest consecutive-failure threshold: the count has 16 bits in the
 /// state word.
 pub const MAX_FAILURE_THRESHOLD: u32 = 0xFFFF;
-/// The largest number of probes in flight at once (6 bits in the state word).
-pub const MAX_HALF_OPEN: u32 = 63;
+/// The largest number of probes in flight at once: a Half-Open generation
+/// has 10 probe slots, one bit each in the state word.
+pub const MAX_HALF_OPEN: u32 = crate::state::PROBE_SLOTS;
 /// The shortest cool-down accepted.
 pub const MIN_OPEN_TIMEOUT: Duration = Duration::from_micros(1);
 /// The longest cool-down accepted.
 pub const MAX_OPEN_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The longest hold a server may ask for, unless the config says otherwise
+/// ([`BreakerConfigBuilder::max_hold`]): one hour, the longest rate-limit
+/// window common APIs use.
+pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(3600);
 /// The largest cool-down growth factor.
 pub const MAX_GROWTH: f64 = 1000.0;
 /// The narrowest rolling-window bucket.
@@ -28,6 +33,8 @@ pub(crate) const COUNT_SUCCESSES: u32 = 1;
 pub(crate) const TIMED: u32 = 2;
 /// Flag: a rate condition keeps the rolling window.
 pub(crate) const WINDOWED: u32 = 4;
+/// Flag: the rolling window counts calls, not time (set with [`WINDOWED`]).
+pub(crate) const COUNTED: u32 = 8;
 
 /// How a breaker decides to trip and to recover.
 ///
@@ -58,24 +65,32 @@ pub struct BreakerConfig {
     pub(crate) open_timeout_growth: f64,
     pub(crate) open_timeout_jitter: f64,
     pub(crate) jitter_seed: u64,
+    pub(crate) max_hold_ns: u64,
     pub(crate) window_bucket_ns: u64,
+    /// ⌊2^64 / `window_bucket_ns`⌋: an epoch is a multiply, not a division
+    /// (see [`epoch`](Self::epoch)). Derived, and checked by `validate`.
+    pub(crate) window_recip: u64,
     pub(crate) slow_call_ns: u64,
     pub(crate) failure_rate: f64,
     pub(crate) slow_rate: f64,
     pub(crate) window_buckets: u32,
+    /// 0: the window is time-based; N: it holds the last N calls.
+    pub(crate) window_calls: u32,
     pub(crate) min_calls: u32,
     pub(crate) failure_threshold: u32,
     pub(crate) half_open_max: u32,
     pub(crate) half_open_successes: u32,
-    /// [`COUNT_SUCCESSES`], plus [`TIMED`] and [`WINDOWED`], which are
-    /// derived from the other fields so that the hot path tests one word.
+    /// [`COUNT_SUCCESSES`], plus [`TIMED`], [`WINDOWED`] and [`COUNTED`],
+    /// which are derived from the other fields so that the hot path tests
+    /// one word.
     pub(crate) flags: u32,
 }
 
 impl Default for BreakerConfig {
     #[inline]
     /// 5 consecutive failures trip it; 30 s cool-down, no growth, no
-    /// jitter; one probe, which closes it on success. No rate conditions
+    /// jitter; one probe, which closes it on success; holds capped at
+    /// [`DEFAULT_MAX_HOLD`]. No rate conditions
     /// (their window, when turned on, defaults to 10 × 1 s buckets and 10
     /// calls at least); no slow-call measurement.
     fn default() -> Self {
@@ -85,11 +100,14 @@ impl Default for BreakerConfig {
             open_timeout_growth: 1.0,
             open_timeout_jitter: 0.0,
             jitter_seed: 0,
+            max_hold_ns: DEFAULT_MAX_HOLD.as_secs() * 1_000_000_000,
             window_bucket_ns: 1_000_000_000,
+            window_recip: reciprocal(1_000_000_000),
             slow_call_ns: 0,
             failure_rate: 0.0,
             slow_rate: 0.0,
             window_buckets: 10,
+            window_calls: 0,
             min_calls: 10,
             failure_threshold: 5,
             half_open_max: 1,
@@ -103,7 +121,7 @@ impl BreakerConfig {
     #[inline]
     /// A builder starting from [`BreakerConfig::default`].
     pub fn builder() -> BreakerConfigBuilder {
-        BreakerConfigBuilder { config: Self::default() }
+        BreakerConfigBuilder { config: Self::default(), max_set: false, count_window: None }
     }
 
     #[inline]
@@ -137,6 +155,29 @@ impl BreakerConfig {
     }
 
     #[inline]
+    /// The longest hold honoured: a server asking for a longer one
+    /// ([`Breaker::open_for`](crate::Breaker::open_for)) gets this, and the
+    /// hold is counted in [`Snapshot::capped_holds`](crate::Snapshot::capped_holds).
+    pub fn max_hold(&self) -> Duration {
+        Duration::from_nanos(self.max_hold_ns)
+    }
+
+    /// How far ahead a hold's end may lie before it counts as garbage (see
+    /// `deadline`): twice the longest hold.
+    #[inline]
+    pub(crate) fn hold_limit_ns(&self) -> u64 {
+        // At most 14 days: validated, so no overflow.
+        2 * self.max_hold_ns
+    }
+
+    /// As [`hold_limit_ns`](Self::hold_limit_ns), for the end of a cool-down.
+    #[inline]
+    pub(crate) fn wait_limit_ns(&self) -> u64 {
+        // At most 14 days: validated, so no overflow.
+        2 * self.open_timeout_max_ns
+    }
+
+    #[inline]
     /// Probes allowed in flight at once in Half-Open.
     pub fn half_open_max(&self) -> u32 {
         self.half_open_max
@@ -155,9 +196,23 @@ impl BreakerConfig {
     }
 
     #[inline]
-    /// The rolling window: bucket count and bucket width.
+    /// The time-based window's shape: bucket count and bucket width. Kept
+    /// (and validated) when a count-based window is chosen instead; see
+    /// [`rolling_window`](Self::rolling_window) for the mode in use.
     pub fn window(&self) -> (u32, Duration) {
         (self.window_buckets, Duration::from_nanos(self.window_bucket_ns))
+    }
+
+    #[inline]
+    /// The rolling window the rate conditions are measured over.
+    pub fn rolling_window(&self) -> RollingWindow {
+        match self.window_calls {
+            0 => RollingWindow::Time {
+                buckets: self.window_buckets,
+                width: Duration::from_nanos(self.window_bucket_ns),
+            },
+            calls => RollingWindow::Count { calls },
+        }
     }
 
     #[inline]
@@ -190,17 +245,41 @@ impl BreakerConfig {
         self.flags & WINDOWED != 0
     }
 
-    /// Whether recording an outcome needs the time.
+    /// Whether the rolling window is count-based (and kept).
+    #[inline]
+    pub(crate) fn counted(&self) -> bool {
+        self.flags & COUNTED != 0
+    }
+
+    /// Whether recording an outcome takes more than the state word.
     #[inline]
     pub(crate) fn measures(&self) -> bool {
         self.flags & (TIMED | WINDOWED) != 0
+    }
+
+    /// Whether recording an outcome needs the time: calls are timed, or the
+    /// window is time-based.
+    #[inline]
+    pub(crate) fn needs_time(&self) -> bool {
+        self.flags & TIMED != 0 || self.flags & (WINDOWED | COUNTED) == WINDOWED
+    }
+
+    /// The time-based window's epoch of `now`: ⌊now × `window_recip` / 2^64⌋,
+    /// one multiply. It never decreases as `now` grows, and lies within one
+    /// of `now / width` (the reciprocal is rounded down), so every epoch but
+    /// the first lasts `width` or `width + 1` ns. It stays below 2^45 for
+    /// every `now` (width ≥ 1 ms).
+    #[inline]
+    pub(crate) fn epoch(&self, now: u64) -> u64 {
+        ((u128::from(now) * u128::from(self.window_recip)) >> 64) as u64
     }
 
     /// The flags the fields imply, besides [`COUNT_SUCCESSES`].
     fn derived_flags(&self) -> u32 {
         let timed = if self.slow_call_ns != 0 { TIMED } else { 0 };
         let windowed = if self.failure_rate > 0.0 || self.slow_rate > 0.0 { WINDOWED } else { 0 };
-        timed | windowed
+        let counted = if windowed != 0 && self.window_calls != 0 { COUNTED } else { 0 };
+        timed | windowed | counted
     }
 
     #[inline]
@@ -220,7 +299,32 @@ impl BreakerConfig {
         }
         check_range_u64("window_buckets", c.window_buckets.into(), 1, crate::window::MAX_BUCKETS.into())?;
         check_duration("window_bucket_width", c.window_bucket_ns, MIN_BUCKET_WIDTH, MAX_BUCKET_WIDTH)?;
+        // Only a config read from a corrupted shared region can fail this.
+        if c.window_recip != reciprocal(c.window_bucket_ns) {
+            let want = Value::Int(reciprocal(c.window_bucket_ns));
+            return Err(ConfigError {
+                field: "window_recip",
+                value: Value::Int(c.window_recip),
+                rule: Rule::Range { min: want, max: want, max_inclusive: true },
+            });
+        }
+        if c.window_calls != 0 {
+            check_range_u64(
+                "count_window",
+                c.window_calls.into(),
+                1,
+                crate::window::MAX_COUNT_WINDOW.into(),
+            )?;
+        }
         check_range_u64("min_calls", c.min_calls.into(), 1, MAX_MIN_CALLS.into())?;
+        // A count-based window never holds more than its calls.
+        if c.windowed() && c.window_calls != 0 && c.min_calls > c.window_calls {
+            return Err(ConfigError {
+                field: "min_calls",
+                value: Value::Int(c.min_calls.into()),
+                rule: Rule::AtMost { field: "count_window", value: Value::Int(c.window_calls.into()) },
+            });
+        }
         if c.slow_call_ns != 0 {
             check_duration("slow_call", c.slow_call_ns, MIN_OPEN_TIMEOUT, MAX_OPEN_TIMEOUT)?;
         } else if c.slow_rate > 0.0 {
@@ -239,6 +343,7 @@ impl BreakerConfig {
                 rule: Rule::AtLeast { field: "open_timeout", value: Value::Duration(c.open_timeout_ns) },
             });
         }
+        check_duration("max_hold", c.max_hold_ns, MIN_OPEN_TIMEOUT, MAX_OPEN_TIMEOUT)?;
         check_range_f64("open_timeout_growth", c.open_timeout_growth, 1.0, MAX_GROWTH, true)?;
         check_range_f64("open_timeout_jitter", c.open_timeout_jitter, 0.0, 1.0, false)?;
         check_range_u64("half_open_max", c.half_open_max.into(), 1, MAX_HALF_OPEN.into())?;
@@ -322,9 +427,38 @@ fn check_duration(field: &'static str, ns: u64, min: Duration, max: Duration) ->
 }
 
 #[inline]
+/// ⌊2^64 / `width_ns`⌋, saturating at `u64::MAX`; 0 for a zero width (which
+/// `validate` rejects). Computed once, when a config is built.
+pub(crate) const fn reciprocal(width_ns: u64) -> u64 {
+    if width_ns == 0 {
+        return 0;
+    }
+    let r = (1u128 << 64) / width_ns as u128;
+    if r > u64::MAX as u128 { u64::MAX } else { r as u64 }
+}
+
+#[inline]
 /// A duration in nanoseconds, saturating at `u64::MAX` (584 years).
 pub(crate) fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The rolling window the rate conditions (`failure_rate`, `slow_rate`,
+/// `min_calls`) are measured over; see [`BreakerConfig::rolling_window`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RollingWindow {
+    /// The calls recorded in the last `buckets` bucket widths.
+    Time {
+        /// Buckets in the window.
+        buckets: u32,
+        /// The width of one bucket.
+        width: Duration,
+    },
+    /// The last `calls` calls.
+    Count {
+        /// Calls in the window.
+        calls: u32,
+    },
 }
 
 /// Sets the fields of a [`BreakerConfig`]; [`build`](Self::build) validates.
@@ -332,6 +466,12 @@ pub(crate) fn duration_ns(d: Duration) -> u64 {
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct BreakerConfigBuilder {
     config: BreakerConfig,
+    /// Whether `open_timeout_max` was set explicitly: only an unset one
+    /// follows `open_timeout`, whatever the order of the calls.
+    max_set: bool,
+    /// As given to [`count_window`](Self::count_window): kept apart so that
+    /// 0 is an error, not the time-based window it stands for in the config.
+    count_window: Option<u32>,
 }
 
 impl BreakerConfigBuilder {
@@ -344,25 +484,26 @@ impl BreakerConfigBuilder {
     }
 
     #[inline]
-    /// The cool-down after a trip (1 µs to 7 days; default 30 s). Also sets
-    /// `open_timeout_max` if that was below it, so that a cool-down without
-    /// growth needs one call.
+    /// The cool-down after a trip (1 µs to 7 days; default 30 s). Unless
+    /// `open_timeout_max` is set (before or after this call), the cap
+    /// equals it, so that a cool-down without growth needs one call.
     pub fn open_timeout(mut self, d: Duration) -> Self {
         let ns = duration_ns(d);
-        if self.config.open_timeout_max_ns < ns
-            || self.config.open_timeout_max_ns == self.config.open_timeout_ns
-        {
+        self.config.open_timeout_ns = ns;
+        if !self.max_set {
             self.config.open_timeout_max_ns = ns;
         }
-        self.config.open_timeout_ns = ns;
         self
     }
 
     #[inline]
     /// The cap on the growing cool-down (at least `open_timeout`, at most 7
-    /// days; default: equal to `open_timeout`).
+    /// days; default: equal to `open_timeout`). Once set, it is never
+    /// changed by `open_timeout`: a cap below the cool-down is an error at
+    /// [`build`](Self::build).
     pub fn open_timeout_max(mut self, d: Duration) -> Self {
         self.config.open_timeout_max_ns = duration_ns(d);
+        self.max_set = true;
         self
     }
 
@@ -396,7 +537,17 @@ impl BreakerConfigBuilder {
     }
 
     #[inline]
-    /// Probes allowed in flight at once in Half-Open (1 to 63; default 1).
+    /// The longest hold a server may impose (1 µs to 7 days; default
+    /// [`DEFAULT_MAX_HOLD`], one hour): a `Retry-After` or rate-limit reset
+    /// asking for longer holds the breaker open this long, and is counted
+    /// in [`Snapshot::capped_holds`](crate::Snapshot::capped_holds).
+    pub fn max_hold(mut self, d: Duration) -> Self {
+        self.config.max_hold_ns = duration_ns(d);
+        self
+    }
+
+    #[inline]
+    /// Probes allowed in flight at once in Half-Open (1 to 10; default 1).
     pub fn half_open_max(mut self, n: u32) -> Self {
         self.config.half_open_max = n;
         self
@@ -449,12 +600,28 @@ impl BreakerConfigBuilder {
     }
 
     #[inline]
-    /// The rolling window: `buckets` buckets (1 to 32) of `width` each
-    /// (1 ms to 1 h); default 10 × 1 s. A bucket counts up to 1,048,575
-    /// calls, then stops counting (the rates become those of a sample).
+    /// A time-based rolling window (the default): `buckets` buckets (1 to
+    /// 32) of `width` each (1 ms to 1 h); default 10 × 1 s. The rates are
+    /// those of the calls recorded in the last `buckets` epochs, where the
+    /// epoch of a time `now` (ns) is ⌊now × ⌊2^64 / width⌋ / 2^64⌋: one
+    /// multiply, within one of `now / width`. Any clock value and any idle
+    /// time count alike. Replaces a [`count_window`](Self::count_window)
+    /// set before.
     pub fn window(mut self, buckets: u32, width: Duration) -> Self {
         self.config.window_buckets = buckets;
         self.config.window_bucket_ns = duration_ns(width);
+        self.count_window = None;
+        self
+    }
+
+    #[inline]
+    /// A count-based rolling window: the rates are those of the last
+    /// `calls` calls (1 to 1000), however long ago they were made, as
+    /// resilience4j's `COUNT_BASED` window. Its success path reads no
+    /// clock. `min_calls` must not exceed `calls`. Replaces a
+    /// [`window`](Self::window) set before.
+    pub fn count_window(mut self, calls: u32) -> Self {
+        self.count_window = Some(calls);
         self
     }
 
@@ -469,7 +636,17 @@ impl BreakerConfigBuilder {
     #[inline]
     /// Validates and returns the config, or the first field that is wrong.
     pub fn build(mut self) -> Result<BreakerConfig, ConfigError> {
+        if self.count_window == Some(0) {
+            let max = Value::Int(crate::window::MAX_COUNT_WINDOW.into());
+            return Err(ConfigError {
+                field: "count_window",
+                value: Value::Int(0),
+                rule: Rule::Range { min: Value::Int(1), max, max_inclusive: true },
+            });
+        }
+        self.config.window_calls = self.count_window.unwrap_or(0);
         self.config.flags = (self.config.flags & COUNT_SUCCESSES) | self.config.derived_flags();
+        self.config.window_recip = reciprocal(self.config.window_bucket_ns);
         self.config.validate()?;
         Ok(self.config)
     }
@@ -598,9 +775,10 @@ mod tests {
                 "open_timeout_jitter = -0.1, expected at least 0 and below 1",
             ),
             (err(b().open_timeout_jitter(1.0)), "open_timeout_jitter = 1, expected at least 0 and below 1"),
-            (err(b().half_open_max(0)), "half_open_max = 0, expected 1 to 63"),
-            (err(b().half_open_max(64)), "half_open_max = 64, expected 1 to 63"),
-            (err(b().half_open_successes(0)), "half_open_successes = 0, expected 1 to 63"),
+            (err(b().half_open_max(0)), "half_open_max = 0, expected 1 to 10"),
+            (err(b().half_open_max(11)), "half_open_max = 11, expected 1 to 10"),
+            (err(b().half_open_successes(0)), "half_open_successes = 0, expected 1 to 10"),
+            (err(b().max_hold(Duration::ZERO)), "max_hold = 0ns, expected 1µs to 604800s"),
             (
                 err(b().half_open_max(2).half_open_successes(3)),
                 "half_open_successes = 3, expected at most half_open_max (2)",
@@ -628,10 +806,54 @@ mod tests {
             ),
             (err(b().failure_rate(0.5).min_calls(0)), "min_calls = 0, expected 1 to 1000000"),
             (err(b().slow_call(Duration::from_nanos(10))), "slow_call = 10ns, expected 1µs to 604800s"),
+            (err(b().count_window(0)), "count_window = 0, expected 1 to 1000"),
+            (err(b().failure_rate(0.5).count_window(1001)), "count_window = 1001, expected 1 to 1000"),
+            (
+                err(b().failure_rate(0.5).count_window(50).min_calls(51)),
+                "min_calls = 51, expected at most count_window (50)",
+            ),
         ];
         for (e, want) in cases {
             assert_eq!(e.to_string(), format!("invalid breaker config: {want}"));
         }
+    }
+
+    #[test]
+    fn the_config_says_which_window_it_keeps() {
+        let time = BreakerConfig::builder().failure_rate(0.5).window(4, Duration::from_millis(250)).build();
+        assert_eq!(
+            time.unwrap().rolling_window(),
+            RollingWindow::Time { buckets: 4, width: Duration::from_millis(250) }
+        );
+        let count = BreakerConfig::builder().failure_rate(0.5).count_window(100).build().unwrap();
+        assert_eq!(count.rolling_window(), RollingWindow::Count { calls: 100 });
+        assert!(count.counted() && !count.needs_time());
+        // The last call wins; without a rate, min_calls above the window is fine.
+        let back =
+            BreakerConfig::builder().count_window(5).window(3, Duration::from_secs(2)).build().unwrap();
+        assert_eq!(back.rolling_window(), RollingWindow::Time { buckets: 3, width: Duration::from_secs(2) });
+        let unused = BreakerConfig::builder().count_window(5).build().unwrap();
+        assert!(!unused.windowed() && !unused.counted());
+    }
+
+    #[test]
+    fn epochs_are_a_multiply_within_one_of_a_division_over_the_whole_clock() {
+        for width in [1_000_000u64, 1_000_003, 1_000_000_000, 3_600_000_000_000] {
+            let c = BreakerConfig::builder().window(1, Duration::from_nanos(width)).build().unwrap();
+            let mut previous = 0;
+            for now in
+                [0, 1, width - 1, width, width + 1, 1 << 40, (1 << 63) + 12_345, u64::MAX - width, u64::MAX]
+            {
+                let e = c.epoch(now);
+                assert!(e <= now / width && now / width - e <= 1, "width {width}, now {now}: {e}");
+                assert!(e >= previous && e < 1 << 45);
+                previous = e;
+            }
+        }
+        // A corrupted reciprocal is named.
+        let mut c = BreakerConfig::default();
+        c.window_recip += 1;
+        assert_eq!(c.validate().unwrap_err().field(), "window_recip");
     }
 
     #[test]
@@ -643,6 +865,28 @@ mod tests {
             .slow_rate(0.8)
             .build();
         assert!(c.is_ok());
+    }
+
+    #[test]
+    fn an_explicit_open_timeout_max_survives_every_order_of_calls() {
+        let (t, max) = (Duration::from_secs(5), Duration::from_secs(30));
+        let orders: [fn(BreakerConfigBuilder, Duration, Duration) -> BreakerConfigBuilder; 2] = [
+            |b, t, max| b.open_timeout(t).open_timeout_max(max),
+            |b, t, max| b.open_timeout_max(max).open_timeout(t),
+        ];
+        for order in orders {
+            let c = order(BreakerConfig::builder(), t, max).build().unwrap();
+            assert_eq!((c.open_timeout(), c.open_timeout_max()), (t, max));
+            // The maximum set equal to the default cool-down, then a shorter cool-down.
+            let c = order(BreakerConfig::builder(), t, Duration::from_secs(30)).build().unwrap();
+            assert_eq!(c.open_timeout_max(), Duration::from_secs(30));
+            // Set twice: the last explicit value of each field wins.
+            let c = order(order(BreakerConfig::builder(), max, max), t, t).build().unwrap();
+            assert_eq!((c.open_timeout(), c.open_timeout_max()), (t, t));
+        }
+        // An explicit maximum below a later cool-down is an error, not silently raised.
+        let e = err(BreakerConfig::builder().open_timeout_max(t).open_timeout(max));
+        assert_eq!(e.field(), "open_timeout_max");
     }
 
     #[test]

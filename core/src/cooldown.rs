@@ -1,16 +1,20 @@
 //! How long an Open breaker waits before it lets a probe through.
 //!
 //! The cool-down is `open_timeout × growth^reopens`, capped at
-//! `open_timeout_max`, minus a jitter of up to `jitter × cool-down`. It is a
-//! pure function of the config and of values every reader sees (the
-//! generation, the re-open count and the time the state was entered), so all
-//! threads and processes sharing a breaker agree on it without storing it.
+//! `open_timeout_max`, minus a jitter of up to `jitter × cool-down`. The
+//! thread whose transition enters Open or Half-Open computes it once and
+//! stamps the deadline it gives (see `deadline`), so every thread and
+//! process sharing a breaker waits for the same moment; the jitter is a
+//! hash of the config's seed, the generation and that thread's clock
+//! reading, so breakers tripped by one outage spread their probes.
 
 use crate::config::BreakerConfig;
 
 #[inline]
 /// The cool-down in nanoseconds for a state entered at `entered_at` in
 /// generation `generation` after `reopens` re-opens from Half-Open.
+/// Reopens saturate at 1023 in the state word: with a growth factor so
+/// small that the cap is not reached by then, the cool-down stops growing there.
 pub(crate) fn cooldown_ns(cfg: &BreakerConfig, reopens: u32, generation: u32, entered_at: u64) -> u64 {
     let base = grown(cfg, reopens);
     if cfg.open_timeout_jitter <= 0.0 {

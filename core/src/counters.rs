@@ -32,8 +32,9 @@ pub(crate) enum Event {
     Rejected = 3,
     Slow = 4,
     Transition = 5,
+    HoldCapped = 6,
 }
-const EVENTS: usize = 6;
+const EVENTS: usize = 7;
 
 #[repr(C)]
 #[derive(Debug)]
@@ -128,6 +129,9 @@ pub struct Snapshot {
     pub slow: u64,
     /// State transitions, manual ones included.
     pub transitions: u64,
+    /// Holds a server asked for that were longer than the config's
+    /// [`max_hold`](crate::BreakerConfig::max_hold), and were cut to it.
+    pub capped_holds: u64,
 }
 
 impl Snapshot {
@@ -146,6 +150,7 @@ impl Snapshot {
             rejected: c.total(Event::Rejected),
             slow: c.total(Event::Slow),
             transitions: c.total(Event::Transition),
+            capped_holds: c.total(Event::HoldCapped),
         }
     }
 }

@@ -27,7 +27,9 @@ pub struct StateChange<'a> {
     pub generation: u32,
     /// For a breaker held open by
     /// [`NamedBreaker::open_for`](crate::NamedBreaker::open_for) (a 429's
-    /// `Retry-After`): how long the hold lasts. `None` for every other change.
+    /// `Retry-After`): how long the hold lasts, as capped by the config's
+    /// `max_hold`. The change itself reads like any other: `to` is
+    /// [`State::Open`]. `None` for every other change.
     pub hold: Option<core::time::Duration>,
 }
 

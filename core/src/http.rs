@@ -10,6 +10,11 @@
 //!
 //! A timeout or a connection error is a failure; a call the caller
 //! cancelled is ignored (the pipeline and the tower services do both).
+//!
+//! No header value panics: every number is parsed as a `u64` or refused,
+//! and every sum is a saturating one on durations. A server may still ask
+//! for any wait up to `u64::MAX` seconds; the breaker caps what it honours
+//! (see `BreakerConfigBuilder::max_hold`).
 
 use core::time::Duration;
 use std::time::SystemTime;
@@ -98,12 +103,17 @@ fn parse_retry_after(v: &str) -> Option<Duration> {
 const UNIX_TIME_FROM: u64 = 1_000_000_000;
 
 /// A reset header's seconds: a delay, or a Unix time when that large.
+///
+/// Computed as durations since the epoch, never as a `SystemTime` (which
+/// cannot hold every `u64` of seconds: adding one would panic): a time far
+/// beyond what the host can represent is a very long wait, which the
+/// breaker's `max_hold` then caps.
 fn reset_in(secs: u64, now: SystemTime) -> Duration {
     if secs < UNIX_TIME_FROM {
         return Duration::from_secs(secs);
     }
-    let at = SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
-    at.duration_since(now).unwrap_or(Duration::ZERO)
+    let since_epoch = now.duration_since(SystemTime::UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    Duration::from_secs(secs).saturating_sub(since_epoch)
 }
 
 #[cfg(test)]
@@ -144,6 +154,50 @@ mod tests {
         // Retry-After wins over a reset header.
         let both = headers(&[("retry-after", "5"), ("x-ratelimit-reset", "50")]);
         assert_eq!(retry_after(&both), Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn absurd_header_values_never_panic() {
+        let absurd = [
+            "9223372036854775808",  // 2^63
+            "18446744073709551615", // u64::MAX
+            "18446744073709551616", // u64::MAX + 1
+            "99999999999",
+            "-1",
+            "-9223372036854775808",
+            "1e400",
+            "0x10",
+            " ",
+            "",
+            "Fri, 31 Dec 9999 23:59:59 GMT",
+            "Sat, 01 Jan 0000 00:00:00 GMT",
+            "Thu, 01 Jan 1970 00:00:00 GMT",
+        ];
+        for status in [429, 418, 503, 200] {
+            let status = StatusCode::from_u16(status).unwrap();
+            for name in ["retry-after", "ratelimit-reset", "x-ratelimit-reset"] {
+                for v in absurd {
+                    let _ = assess(status, &headers(&[(name, v)]));
+                }
+                // Bytes that are no string at all.
+                let mut h = HeaderMap::new();
+                h.insert(
+                    HeaderName::from_static(name),
+                    http::HeaderValue::from_bytes(b"\xff\xfe 12").unwrap(),
+                );
+                assert_eq!(retry_after(&h), None);
+            }
+        }
+        let secs = |v: &str, name: &'static str| retry_after(&headers(&[(name, v)]));
+        assert_eq!(secs("99999999999", "retry-after"), Some(Duration::from_secs(99_999_999_999)));
+        assert_eq!(secs("18446744073709551615", "retry-after"), Some(Duration::from_secs(u64::MAX)));
+        assert_eq!(secs("18446744073709551616", "retry-after"), None, "beyond u64: unreadable");
+        assert_eq!(secs("-1", "ratelimit-reset"), None);
+        // Unix times far beyond what `SystemTime` holds: a very long wait, not a panic.
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(reset_in(1 << 63, now), Duration::from_secs((1 << 63) - 1_700_000_000));
+        assert_eq!(reset_in(u64::MAX, now), Duration::from_secs(u64::MAX - 1_700_000_000));
+        assert!(secs("9223372036854775808", "x-ratelimit-reset").unwrap() > Duration::from_secs(1 << 62));
     }
 
     #[test]

@@ -11,7 +11,11 @@
 //!   `retry_after`; a change of state is a [`Transition`], reported to
 //!   exactly one caller.
 //! - Trip conditions, any that is configured: consecutive failures, failure
-//!   rate or slow-call rate over a rolling window of time buckets.
+//!   rate or slow-call rate over a rolling window, of time buckets or of
+//!   the last N calls ([`RollingWindow`]).
+//! - Holds: [`Breaker::open_for`] keeps the breaker Open for the time a
+//!   server's backpressure asks (capped by the config's `max_hold`), and
+//!   every refusal meanwhile says when it ends; [`Breaker::hold_left`].
 //! - Manual modes: [`Breaker::force_open`], [`Breaker::disable`],
 //!   [`Breaker::reset`]. Counters: [`Breaker::snapshot`] → [`Snapshot`].
 //!
@@ -50,8 +54,7 @@
 //! # The std and async layer
 //! - [`NamedBreaker`] (feature `std`): a breaker with a name, a clock and
 //!   [`on_state_change`](NamedBreaker::on_state_change) listeners
-//!   ([`StateChange`]), held open for a given time by
-//!   [`open_for`](NamedBreaker::open_for); [`NamedPermit`],
+//!   ([`StateChange`], which carries a hold's length); [`NamedPermit`],
 //!   [`OwnedNamedPermit`]; [`Assessment`] for what a classifier decides.
 //! - [`Pipeline`] and [`PipelineBuilder`]: fallback → retry → breaker →
 //!   bulkhead → timeout → call, sync and async (feature `async`), with
@@ -116,6 +119,7 @@ mod clock;
 mod config;
 mod cooldown;
 mod counters;
+mod deadline;
 mod permit;
 mod retry;
 #[cfg(feature = "std")]
@@ -166,8 +170,9 @@ pub use clock::{Clock, FixedClock, ManualClock, duration_ns};
 #[cfg(feature = "std")]
 pub use clock::{CoarseClock, MonotonicClock};
 pub use config::{
-    BreakerConfig, BreakerConfigBuilder, ConfigError, MAX_BUCKET_WIDTH, MAX_FAILURE_THRESHOLD, MAX_GROWTH,
-    MAX_HALF_OPEN, MAX_MIN_CALLS, MAX_OPEN_TIMEOUT, MIN_BUCKET_WIDTH, MIN_OPEN_TIMEOUT,
+    BreakerConfig, BreakerConfigBuilder, ConfigError, DEFAULT_MAX_HOLD, MAX_BUCKET_WIDTH,
+    MAX_FAILURE_THRESHOLD, MAX_GROWTH, MAX_HALF_OPEN, MAX_MIN_CALLS, MAX_OPEN_TIMEOUT, MIN_BUCKET_WIDTH,
+    MIN_OPEN_TIMEOUT, RollingWindow,
 };
 pub use counters::Snapshot;
 pub use permit::{CallError, Permit};
@@ -184,7 +189,7 @@ pub use retry_loop::RetryLoop;
 pub use shared::{SharedError, SharedRegion};
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
-pub use window::MAX_BUCKETS;
+pub use window::{MAX_BUCKETS, MAX_COUNT_WINDOW};
 
 #[cfg(feature = "std")]
 pub use assessment::Assessment;

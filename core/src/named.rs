@@ -1,35 +1,15 @@
 //! A breaker with a name, a clock and listeners (feature `std`): the handle
 //! services keep in a registry, pass to the pipeline and the tower layers.
 //!
-//! It adds two things to the core [`Breaker`]: it fires listeners from the
-//! [`Transition`]s the core reports, and it can hold the breaker open for a
-//! given time ([`open_for`](NamedBreaker::open_for)), which a 429 with
-//! `Retry-After` needs.
-//!
-//! # Holds
-//! A hold is the core breaker forced open plus a deadline kept here. The
-//! success path never looks at it: only a call the core refuses as
-//! Forced-Open reads the deadline, and the first such call after the
-//! deadline resets the breaker to Closed. Starting, ending and clearing a
-//! hold (and the manual modes) take a small mutex, so a hold never ends an
-//! operator's `force_open`, nor the reset of one hold another.
-//!
-//! # Orderings
-//! The deadline is stored `Relaxed` before the core's `Release` CAS that
-//! enters Forced-Open; a caller that sees Forced-Open did so with an
-//! `Acquire` load of the core's word, which pairs with that CAS, so its
-//! `Relaxed` load of the deadline sees it. Ending a hold resets the core
-//! first and clears the deadline after with a `Release` store; a caller
-//! that saw Forced-Open and then reads the cleared deadline (`Acquire`,
-//! pairing with it) therefore sees the reset too, and tries again instead of
-//! taking the hold's end for an operator's `force_open`.
-
+//! It adds listeners to the core [`Breaker`]: they fire from the
+//! [`Transition`]s the core reports, once each. Everything else, holds
+//! ([`open_for`](NamedBreaker::open_for), which a 429 with `Retry-After`
+//! needs) included, is the core's, reading the breaker's clock.
 use core::fmt;
-use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 use std::boxed::Box;
 use std::string::String;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use crate::breaker::Breaker;
 use crate::clock::{Clock, MonotonicClock};
@@ -62,12 +42,13 @@ use crate::ticket::{Outcome, Rejected, Ticket, Transition};
 /// breaker.record(ticket, Outcome::Failure);
 /// assert_eq!(*seen.lock().unwrap(), [(State::Closed, State::Open)]);
 ///
-/// // A 429 said "come back in 2 s": refused until then, whatever the config.
+/// // A 429 said "come back in 2 s": refused until then, whatever the config;
+/// // then one probe goes first.
 /// breaker.reset();
 /// breaker.open_for(Duration::from_secs(2));
 /// assert_eq!(breaker.try_acquire().unwrap_err().retry_after, Some(Duration::from_secs(2)));
 /// breaker.clock().advance(Duration::from_secs(2));
-/// assert!(breaker.try_acquire().is_ok());
+/// assert!(breaker.try_acquire()?.is_probe());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct NamedBreaker<C: Clock = MonotonicClock> {
@@ -75,10 +56,6 @@ pub struct NamedBreaker<C: Clock = MonotonicClock> {
     name: Box<str>,
     clock: C,
     listeners: Listeners,
-    /// The end of the current hold on `clock` (ns), 0 when there is none.
-    hold_until: AtomicU64,
-    /// Serialises starting and ending holds and the manual modes.
-    manual: Mutex<()>,
 }
 
 impl<C: Clock> fmt::Debug for NamedBreaker<C> {
@@ -106,8 +83,6 @@ impl<C: Clock> NamedBreaker<C> {
             name: name.into().into_boxed_str(),
             clock,
             listeners: Listeners::default(),
-            hold_until: AtomicU64::new(0),
-            manual: Mutex::new(()),
         }
     }
 
@@ -129,11 +104,7 @@ impl<C: Clock> NamedBreaker<C> {
     /// The current state; a breaker held open by
     /// [`open_for`](Self::open_for) reads [`State::Open`].
     pub fn state(&self) -> State {
-        match self.breaker.state() {
-            // Relaxed: a report.
-            State::ForcedOpen if self.hold_until.load(Ordering::Relaxed) != 0 => State::Open,
-            s => s,
-        }
+        self.breaker.state()
     }
 
     /// The counters at this moment.
@@ -155,64 +126,6 @@ impl<C: Clock> NamedBreaker<C> {
     /// Open → Half-Open transition if this call is the probe that causes it.
     #[inline]
     pub fn try_acquire(&self) -> Result<Ticket, Rejected> {
-        match self.breaker.try_acquire(&self.clock) {
-            Ok(ticket) => {
-                if let Some(t) = ticket.transition() {
-                    self.fire(t, None);
-                }
-                Ok(ticket)
-            }
-            Err(r) if r.state == State::ForcedOpen => self.held(r),
-            Err(r) => Err(r),
-        }
-    }
-
-    /// A Forced-Open refusal: a live hold refuses with the time it has
-    /// left; an expired one is ended and the call tried again (the core has
-    /// already counted that first try as rejected).
-    #[cold]
-    fn held(&self, rejected: Rejected) -> Result<Ticket, Rejected> {
-        // Acquire pairs with the Release store that ends a hold (see the
-        // module's Orderings).
-        let until = self.hold_until.load(Ordering::Acquire);
-        if until == 0 {
-            // Forced open by an operator, or a hold another caller just ended?
-            return if self.breaker.state() == State::ForcedOpen {
-                Err(rejected)
-            } else {
-                self.acquire_again()
-            };
-        }
-        let now = self.clock.now();
-        // Is the hold still on?
-        if now < until {
-            return Err(Rejected {
-                state: State::Open,
-                retry_after: Some(Duration::from_nanos(until - now)),
-            });
-        }
-        let ended = {
-            let _manual = self.manual.lock().unwrap_or_else(PoisonError::into_inner);
-            // Relaxed: the mutex orders every write of the deadline.
-            let current = self.hold_until.load(Ordering::Relaxed);
-            // Still a hold, still expired, not already ended by another caller?
-            if current != 0 && now >= current && self.breaker.state() == State::ForcedOpen {
-                let t = self.breaker.reset();
-                // Release: see the module's Orderings.
-                self.hold_until.store(0, Ordering::Release);
-                Some(t)
-            } else {
-                None
-            }
-        };
-        if let Some(t) = ended {
-            self.fire(t, None);
-        }
-        self.acquire_again()
-    }
-
-    /// The core's admission once more, after a hold ended.
-    fn acquire_again(&self) -> Result<Ticket, Rejected> {
         let ticket = self.breaker.try_acquire(&self.clock)?;
         if let Some(t) = ticket.transition() {
             self.fire(t, None);
@@ -261,38 +174,19 @@ impl<C: Clock> NamedBreaker<C> {
     }
 
     /// Holds the breaker open for `d` from now, whatever its config says
-    /// (a 429 or 418 whose `Retry-After` names the time to come back):
-    /// calls are refused with `retry_after` equal to the time left, and the
-    /// first call after it closes the breaker with fresh counts. A longer
-    /// hold already in place is kept. Returns the transition it caused, if
-    /// any; does nothing to a breaker an operator forced open or disabled.
+    /// (a 429 or 418 whose `Retry-After` names the time to come back), up
+    /// to the config's `max_hold`: see [`Breaker::open_for`]. Listeners
+    /// hear the transition with the hold's length (as capped).
     pub fn open_for(&self, d: Duration) -> Option<Transition> {
-        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        let until = self.clock.now().saturating_add(ns).max(1);
-        let t = {
-            let _manual = self.manual.lock().unwrap_or_else(PoisonError::into_inner);
-            // Relaxed: the mutex orders writers; readers, see the module's Orderings.
-            let current = self.hold_until.load(Ordering::Relaxed);
-            let state = self.breaker.state();
-            let forced = state == State::ForcedOpen;
-            // Forced open or disabled by an operator? Their decision stands.
-            if (forced && current == 0) || state == State::Disabled {
-                return None;
-            }
-            self.hold_until.store(current.max(until), Ordering::Relaxed);
-            (!forced).then(|| self.breaker.force_open())
-        };
-        if let Some(t) = t {
-            self.fire(t, Some(d));
-        }
-        t
+        let t = self.breaker.open_for(d, &self.clock)?;
+        self.fire(t, Some(d.min(self.breaker.config().max_hold())));
+        Some(t)
     }
 
-    /// The time left on the current hold, if there is one.
+    /// The time left on the current hold, if there is one (see
+    /// [`Breaker::hold_left`]).
     pub fn hold_left(&self) -> Option<Duration> {
-        // Relaxed: a report.
-        let until = self.hold_until.load(Ordering::Relaxed);
-        (until != 0).then(|| Duration::from_nanos(until.saturating_sub(self.clock.now())))
+        self.breaker.hold_left(&self.clock)
     }
 
     /// Rejects every call until [`reset`](Self::reset); ends any hold.
@@ -312,13 +206,7 @@ impl<C: Clock> NamedBreaker<C> {
     }
 
     fn manual(&self, set: fn(&Breaker) -> Transition) -> Transition {
-        let t = {
-            let _manual = self.manual.lock().unwrap_or_else(PoisonError::into_inner);
-            let t = set(&self.breaker);
-            // Release: see the module's Orderings.
-            self.hold_until.store(0, Ordering::Release);
-            t
-        };
+        let t = set(&self.breaker);
         self.fire(t, None);
         t
     }

@@ -139,6 +139,7 @@ impl Breaker {
     /// Runs `f` if the breaker admits it, and records what `classify` makes
     /// of its result: e.g. a 4xx the caller caused is [`Outcome::Ignored`],
     /// a 503 a [`Outcome::Failure`] even when it arrives as `Ok(response)`.
+    /// A panic in `f` or in `classify` counts as ignored.
     #[inline]
     pub fn call_with<C, T, E>(
         &self,
@@ -150,14 +151,16 @@ impl Breaker {
         C: Clock,
     {
         let ticket = self.try_acquire(clock).map_err(CallError::Rejected)?;
-        // The permit is only for unwinding (a panic in `f` records Ignored);
-        // the normal path records with the ticket it still holds in
-        // registers, not by reloading the permit from memory after the
-        // call, which stalls on store forwarding.
+        // The permit is only for unwinding: a panic in `f` or in `classify`
+        // records Ignored, so it lives until both have returned. The normal
+        // path records with the ticket it still holds in registers, not by
+        // reloading the permit from memory after the call, which stalls on
+        // store forwarding.
         let permit = Permit { breaker: self, clock, ticket };
         let result = f();
+        let outcome = classify(&result);
         core::mem::forget(permit);
-        self.record(ticket, classify(&result), clock);
+        self.record(ticket, outcome, clock);
         result.map_err(CallError::Inner)
     }
 }

@@ -35,10 +35,17 @@
 //! # Validation
 //! Attaching never trusts the bytes it finds: the alignment, the length, the
 //! magic, the version, the recorded size, both copies of the config (which
-//! must validate and agree) and the state word (a known state, the reserved
-//! bit clear) are checked, and any mismatch is a [`SharedError`], never
-//! undefined behaviour: every bit pattern is a valid `Breaker` value, so the
-//! checks are about meaning.
+//! must validate and agree), the state word (a known state, zero in every
+//! bit that state does not use), the deadline slots (stamped for the
+//! current generation, or the one before or after it) and the rolling
+//! window's words (each field in range) are checked, and any mismatch is a
+//! [`SharedError`], never undefined behaviour: every bit pattern is a valid
+//! `Breaker` value, so the checks are about meaning.
+//!
+//! The times in the deadline slots cannot be checked without a clock, and
+//! need not be: a deadline further ahead than any wait the config allows
+//! counts as passed (see the breaker's deadline rules), so a garbage time
+//! never holds the breaker shut, and the next transition replaces it.
 //!
 //! # Time
 //! Every process must stamp the breaker with the same clock:
@@ -58,7 +65,7 @@ use core::fmt;
 use core::mem::{align_of, offset_of, size_of};
 use core::ptr::{addr_of, addr_of_mut};
 
-use crate::breaker::Breaker;
+use crate::breaker::{Breaker, Inconsistent};
 use crate::config::{BreakerConfig, ConfigError};
 use crate::sync::{AtomicU64, Ordering};
 
@@ -174,6 +181,10 @@ pub enum SharedError {
     BadConfig(Option<ConfigError>),
     /// The state word does not decode.
     BadState,
+    /// The deadline slots were not stamped for the state word's generation.
+    BadDeadlines,
+    /// The rolling window's words do not decode.
+    BadWindow,
     /// `open_in` found a breaker made with another config.
     ConfigMismatch,
 }
@@ -219,6 +230,12 @@ impl fmt::Display for SharedError {
                 f.write_str("shared region holds two different copies of its config")
             }
             SharedError::BadState => f.write_str("shared region holds a state word that does not decode"),
+            SharedError::BadDeadlines => {
+                f.write_str("shared region holds deadline slots that do not belong to its state word")
+            }
+            SharedError::BadWindow => {
+                f.write_str("shared region holds rolling-window words that do not decode")
+            }
             SharedError::ConfigMismatch => {
                 f.write_str("shared region holds a breaker made with a different config")
             }
@@ -238,7 +255,7 @@ impl SharedRegion {
     /// The magic number while one process fills the region in.
     pub const INITIALISING: u64 = u64::from_ne_bytes(*b"TRIPWIR~");
     /// The layout version this build reads and writes.
-    pub const VERSION: u32 = 1;
+    pub const VERSION: u32 = 2;
     /// Where the breaker starts, in bytes from the start of the region: a
     /// multiple of the breaker's alignment, with the header before it.
     pub const BREAKER_OFFSET: usize = offset_of!(SharedRegion, breaker);
@@ -383,9 +400,14 @@ impl SharedRegion {
         if *breaker.config() != config {
             return Err(SharedError::BadConfig(None));
         }
-        // Does the state word decode?
-        if !breaker.has_valid_word() {
-            return Err(SharedError::BadState);
+        // Do the state word and the deadline slots decode, and agree?
+        breaker.check_consistent().map_err(|e| match e {
+            Inconsistent::Word => SharedError::BadState,
+            Inconsistent::Deadlines => SharedError::BadDeadlines,
+        })?;
+        // Do the rolling window's words decode?
+        if !breaker.has_valid_window() {
+            return Err(SharedError::BadWindow);
         }
         Ok(breaker)
     }
@@ -559,8 +581,9 @@ mod tests {
         assert_eq!(mem.init(config()).unwrap_err(), SharedError::NotARegion { magic: 7 });
 
         let mut mem = fresh();
-        mem.poke(8, &2u32.to_ne_bytes());
-        assert_eq!(mem.attach().unwrap_err(), SharedError::Version { found: 2 });
+        let other = SharedRegion::VERSION + 1;
+        mem.poke(8, &other.to_ne_bytes());
+        assert_eq!(mem.attach().unwrap_err(), SharedError::Version { found: other });
 
         let mut mem = fresh();
         mem.poke(16, &1u64.to_ne_bytes());
@@ -573,7 +596,7 @@ mod tests {
         let err = mem.attach().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "shared region holds a bad config: invalid breaker config: half_open_max = 0, expected 1 to 63"
+            "shared region holds a bad config: invalid breaker config: half_open_max = 0, expected 1 to 10"
         );
 
         // The breaker's own copy disagreeing with the header's.
@@ -589,6 +612,79 @@ mod tests {
             let mut mem = fresh();
             mem.poke(BREAKER_OFFSET, &bad.to_ne_bytes());
             assert_eq!(mem.attach().unwrap_err(), SharedError::BadState);
+        }
+
+        // The rolling window's generation word with a reserved bit set.
+        let mut mem = fresh();
+        mem.poke(BREAKER_OFFSET + Breaker::WINDOW_OFFSET, &(1u64 << 40).to_ne_bytes());
+        assert_eq!(mem.attach().unwrap_err(), SharedError::BadWindow);
+        assert_eq!(
+            SharedError::BadWindow.to_string(),
+            "shared region holds rolling-window words that do not decode"
+        );
+    }
+
+    #[test]
+    fn attaching_refuses_deadline_slots_that_do_not_fit_the_state() {
+        // The breaker's deadline slots: `open` for generations 0 and 1, then `half_open`.
+        let slot = |array: usize, generation: u32| {
+            BREAKER_OFFSET + Breaker::DEADLINES_OFFSET + 8 * (2 * array + (generation & 1) as usize)
+        };
+        let tripped = || {
+            let mem = Mem::new(0);
+            let b = mem.init(config()).unwrap();
+            for _ in 0..2 {
+                let t = b.try_acquire(&FixedClock(5)).unwrap();
+                b.record(t, Outcome::Failure, &FixedClock(5));
+            }
+            assert_eq!((b.state(), b.generation()), (State::Open, 1));
+            mem
+        };
+        // Garbage in the slot the Open state reads.
+        let mut mem = tripped();
+        mem.poke(slot(0, 1), &u64::MAX.to_ne_bytes());
+        assert_eq!(mem.attach().unwrap_err(), SharedError::BadDeadlines);
+        // In the other slots: tags further behind than any transition leaves them.
+        for (array, generation) in [(0, 0u32), (1, 1), (1, 0)] {
+            let mut mem = tripped();
+            let stale = crate::deadline::Stamp::new(generation.wrapping_sub(2 * 40), None).raw();
+            mem.poke(slot(array, generation), &stale.to_ne_bytes());
+            assert_eq!(mem.attach().unwrap_err(), SharedError::BadDeadlines, "slot {array}/{generation}");
+        }
+        // An Open breaker whose slot holds no deadline at all.
+        let mut mem = tripped();
+        mem.poke(slot(0, 1), &crate::deadline::Stamp::new(1, None).raw().to_ne_bytes());
+        assert_eq!(mem.attach().unwrap_err(), SharedError::BadDeadlines);
+        // A stamp of the right generation with an absurd time is accepted,
+        // and never holds the breaker shut: it lies beyond any cool-down.
+        let mut mem = tripped();
+        mem.poke(slot(0, 1), &crate::deadline::Stamp::new(1, Some(u64::MAX / 3)).raw().to_ne_bytes());
+        let b = mem.attach().unwrap();
+        assert!(b.try_acquire(&FixedClock(6)).unwrap().is_probe());
+    }
+
+    #[test]
+    fn slots_stay_attachable_over_long_runs_of_states_without_deadlines() {
+        let mem = Mem::new(0);
+        let b = mem.init(config()).unwrap();
+        for round in 0..3u64 {
+            // Hundreds of transitions that stamp no deadline: tags are refreshed as they go.
+            for _ in 0..300 {
+                b.disable();
+                b.reset();
+            }
+            assert!(mem.attach().is_ok(), "round {round}");
+            let at = 1_000_000 * (round + 1);
+            for _ in 0..2 {
+                let t = b.try_acquire(&FixedClock(at)).unwrap();
+                b.record(t, Outcome::Failure, &FixedClock(at));
+            }
+            assert_eq!(
+                b.try_acquire(&FixedClock(at)).unwrap_err().retry_after,
+                Some(Duration::from_millis(10))
+            );
+            assert!(mem.attach().is_ok(), "round {round}, open");
+            b.reset();
         }
     }
 

@@ -7,11 +7,33 @@ use crate::state::State;
 
 /// Proof that a call was admitted, to be handed back with its [`Outcome`].
 ///
-/// A ticket carries the generation it was issued in: an outcome recorded
-/// with a ticket from an older generation is counted in the metrics but
-/// never changes the state. Tickets are `Copy` so that C callers and
-/// callers who move work between threads can keep them anywhere; Rust
-/// callers usually prefer the RAII [`Permit`](crate::Permit).
+/// A ticket carries the generation it was issued in, and a probe ticket
+/// the probe slot it holds: an outcome recorded with a ticket from an older
+/// generation is counted in the metrics but never changes the state.
+/// Tickets are `Copy` so that C callers and callers who move work between
+/// threads can keep them anywhere; Rust callers usually prefer the RAII
+/// [`Permit`](crate::Permit), which records exactly once.
+///
+/// # Recording a ticket twice, late, or made up
+/// [`Breaker::record`](crate::Breaker::record) takes any ticket; what a
+/// ticket that was not admitted once and recorded once can do is exactly:
+/// - From an older generation: counted in the metrics, nothing else.
+/// - Half-Open: only a probe ticket naming a slot still in flight changes
+///   the state, and each slot's outcome is taken once. A probe recorded a
+///   second time (with any outcome), a slot never handed out, or a ticket
+///   that is no probe changes nothing but the counters: the bound on probes
+///   in flight and the count of successful probes hold whatever a caller
+///   records. A ticket made up with [`from_raw`](Self::from_raw) that names
+///   a slot of the current generation still in flight does end that probe,
+///   as the real one would.
+/// - Closed: a ticket stands for no particular call. Every outcome recorded
+///   with a ticket of the current generation counts, so a failure recorded
+///   twice counts twice toward `failure_threshold` and the window, and a
+///   success recorded twice is harmless.
+/// - Open, Forced-Open and Disabled: the state does not move (Disabled
+///   counts the outcome, as always).
+/// - The generation is 32 bits: a ticket from exactly 2^32 transitions ago
+///   reads as current (see the state word's bounds); out of reach in practice.
 ///
 /// # Size and alignment
 /// 16 bytes, 8-aligned, `#[repr(C)]`.
@@ -25,15 +47,20 @@ pub struct Ticket {
     /// An enum, not bare flags: its unused values are a niche that lets
     /// `Result<Ticket, _>` travel in two registers on the hot path.
     pub(crate) kind: Kind,
-    reserved: [u8; 3],
+    /// A probe's slot in its Half-Open generation; 0 for other tickets.
+    pub(crate) slot: u8,
+    reserved: [u8; 2],
 }
 
 /// The ticket is a Half-Open probe.
 pub(crate) const PROBE: u32 = 1;
 /// Issuing the ticket moved the breaker from Open to Half-Open.
 pub(crate) const FROM_OPEN: u32 = 2;
-/// Issuing the ticket took over a Half-Open whose probes were lost.
+/// Issuing the ticket started a new Half-Open generation: the probes of
+/// the last one were lost, or all its probe slots were used.
 pub(crate) const TOOK_OVER: u32 = 4;
+/// Where a probe's slot sits in the flags.
+const SLOT_SHIFT: u32 = 8;
 
 /// The combinations of the flags above that a ticket can carry.
 #[repr(u8)]
@@ -63,24 +90,34 @@ impl Kind {
 
 impl Ticket {
     #[inline]
-    pub(crate) const fn new(started_at: u64, generation: u32, kind: Kind) -> Ticket {
-        Ticket { started_at, generation, kind, reserved: [0; 3] }
+    pub(crate) const fn new(started_at: u64, generation: u32, kind: Kind, slot: u8) -> Ticket {
+        Ticket { started_at, generation, kind, slot, reserved: [0; 2] }
     }
 
     /// A ticket from its raw parts, as kept by a caller that cannot hold a
-    /// `Ticket` (a C ABI): the start time, the generation and the flags of
-    /// [`flags`](Self::flags). Unknown flag bits are ignored; a forged or
-    /// damaged ticket is at worst a stale one, whose outcome changes no state.
+    /// `Ticket` (a C ABI): the start time, the generation and the bits of
+    /// [`flags`](Self::flags). Unknown flag bits are ignored. A damaged or
+    /// made-up ticket is not always a harmless one: see the type's docs for
+    /// what recording it can do.
     #[inline]
     pub const fn from_raw(started_at: u64, generation: u32, flags: u32) -> Ticket {
-        Ticket::new(started_at, generation, Kind::from_flags(flags))
+        let kind = Kind::from_flags(flags);
+        let slot = if matches!(kind, Kind::Plain) { 0 } else { (flags >> SLOT_SHIFT) as u8 };
+        Ticket::new(started_at, generation, kind, slot)
     }
 
-    /// The ticket's flags: 1 = probe, 2 = it moved the breaker from Open to
-    /// Half-Open, 4 = it took over lost probes.
+    /// The ticket's flags: bit 0 = probe, bit 1 = it moved the breaker from
+    /// Open to Half-Open, bit 2 = it started a new Half-Open generation;
+    /// bits 8..16 = a probe's slot.
     #[inline]
     pub const fn flags(&self) -> u32 {
-        self.kind as u32
+        self.kind as u32 | (self.slot as u32) << SLOT_SHIFT
+    }
+
+    /// A probe's slot, `None` for other tickets.
+    #[inline]
+    pub(crate) fn probe_slot(&self) -> Option<u32> {
+        self.is_probe().then_some(u32::from(self.slot))
     }
 
     /// When the call started (ns) if the breaker times calls, else 0.
@@ -99,13 +136,14 @@ impl Ticket {
     /// Whether the ticket is a Half-Open probe (its outcome decides the
     /// breaker's next state).
     pub fn is_probe(&self) -> bool {
-        self.flags() & PROBE != 0
+        self.kind as u32 & PROBE != 0
     }
 
     #[inline]
     /// The transition that issuing this ticket caused, if any: Open →
-    /// Half-Open when the cool-down had passed, or Half-Open → Half-Open (a
-    /// new generation) when lost probes were taken over. Exactly one caller
+    /// Half-Open when the cool-down or hold had passed, or Half-Open →
+    /// Half-Open (a new generation) when lost probes were taken over or the
+    /// last generation's probe slots were all used. Exactly one caller
     /// learns of each.
     pub fn transition(&self) -> Option<Transition> {
         let from = if self.flags() & FROM_OPEN != 0 {
@@ -137,8 +175,10 @@ pub enum Outcome {
 pub struct Rejected {
     /// The state that refused the call.
     pub state: State,
-    /// Time left until a probe may be admitted; `None` when the breaker was
-    /// forced open and only an operator's `reset` will close it.
+    /// Time left until a probe may be admitted: until the cool-down or the
+    /// hold ends (Open), or until probes in flight count as lost
+    /// (Half-Open). `None` only when the breaker was forced open, which
+    /// only an operator's `reset` ends.
     pub retry_after: Option<Duration>,
 }
 

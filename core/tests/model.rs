@@ -1,11 +1,16 @@
 //! Model-based test: random sequences of acquire / record (every outcome,
-//! late tickets included) / advance time / manual actions, checked step by
-//! step against a plain sequential model of the rules in DESIGN.md.
+//! late and duplicate tickets included) / advance time / calls stamped
+//! with a clock from the future or the past / holds / manual actions,
+//! checked step by step against a plain sequential model of the rules in
+//! DESIGN.md.
 
 use core::time::Duration;
 
 use proptest::prelude::*;
-use tripwire::{Breaker, BreakerConfig, ManualClock, Outcome, State, Ticket};
+use tripwire::{Breaker, BreakerConfig, Clock, FixedClock, ManualClock, Outcome, State, Ticket};
+
+/// The probe slots of one Half-Open generation.
+const SLOTS: u32 = 10;
 
 /// The rules, written as plainly as possible.
 #[derive(Debug)]
@@ -15,14 +20,19 @@ struct Model {
     half_open_successes: u32,
     open_timeout: u64,
     open_timeout_max: u64,
+    max_hold: u64,
     growth: f64,
     state: State,
+    held: bool,
     generation: u32,
     failures: u32,
-    probes: u32,
+    /// Half-Open: slots in flight (one bit each), slots handed out, successes.
+    in_flight: u32,
+    issued: u32,
     passed: u32,
     reopens: u32,
-    entered: u64,
+    /// Open and Half-Open: when the wait ends (ns; wide enough never to wrap here).
+    deadline: i128,
     counts: Counts,
 }
 
@@ -33,113 +43,203 @@ struct Counts {
     ignored: u64,
     rejected: u64,
     transitions: u64,
+    capped_holds: u64,
 }
 
 type Change = Option<(State, State, u32)>;
 
+/// What the model says a ticket is: its generation and, for a probe, its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Issued {
+    generation: u32,
+    slot: Option<u32>,
+}
+
 impl Model {
-    fn cooldown(&self) -> u64 {
-        let grown = self.open_timeout as f64 * self.growth.powi(self.reopens as i32);
+    fn cooldown(&self, reopens: u32) -> u64 {
+        let grown = self.open_timeout as f64 * self.growth.powi(reopens as i32);
         (grown as u64).min(self.open_timeout_max)
     }
 
-    fn enter(&mut self, to: State, now: u64) -> Change {
+    /// The time left until the deadline, if it lies within the limit of
+    /// its kind (twice the longest wait); anything else has passed.
+    fn left(&self, now: u64) -> Option<u64> {
+        let limit = 2 * if self.held { self.max_hold } else { self.open_timeout_max };
+        let left = self.deadline - i128::from(now);
+        (left > 0 && left <= i128::from(limit)).then_some(left as u64)
+    }
+
+    fn enter(&mut self, to: State) -> Change {
         let from = self.state;
         self.state = to;
+        self.held = false;
         self.generation = self.generation.wrapping_add(1);
         self.failures = 0;
-        self.probes = 0;
+        self.in_flight = 0;
+        self.issued = 0;
         self.passed = 0;
-        if matches!(to, State::Open | State::HalfOpen) {
-            self.entered = now;
-        }
         self.counts.transitions += 1;
         Some((from, to, self.generation))
     }
 
-    /// `Ok((generation, probe, change))` or `Err(retry_after)`.
-    fn acquire(&mut self, now: u64) -> Result<(u32, bool, Change), Option<u64>> {
-        let waited = now.saturating_sub(self.entered);
-        match self.state {
-            State::Closed | State::Disabled => Ok((self.generation, false, None)),
-            State::ForcedOpen => {
-                self.counts.rejected += 1;
-                Err(None)
-            }
-            State::HalfOpen if self.probes < self.half_open_max => {
-                self.probes += 1;
-                Ok((self.generation, true, None))
-            }
-            State::Open | State::HalfOpen if waited >= self.cooldown() => {
-                let change = self.enter(State::HalfOpen, now);
-                self.probes = 1;
-                Ok((self.generation, true, change))
-            }
-            State::Open | State::HalfOpen => {
-                self.counts.rejected += 1;
-                Err(Some(self.cooldown() - waited))
-            }
-        }
+    fn open(&mut self, now: u64, reopens: u32) -> Change {
+        let change = self.enter(State::Open);
+        self.reopens = reopens;
+        self.deadline = i128::from(now) + i128::from(self.cooldown(reopens));
+        change
     }
 
-    fn record(&mut self, generation: u32, outcome: Outcome, now: u64) -> Change {
+    /// A new Half-Open generation with the caller as the probe of slot 0.
+    fn half_open(&mut self, now: u64, passed: u32) -> (u32, Change) {
+        let change = self.enter(State::HalfOpen);
+        self.in_flight = 1;
+        self.issued = 1;
+        self.passed = passed;
+        self.deadline = i128::from(now) + i128::from(self.cooldown(self.reopens));
+        (0, change)
+    }
+
+    /// `Ok((ticket, change))` or `Err(retry_after)`.
+    fn acquire(&mut self, now: u64) -> Result<(Issued, Change), Option<u64>> {
+        let plain = Issued { generation: self.generation, slot: None };
+        match self.state {
+            State::Closed | State::Disabled => return Ok((plain, None)),
+            State::ForcedOpen => {
+                self.counts.rejected += 1;
+                return Err(None);
+            }
+            State::HalfOpen if self.in_flight.count_ones() < self.half_open_max && self.issued < SLOTS => {
+                let slot = self.issued;
+                self.in_flight |= 1 << slot;
+                self.issued += 1;
+                return Ok((Issued { generation: self.generation, slot: Some(slot) }, None));
+            }
+            // Every slot handed out, none in flight: a fresh generation of slots.
+            State::HalfOpen if self.in_flight == 0 => {
+                let (slot, change) = self.half_open(now, self.passed);
+                return Ok((Issued { generation: self.generation, slot: Some(slot) }, change));
+            }
+            State::Open | State::HalfOpen => {}
+        }
+        if let Some(left) = self.left(now) {
+            self.counts.rejected += 1;
+            return Err(Some(left));
+        }
+        // The wait is over: a probe (after an Open), or lost probes taken over.
+        let (slot, change) = self.half_open(now, 0);
+        Ok((Issued { generation: self.generation, slot: Some(slot) }, change))
+    }
+
+    fn record(&mut self, t: Issued, outcome: Outcome, now: u64) -> Change {
         match outcome {
             Outcome::Success => self.counts.successes += 1,
             Outcome::Failure => self.counts.failures += 1,
             Outcome::Ignored => self.counts.ignored += 1,
         }
-        if generation != self.generation {
+        if t.generation != self.generation {
             return None;
         }
+        // Half-Open heeds only a probe whose slot is still in flight.
+        let awaited = t.slot.is_some_and(|s| self.in_flight & (1 << s) != 0);
         match (self.state, outcome) {
             (State::Closed, Outcome::Success) => self.failures = 0,
             (State::Closed, Outcome::Failure) => {
                 self.failures += 1;
                 if self.failures >= self.threshold {
-                    self.reopens = 0;
-                    return self.enter(State::Open, now);
+                    return self.open(now, 0);
                 }
             }
-            (State::HalfOpen, Outcome::Success) => {
-                self.probes -= 1;
+            (State::HalfOpen, Outcome::Success) if awaited => {
+                self.in_flight &= !(1 << t.slot.unwrap());
                 self.passed += 1;
                 if self.passed >= self.half_open_successes {
                     self.reopens = 0;
-                    return self.enter(State::Closed, now);
+                    return self.enter(State::Closed);
                 }
             }
-            (State::HalfOpen, Outcome::Failure) => {
-                self.reopens += 1;
-                return self.enter(State::Open, now);
-            }
-            (State::HalfOpen, Outcome::Ignored) => self.probes -= 1,
+            (State::HalfOpen, Outcome::Failure) if awaited => return self.open(now, self.reopens + 1),
+            (State::HalfOpen, Outcome::Ignored) if awaited => self.in_flight &= !(1 << t.slot.unwrap()),
             _ => {}
         }
         None
     }
 
-    fn manual(&mut self, to: State, now: u64) -> Change {
+    fn hold(&mut self, asked: u64, now: u64) -> Change {
+        if asked == 0 {
+            return None;
+        }
+        let len = asked.min(self.max_hold);
+        if len < asked {
+            self.counts.capped_holds += 1;
+        }
+        match self.state {
+            State::ForcedOpen | State::Disabled => return None,
+            // A wait at least as long already?
+            State::Open if self.left(now).is_some_and(|l| l >= len) => return None,
+            _ => {}
+        }
+        let reopens = if self.state == State::Closed { 0 } else { self.reopens };
+        let change = self.enter(State::Open);
+        self.held = true;
+        self.reopens = reopens;
+        self.deadline = i128::from(now) + i128::from(len);
+        change
+    }
+
+    fn hold_left(&self, now: u64) -> Option<u64> {
+        if self.state == State::Open && self.held { self.left(now) } else { None }
+    }
+
+    fn manual(&mut self, to: State) -> Change {
         self.reopens = 0;
-        self.enter(to, now)
+        self.enter(to)
     }
 }
 
 #[derive(Debug, Clone)]
 enum Op {
-    Acquire,
-    Record { pick: usize, outcome: Outcome },
+    /// Acquire, stamping with the clock moved by this much (a caller whose
+    /// clock runs ahead or behind).
+    Acquire(i64),
+    /// Records a ticket not recorded yet.
+    Record {
+        pick: usize,
+        outcome: Outcome,
+        skew: i64,
+    },
+    /// Records a ticket once more (a caller's mistake).
+    Again {
+        pick: usize,
+        outcome: Outcome,
+    },
+    /// Calls whose outcome says nothing (cancelled, a 4xx), one after the
+    /// other: in Half-Open they use up the probe slots of a generation.
+    Churn(u32),
     Advance(u64),
+    Hold(u64),
     ForceOpen,
     Disable,
     Reset,
 }
 
-fn op() -> impl Strategy<Value = Op> {
-    let outcome = prop_oneof![Just(Outcome::Success), Just(Outcome::Failure), Just(Outcome::Ignored)];
+/// Clock offsets: mostly none, sometimes a little, sometimes far (a day).
+fn skew() -> impl Strategy<Value = i64> {
     prop_oneof![
-        6 => Just(Op::Acquire),
-        6 => (any::<usize>(), outcome).prop_map(|(pick, outcome)| Op::Record { pick, outcome }),
+        8 => Just(0i64),
+        1 => -3_000i64..3_000,
+        1 => prop_oneof![Just(86_400_000_000_000i64), Just(-500_000i64), Just(-86_400_000_000_000i64)],
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let outcome = || prop_oneof![Just(Outcome::Success), Just(Outcome::Failure), Just(Outcome::Ignored)];
+    prop_oneof![
+        6 => skew().prop_map(Op::Acquire),
+        6 => (any::<usize>(), outcome(), skew()).prop_map(|(pick, outcome, skew)| Op::Record { pick, outcome, skew }),
+        2 => (any::<usize>(), outcome()).prop_map(|(pick, outcome)| Op::Again { pick, outcome }),
+        1 => (1u32..14).prop_map(Op::Churn),
         3 => (0u64..25_000).prop_map(Op::Advance),
+        1 => prop_oneof![3 => 0u64..60_000, 1 => Just(u64::MAX)].prop_map(Op::Hold),
         1 => Just(Op::ForceOpen),
         1 => Just(Op::Disable),
         1 => Just(Op::Reset),
@@ -154,22 +254,36 @@ struct Params {
     open_timeout: u64,
     cap_factor: u64,
     growth: u32,
+    max_hold: u64,
 }
 
 fn params() -> impl Strategy<Value = Params> {
-    (1u32..5, 1u32..4, 1u32..4, 1_000u64..10_000, prop_oneof![Just(1u64), Just(4), Just(16)], 1u32..4)
-        .prop_map(|(threshold, max, succ, open_timeout, cap_factor, growth)| Params {
+    (
+        1u32..5,
+        1u32..4,
+        1u32..4,
+        1_000u64..10_000,
+        prop_oneof![Just(1u64), Just(4), Just(16)],
+        1u32..4,
+        prop_oneof![Just(1_000u64), Just(20_000), Just(1_000_000)],
+    )
+        .prop_map(|(threshold, max, succ, open_timeout, cap_factor, growth, max_hold)| Params {
             threshold,
             half_open_max: max,
             half_open_successes: succ.min(max),
             open_timeout,
             cap_factor,
             growth,
+            max_hold,
         })
 }
 
 fn change(t: Option<tripwire::Transition>) -> Change {
     t.map(|t| (t.from, t.to, t.generation))
+}
+
+fn skewed(now: u64, skew: i64) -> u64 {
+    now.saturating_add_signed(skew)
 }
 
 fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
@@ -180,6 +294,7 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
         .open_timeout(Duration::from_nanos(p.open_timeout))
         .open_timeout_max(Duration::from_nanos(p.open_timeout * p.cap_factor))
         .open_timeout_growth(f64::from(p.growth))
+        .max_hold(Duration::from_nanos(p.max_hold))
         .build()
         .expect("generated configs are valid");
     let breaker = Breaker::new(config);
@@ -189,33 +304,39 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
         half_open_successes: p.half_open_successes,
         open_timeout: p.open_timeout,
         open_timeout_max: p.open_timeout * p.cap_factor,
+        max_hold: p.max_hold,
         growth: f64::from(p.growth),
         state: State::Closed,
+        held: false,
         generation: 0,
         failures: 0,
-        probes: 0,
+        in_flight: 0,
+        issued: 0,
         passed: 0,
         reopens: 0,
-        entered: 0,
+        deadline: 0,
         counts: Counts::default(),
     };
-    let clock = ManualClock::new(1_000_000);
-    let mut tickets: Vec<Ticket> = Vec::new();
+    let clock = ManualClock::new(1_000_000_000_000_000);
+    // Tickets not recorded yet, and tickets recorded once at least.
+    let mut live: Vec<(Ticket, Issued)> = Vec::new();
+    let mut recorded: Vec<(Ticket, Issued)> = Vec::new();
     for (step, op) in ops.into_iter().enumerate() {
-        let now = clock_now(&clock);
+        let now = clock.now();
         match op {
-            Op::Acquire => {
-                let got = breaker.try_acquire(&clock);
-                let want = model.acquire(now);
+            Op::Acquire(skew) => {
+                let at = skewed(now, skew);
+                let got = breaker.try_acquire(&FixedClock(at));
+                let want = model.acquire(at);
                 match (got, want) {
-                    (Ok(t), Ok((generation, probe, ch))) => {
+                    (Ok(t), Ok((issued, ch))) => {
                         prop_assert_eq!(
                             (t.generation(), t.is_probe(), change(t.transition())),
-                            (generation, probe, ch),
+                            (issued.generation, issued.slot.is_some(), ch),
                             "step {}",
                             step
                         );
-                        tickets.push(t);
+                        live.push((t, issued));
                     }
                     (Err(r), Err(retry)) => {
                         prop_assert_eq!(r.retry_after, retry.map(Duration::from_nanos), "step {}", step);
@@ -224,25 +345,72 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     (got, want) => prop_assert!(false, "step {}: got {:?}, model {:?}", step, got, want),
                 }
             }
-            Op::Record { pick, outcome } => {
-                if tickets.is_empty() {
+            Op::Record { pick, outcome, skew } => {
+                if live.is_empty() {
                     continue;
                 }
-                let t = tickets.swap_remove(pick % tickets.len());
+                let (t, issued) = live.swap_remove(pick % live.len());
+                let at = skewed(now, skew);
+                let got = change(breaker.record(t, outcome, &FixedClock(at)));
+                prop_assert_eq!(got, model.record(issued, outcome, at), "step {}", step);
+                recorded.push((t, issued));
+            }
+            Op::Again { pick, outcome } => {
+                if recorded.is_empty() {
+                    continue;
+                }
+                let (t, issued) = recorded[pick % recorded.len()];
                 let got = change(breaker.record(t, outcome, &clock));
-                prop_assert_eq!(got, model.record(t.generation(), outcome, now), "step {}", step);
+                prop_assert_eq!(got, model.record(issued, outcome, now), "step {}: again", step);
+            }
+            Op::Churn(n) => {
+                for i in 0..n {
+                    let got = breaker.try_acquire(&clock);
+                    match (got, model.acquire(now)) {
+                        (Ok(t), Ok((issued, ch))) => {
+                            prop_assert_eq!(
+                                (t.generation(), t.is_probe(), change(t.transition())),
+                                (issued.generation, issued.slot.is_some(), ch),
+                                "step {}, call {}",
+                                step,
+                                i
+                            );
+                            let got = change(breaker.record(t, Outcome::Ignored, &clock));
+                            prop_assert_eq!(
+                                got,
+                                model.record(issued, Outcome::Ignored, now),
+                                "step {}",
+                                step
+                            );
+                            recorded.push((t, issued));
+                        }
+                        (Err(r), Err(retry)) => {
+                            prop_assert_eq!(r.retry_after, retry.map(Duration::from_nanos), "step {}", step)
+                        }
+                        (got, want) => prop_assert!(false, "step {}: got {:?}, model {:?}", step, got, want),
+                    }
+                }
             }
             Op::Advance(ns) => clock.advance(Duration::from_nanos(ns)),
+            Op::Hold(ns) => {
+                let got = change(breaker.open_for(Duration::from_nanos(ns), &clock));
+                prop_assert_eq!(got, model.hold(ns, now), "step {}: hold {}", step, ns);
+            }
             Op::ForceOpen => {
-                prop_assert_eq!(change(Some(breaker.force_open())), model.manual(State::ForcedOpen, now))
+                prop_assert_eq!(change(Some(breaker.force_open())), model.manual(State::ForcedOpen))
             }
-            Op::Disable => {
-                prop_assert_eq!(change(Some(breaker.disable())), model.manual(State::Disabled, now))
-            }
-            Op::Reset => prop_assert_eq!(change(Some(breaker.reset())), model.manual(State::Closed, now)),
+            Op::Disable => prop_assert_eq!(change(Some(breaker.disable())), model.manual(State::Disabled)),
+            Op::Reset => prop_assert_eq!(change(Some(breaker.reset())), model.manual(State::Closed)),
         }
         prop_assert_eq!(breaker.state(), model.state, "step {}", step);
         prop_assert_eq!(breaker.generation(), model.generation, "step {}", step);
+        let now = clock.now();
+        prop_assert_eq!(
+            breaker.hold_left(&clock),
+            model.hold_left(now).map(Duration::from_nanos),
+            "step {}",
+            step
+        );
         let s = breaker.snapshot();
         let got = Counts {
             successes: s.successes,
@@ -250,20 +418,16 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
             ignored: s.ignored,
             rejected: s.rejected,
             transitions: s.transitions,
+            capped_holds: s.capped_holds,
         };
         prop_assert_eq!(&got, &model.counts, "step {}", step);
     }
     Ok(())
 }
 
-fn clock_now(clock: &ManualClock) -> u64 {
-    use tripwire::Clock;
-    clock.now()
-}
-
 /// Cases per run: 2000 natively, a handful under miri (which is ~1000× slower).
 const CASES: u32 = if cfg!(miri) { 6 } else { 2000 };
-const MAX_OPS: usize = if cfg!(miri) { 40 } else { 120 };
+const MAX_OPS: usize = if cfg!(miri) { 40 } else { 160 };
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() })]

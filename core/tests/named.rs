@@ -71,8 +71,8 @@ fn a_hold_overrides_an_open_breaker_and_reports_its_length() {
     assert_eq!(b.try_acquire().unwrap_err().retry_after, Some(Duration::from_secs(30)));
     assert_eq!(
         holds.lock().unwrap()[1],
-        (State::Open, State::ForcedOpen, Some(Duration::from_secs(30))),
-        "listeners see the core's Forced-Open and the hold's length"
+        (State::Open, State::Open, Some(Duration::from_secs(30))),
+        "listeners see a new Open generation and the hold's length"
     );
 }
 
@@ -85,4 +85,17 @@ fn the_registry_hands_out_one_breaker_per_name() {
     let other = Arc::new(NamedBreaker::new("binance/orderbook", BreakerConfig::default()));
     assert!(Arc::ptr_eq(&a, &r.add_breaker(other)), "the first one stays");
     assert_eq!(r.breakers().len(), 1);
+}
+
+#[test]
+fn a_server_hold_is_capped_and_counted() {
+    // Retry-After: 99999999999 (about 3169 years).
+    let b = named(5);
+    b.open_for(Duration::from_secs(99_999_999_999));
+    let cap = b.breaker().config().max_hold();
+    assert_eq!(b.hold_left(), Some(cap));
+    assert_eq!(b.try_acquire().unwrap_err().retry_after, Some(cap));
+    assert_eq!(b.snapshot().capped_holds, 1);
+    b.clock().advance(cap);
+    assert!(b.try_acquire().unwrap().is_probe(), "the capped hold ends when the cap says");
 }

@@ -1,47 +1,81 @@
-//! The rolling window against a plain reference (a list of timestamped
-//! outcomes), plus a concurrent check that no count is lost.
+//! The rolling windows against plain references (a list of outcomes), at
+//! every clock value and after any idle time; saturation; a concurrent
+//! check that no count is lost.
 
 use core::time::Duration;
 use std::sync::Arc;
 use std::thread;
 
 use proptest::prelude::*;
-use tripwire::{Breaker, BreakerConfig, FixedClock, ManualClock, Outcome, State};
+use tripwire::{Breaker, BreakerConfig, Clock, FixedClock, ManualClock, Outcome, RollingWindow, State};
 
-const WIDTH_NS: u64 = 1_000_000;
+/// The epoch of `now` as the builder documents it: ⌊now × ⌊2^64 / width⌋ / 2^64⌋.
+fn epoch(now: u64, width: u64) -> u64 {
+    let recip = ((1u128 << 64) / u128::from(width)) as u64;
+    ((u128::from(now) * u128::from(recip)) >> 64) as u64
+}
+
+const SLOW_NS: u64 = 1_000;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Call { failed: bool, duration_ns: u64 },
+    Call {
+        failed: bool,
+        duration_ns: u64,
+    },
     Advance(u64),
+    /// An idle gap of exactly this many epochs.
+    Idle(u64),
     Reset,
 }
 
-fn op() -> impl Strategy<Value = Op> {
+fn op(width: u64) -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (any::<bool>(), prop_oneof![Just(0u64), Just(500), Just(5_000)])
             .prop_map(|(failed, duration_ns)| Op::Call { failed, duration_ns }),
-        3 => (0u64..3 * WIDTH_NS).prop_map(Op::Advance),
-        1 => (10 * WIDTH_NS..40 * WIDTH_NS).prop_map(Op::Advance),
+        3 => (0u64..3 * width).prop_map(Op::Advance),
+        1 => (10 * width..40 * width).prop_map(Op::Advance),
+        1 => prop_oneof![
+            (0u32..46).prop_map(|k| 1u64 << k),
+            (1u64..64).prop_map(|n| n * 32),
+            any::<u64>().prop_map(|n| n >> 20),
+        ].prop_map(Op::Idle),
         1 => Just(Op::Reset),
     ]
 }
 
-/// Trips when the outcomes whose epoch lies in the window reach a rate.
-/// Rates are checked on failures and slow calls only.
+/// Clock values to start from: anywhere in `u64`, near its end, and on the
+/// edges of power-of-two epochs.
+fn start(width: u64) -> impl Strategy<Value = u64> {
+    prop_oneof![
+        any::<u64>(),
+        (0u64..1 << 30).prop_map(|d| u64::MAX - d),
+        (0u32..45, 0u64..4).prop_map(move |(k, d)| (1u64 << k).saturating_mul(width).saturating_sub(d)),
+        Just(0u64),
+    ]
+}
+
+/// Trips when the outcomes inside the window reach a rate; rates are
+/// checked on failures and slow calls only.
 struct Reference {
-    buckets: u64,
+    window: RollingWindow,
+    width: u64,
     min_calls: u64,
     failure_rate: f64,
     slow_rate: f64,
+    /// (epoch, failed, slow), oldest first, since the window last started.
     outcomes: Vec<(u64, bool, bool)>,
 }
 
 impl Reference {
     fn trips(&self, now: u64) -> bool {
-        let epoch = now / WIDTH_NS;
-        let inside: Vec<_> =
-            self.outcomes.iter().filter(|(t, ..)| epoch - t / WIDTH_NS < self.buckets).collect();
+        let inside: Vec<_> = match self.window {
+            RollingWindow::Time { buckets, .. } => {
+                let e = epoch(now, self.width);
+                self.outcomes.iter().filter(|o| e - o.0 < u64::from(buckets)).collect()
+            }
+            RollingWindow::Count { calls } => self.outcomes.iter().rev().take(calls as usize).collect(),
+        };
         let calls = inside.len() as f64;
         let failures = inside.iter().filter(|o| o.1).count() as f64;
         let slow = inside.iter().filter(|o| o.2).count() as f64;
@@ -51,46 +85,53 @@ impl Reference {
     }
 }
 
-fn run(
-    buckets: u32,
+#[derive(Debug, Clone)]
+struct Params {
+    window: RollingWindow,
     min_calls: u32,
     failure_rate: f64,
     slow_rate: f64,
-    ops: Vec<Op>,
-) -> Result<(), TestCaseError> {
-    let breaker = Breaker::new(
-        BreakerConfig::builder()
-            .failure_threshold(0)
-            .window(buckets, Duration::from_nanos(WIDTH_NS))
-            .min_calls(min_calls)
-            .failure_rate(failure_rate)
-            .slow_call(Duration::from_nanos(1_000))
-            .slow_rate(slow_rate)
-            .build()
-            .unwrap(),
-    );
+    start: u64,
+}
+
+fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let builder = BreakerConfig::builder()
+        .failure_threshold(0)
+        .min_calls(p.min_calls)
+        .failure_rate(p.failure_rate)
+        .slow_call(Duration::from_nanos(SLOW_NS))
+        .slow_rate(p.slow_rate);
+    let (builder, width) = match p.window {
+        RollingWindow::Time { buckets, width } => (builder.window(buckets, width), width.as_nanos() as u64),
+        RollingWindow::Count { calls } => (builder.count_window(calls), 1_000_000),
+    };
+    let config = builder.build().unwrap();
+    prop_assert_eq!(config.rolling_window(), p.window);
+    let breaker = Breaker::new(config);
     let mut reference = Reference {
-        buckets: u64::from(buckets),
-        min_calls: u64::from(min_calls),
-        failure_rate,
-        slow_rate,
+        window: p.window,
+        width,
+        min_calls: u64::from(p.min_calls),
+        failure_rate: p.failure_rate,
+        slow_rate: p.slow_rate,
         outcomes: vec![],
     };
-    let clock = ManualClock::new(1_000 * WIDTH_NS);
+    let clock = ManualClock::new(p.start);
     for (step, op) in ops.into_iter().enumerate() {
         match op {
             Op::Call { failed, duration_ns } => {
                 let ticket =
                     breaker.try_acquire(&clock).expect("never open: each trip is followed by a reset");
+                let before = clock.now();
                 clock.advance(Duration::from_nanos(duration_ns));
                 let outcome = if failed { Outcome::Failure } else { Outcome::Success };
                 let tripped = breaker.record(ticket, outcome, &clock);
-                let slow = duration_ns >= 1_000;
-                reference.outcomes.push((tripwire::Clock::now(&clock), failed, slow));
-                // Rates are checked when a failure or a slow call arrives: a
-                // plain success never trips a breaker.
-                let want = (failed || slow) && reference.trips(tripwire::Clock::now(&clock));
-                prop_assert_eq!(tripped.is_some(), want, "step {}", step);
+                let now = clock.now();
+                // Measured from the ticket's start; a clock stuck at u64::MAX measures 0.
+                let slow = now - before >= SLOW_NS;
+                reference.outcomes.push((epoch(now, width), failed, slow));
+                let want = (failed || slow) && reference.trips(now);
+                prop_assert_eq!(tripped.is_some(), want, "step {} at {}", step, now);
                 if want {
                     prop_assert_eq!(breaker.state(), State::Open);
                     breaker.reset();
@@ -98,6 +139,10 @@ fn run(
                 }
             }
             Op::Advance(ns) => clock.advance(Duration::from_nanos(ns)),
+            Op::Idle(epochs) => {
+                // To the same offset within an epoch `epochs` later (or u64::MAX).
+                clock.advance(Duration::from_nanos(epochs.saturating_mul(width)));
+            }
             Op::Reset => {
                 breaker.reset();
                 reference.outcomes.clear();
@@ -110,19 +155,212 @@ fn run(
 const CASES: u32 = if cfg!(miri) { 4 } else { 1000 };
 const MAX_OPS: usize = if cfg!(miri) { 40 } else { 150 };
 
+fn rates() -> impl Strategy<Value = (f64, f64)> {
+    (prop_oneof![Just(0.0), 0.2f64..1.0], prop_oneof![Just(0.0), 0.2f64..1.0])
+        .prop_filter("a rate condition", |(f, s)| *f > 0.0 || *s > 0.0)
+}
+
+fn time_params() -> impl Strategy<Value = Params> {
+    let width =
+        prop_oneof![Just(1_000_000u64), Just(7_000_000), Just(1_000_000_000), Just(3_600_000_000_000)];
+    (1u32..8, width, 1u32..12, rates()).prop_flat_map(
+        |(buckets, width, min_calls, (failure_rate, slow_rate))| {
+            start(width).prop_map(move |start| Params {
+                window: RollingWindow::Time { buckets, width: Duration::from_nanos(width) },
+                min_calls,
+                failure_rate,
+                slow_rate,
+                start,
+            })
+        },
+    )
+}
+
+fn count_params() -> impl Strategy<Value = Params> {
+    let calls = prop_oneof![1u32..40, 40u32..120, Just(tripwire::MAX_COUNT_WINDOW)];
+    (calls, rates(), any::<u64>()).prop_flat_map(|(calls, (failure_rate, slow_rate), start)| {
+        (1u32..=calls.min(12)).prop_map(move |min_calls| Params {
+            window: RollingWindow::Count { calls },
+            min_calls,
+            failure_rate,
+            slow_rate,
+            start,
+        })
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
-    fn window_trips_exactly_when_the_reference_does(
-        buckets in 1u32..8,
-        min_calls in 1u32..12,
-        failure_rate in prop_oneof![Just(0.0), 0.2f64..1.0],
-        slow_rate in prop_oneof![Just(0.0), 0.2f64..1.0],
-        ops in prop::collection::vec(op(), 1..MAX_OPS),
+    fn a_time_window_trips_exactly_when_the_reference_does(
+        p in time_params(),
+        ops in prop::collection::vec(op(1_000_000), 1..MAX_OPS),
     ) {
-        prop_assume!(failure_rate > 0.0 || slow_rate > 0.0);
-        run(buckets, min_calls, failure_rate, slow_rate, ops)?;
+        // The ops' gaps are drawn for 1 ms; scale them to the width drawn.
+        let RollingWindow::Time { width, .. } = p.window else { unreachable!() };
+        let scale = width.as_nanos() as u64 / 1_000_000;
+        let ops = ops.into_iter().map(|op| match op {
+            Op::Advance(ns) => Op::Advance(ns.saturating_mul(scale)),
+            other => other,
+        }).collect();
+        run(p, ops)?;
+    }
+
+    #[test]
+    fn a_count_window_trips_exactly_when_the_reference_does(
+        p in count_params(),
+        ops in prop::collection::vec(op(1_000_000), 1..MAX_OPS * 4),
+    ) {
+        run(p, ops)?;
+    }
+}
+
+fn rate_breaker(builder: tripwire::BreakerConfigBuilder) -> Breaker {
+    Breaker::new(builder.failure_threshold(0).build().unwrap())
+}
+
+/// Records `n` outcomes at `clock`, returning the index of the one that
+/// tripped the breaker, if any.
+fn record_n(b: &Breaker, n: u64, outcome: Outcome, clock: &impl Clock) -> Option<u64> {
+    (0..n).find(|_| {
+        let t = b.try_acquire(clock).unwrap();
+        b.record(t, outcome, clock).is_some()
+    })
+}
+
+#[test]
+fn the_window_counts_in_the_upper_half_of_every_tag_range() {
+    // Defect: a bucket tag of 24 bits read any epoch ≥ 2^23 as "later".
+    let width = 1_000_000;
+    for now in [(1u64 << 23) * width, (3u64 << 23) * width + 17, u64::MAX - 5 * width, u64::MAX] {
+        let b = rate_breaker(
+            BreakerConfig::builder().window(10, Duration::from_millis(1)).min_calls(4).failure_rate(0.5),
+        );
+        assert_eq!(record_n(&b, 4, Outcome::Failure, &FixedClock(now)), Some(3), "at {now}");
+    }
+}
+
+#[test]
+fn an_idle_gap_of_2_to_the_k_epochs_never_brings_old_counts_back() {
+    // Defect: a tag that wraps made counts from 2^24 epochs ago current again.
+    let width = 1_000_000u64;
+    for k in [13u32, 23, 24, 32, 40, 44] {
+        let b = rate_breaker(
+            BreakerConfig::builder().window(4, Duration::from_millis(1)).min_calls(10).failure_rate(0.5),
+        );
+        let clock = ManualClock::new(5 * width);
+        assert_eq!(record_n(&b, 9, Outcome::Failure, &clock), None);
+        clock.advance(Duration::from_nanos((1u64 << k) * width));
+        assert_eq!(
+            record_n(&b, 1, Outcome::Failure, &clock),
+            None,
+            "2^{k} epochs later: one call in the window"
+        );
+        // And the window keeps counting after the gap.
+        assert_eq!(record_n(&b, 9, Outcome::Failure, &clock), Some(8), "2^{k} epochs later");
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "three million calls")]
+fn a_full_bucket_never_stops_counting_failures() {
+    // Defect: a bucket stopped counting at 2^20 − 1 calls, so 1M successes
+    // and then 2M failures (66 %) never tripped.
+    let clock = FixedClock(42_000_000_000);
+    let b = rate_breaker(BreakerConfig::builder().min_calls(10).failure_rate(0.5));
+    assert_eq!(record_n(&b, 1_000_000, Outcome::Success, &clock), None);
+    // It trips at the millionth failure: 1M of 2M calls.
+    assert_eq!(record_n(&b, 2_000_000, Outcome::Failure, &clock), Some(999_999));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "two million calls")]
+fn the_slow_rate_stays_true_when_a_bucket_fills() {
+    // Defect: slow calls kept counting while the bucket's calls stood
+    // still, so a slow rate of 36 % read as above 50 %.
+    let b = rate_breaker(
+        BreakerConfig::builder().slow_call(Duration::from_micros(1)).min_calls(10).slow_rate(0.5),
+    );
+    let clock = ManualClock::new(1_000_000_000);
+    assert_eq!(record_n(&b, 1_000_000, Outcome::Success, &clock), None);
+    let slow = |n| {
+        (0..n).find(|_| {
+            let t = b.try_acquire(&clock).unwrap();
+            clock.set(t.started_at() + 1_000);
+            b.record(t, Outcome::Success, &clock).is_some()
+        })
+    };
+    assert_eq!(slow(600_000), None, "600k slow of 1.6M calls: 37.5 %");
+    assert_eq!(slow(400_000), Some(399_999), "1M slow of 2M calls: 50 %");
+}
+
+#[test]
+fn many_closes_in_one_epoch_never_bring_old_counts_back() {
+    // Generations move on by thousands while the clock stands still; each
+    // Closed generation starts from an empty window.
+    let b = rate_breaker(
+        BreakerConfig::builder().open_timeout(Duration::from_micros(1)).min_calls(3).failure_rate(1.0),
+    );
+    let clock = ManualClock::new(7_000_000_000);
+    assert_eq!(record_n(&b, 2, Outcome::Failure, &clock), None);
+    for i in 0..70_000u32 {
+        if i % 2 == 0 {
+            b.reset();
+        } else {
+            b.force_open();
+        }
+    }
+    b.reset();
+    assert_eq!(record_n(&b, 2, Outcome::Failure, &clock), None, "two calls since the last close");
+    assert_eq!(record_n(&b, 1, Outcome::Failure, &clock), Some(0));
+    // Trip, probe, close, over and over within the epoch (1 µs cool-down).
+    for _ in 0..5_000 {
+        clock.advance(Duration::from_micros(1));
+        let probe = b.try_acquire(&clock).unwrap();
+        b.record(probe, Outcome::Success, &clock).unwrap();
+        assert_eq!(record_n(&b, 2, Outcome::Failure, &clock), None);
+        assert_eq!(record_n(&b, 1, Outcome::Failure, &clock), Some(0));
+    }
+}
+
+#[test]
+fn an_outcome_admitted_before_a_reset_stays_out_of_the_new_window() {
+    for count in [false, true] {
+        let builder = BreakerConfig::builder().min_calls(2).failure_rate(1.0);
+        let b = rate_breaker(if count { builder.count_window(10) } else { builder });
+        let clock = FixedClock(3_000_000_000);
+        let late = b.try_acquire(&clock).unwrap();
+        b.reset();
+        assert_eq!(b.record(late, Outcome::Failure, &clock), None);
+        assert_eq!(record_n(&b, 1, Outcome::Failure, &clock), None, "one call of the new generation");
+        assert_eq!(b.snapshot().failures, 2);
+    }
+}
+
+#[test]
+fn successes_counted_in_a_window_reach_the_snapshot_exactly() {
+    for builder in [
+        BreakerConfig::builder().window(2, Duration::from_millis(1)),
+        BreakerConfig::builder().count_window(20),
+    ] {
+        let b = rate_breaker(builder.min_calls(5).failure_rate(0.9));
+        let clock = ManualClock::new(0);
+        for i in 0..1_000u64 {
+            let t = b.try_acquire(&clock).unwrap();
+            b.record(t, if i % 10 == 0 { Outcome::Failure } else { Outcome::Success }, &clock);
+            clock.advance(Duration::from_micros(300));
+            if i % 333 == 0 {
+                b.reset();
+            }
+            let s = b.snapshot();
+            assert_eq!((s.successes, s.failures), (i + 1 - (i / 10 + 1), i / 10 + 1), "call {i}");
+        }
+        let off =
+            rate_breaker(BreakerConfig::builder().count_successes(false).min_calls(5).failure_rate(0.9));
+        let t = off.try_acquire(&clock).unwrap();
+        off.record(t, Outcome::Success, &clock);
+        assert_eq!(off.snapshot().successes, 0);
     }
 }
 
@@ -140,32 +378,62 @@ fn slow_calls_count_on_a_clock_that_starts_at_zero() {
 fn no_count_is_lost_when_threads_record_at_once() {
     const THREADS: usize = 4;
     let per_thread: u32 = if cfg!(miri) { 10 } else { 20_000 };
-    let total = THREADS as u32 * per_thread;
-    let breaker = Arc::new(Breaker::new(
-        BreakerConfig::builder()
-            .failure_threshold(0)
-            .window(4, Duration::from_secs(1))
-            .min_calls(total)
-            .failure_rate(1.0)
-            .build()
-            .unwrap(),
-    ));
-    let clock = FixedClock(7_000_000_000);
-    let tickets = (0..total).map(|_| breaker.try_acquire(&clock).unwrap()).collect::<Vec<_>>();
-    let reports: Vec<_> = thread::scope(|s| {
-        tickets
-            .chunks(per_thread as usize)
-            .map(|chunk| {
-                let b = &breaker;
-                s.spawn(move || chunk.iter().filter_map(|&t| b.record(t, Outcome::Failure, &clock)).count())
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .collect()
-    });
-    // The window trips only once it holds `total` calls: had one count been
-    // lost, it would never trip.
-    assert_eq!(reports.iter().sum::<usize>(), 1, "{reports:?}");
-    assert_eq!(breaker.state(), State::Open);
+    for count in [false, true] {
+        let total = THREADS as u32 * per_thread;
+        let builder = BreakerConfig::builder().failure_threshold(0).failure_rate(1.0);
+        // A count window holds at most 1000 calls: the last 1000 must all be
+        // failures, and min_calls 1000 needs every one counted in order.
+        let (builder, min_calls) = if count {
+            (builder.count_window(tripwire::MAX_COUNT_WINDOW), tripwire::MAX_COUNT_WINDOW.min(total))
+        } else {
+            (builder.window(4, Duration::from_secs(1)), total)
+        };
+        let breaker = Arc::new(Breaker::new(builder.min_calls(min_calls).build().unwrap()));
+        let clock = FixedClock(7_000_000_000);
+        let tickets = (0..total).map(|_| breaker.try_acquire(&clock).unwrap()).collect::<Vec<_>>();
+        let reports: Vec<_> = thread::scope(|s| {
+            tickets
+                .chunks(per_thread as usize)
+                .map(|chunk| {
+                    let b = &breaker;
+                    s.spawn(move || {
+                        chunk.iter().filter_map(|&t| b.record(t, Outcome::Failure, &clock)).count()
+                    })
+                })
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect()
+        });
+        // The window trips only once it holds `min_calls` calls: had one
+        // count been lost, the time window would never trip, and the count
+        // window would trip late or twice.
+        assert_eq!(reports.iter().sum::<usize>(), 1, "{reports:?}");
+        assert_eq!(breaker.state(), State::Open);
+    }
+}
+
+#[test]
+fn concurrent_successes_are_all_counted_for_the_snapshot() {
+    const THREADS: u64 = 4;
+    let per_thread: u64 = if cfg!(miri) { 10 } else { 50_000 };
+    for builder in [
+        BreakerConfig::builder().window(2, Duration::from_millis(1)),
+        BreakerConfig::builder().count_window(64),
+    ] {
+        let b = rate_breaker(builder.min_calls(10).failure_rate(0.5));
+        let clock = ManualClock::new(0);
+        thread::scope(|s| {
+            for _ in 0..THREADS {
+                s.spawn(|| {
+                    for _ in 0..per_thread {
+                        let t = b.try_acquire(&clock).unwrap();
+                        b.record(t, Outcome::Success, &clock);
+                        clock.advance(Duration::from_nanos(97));
+                    }
+                });
+            }
+        });
+        assert_eq!(b.snapshot().successes, THREADS * per_thread);
+    }
 }

@@ -28,7 +28,8 @@ pub struct tw_breaker {
 pub enum tw_state {
     /// Calls pass; outcomes are counted.
     Closed = 0,
-    /// Calls are rejected until the cool-down has passed.
+    /// Calls are rejected until the cool-down, or a server's hold, has
+    /// passed.
     Open = 1,
     /// A bounded number of probe calls decide between Closed and Open.
     HalfOpen = 2,
@@ -68,7 +69,21 @@ pub enum tw_outcome {
 /// exactly once. A plain 16-byte value; copy it anywhere.
 ///
 /// Pass it back unchanged: only `generation` may be read (the generation
-/// the ticket was issued in); the other fields are the library's.
+/// the ticket was issued in); the other fields are the library's (`flags`
+/// holds the ticket's kind and, for a Half-Open probe, its probe slot).
+///
+/// Recorded more than once, late, or made up, a ticket does exactly this:
+/// - from an older generation: counted in the snapshot, nothing else;
+/// - Half-Open: only a probe ticket naming a probe slot still in flight
+///   changes the state, once; recorded again (with any outcome) it changes
+///   nothing but the counters, so never more than `half_open_max` probes
+///   are in flight and no success counts twice, whatever is recorded. A
+///   made-up ticket that names a slot of the current generation still in
+///   flight ends that probe, as the real one would;
+/// - Closed: a ticket stands for no particular call, so a failure recorded
+///   twice counts twice toward `failure_threshold` and the window;
+/// - the generation is 32 bits: a ticket from exactly 2^32 transitions ago
+///   reads as current (out of reach in practice).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct tw_ticket {
@@ -91,8 +106,10 @@ fn ticket_words(t: tw_ticket) -> [u64; 2] {
     [t.started_at, u64::from_ne_bytes([g[0], g[1], g[2], g[3], f[0], f[1], f[2], f[3]])]
 }
 
-/// A forged or damaged ticket is at worst a stale one, whose outcome changes
-/// no state: `Ticket::from_raw` ignores unknown flag bits.
+/// The core ticket for a C one. `Ticket::from_raw` ignores unknown flag
+/// bits; what a damaged or made-up ticket can do when recorded is what
+/// `tw_ticket`'s docs say: never more probes in flight than the config
+/// allows, but it can count as the outcome of a call of its generation.
 pub(crate) fn ticket_from_c(t: tw_ticket) -> Ticket {
     Ticket::from_raw(t.started_at, t.generation, t.flags)
 }
@@ -390,7 +407,9 @@ unsafe fn record(
 ///
 /// If `transition` is not NULL, `*transition` says whether this outcome
 /// changed the state (exactly one caller learns of each change). A ticket
-/// from an older generation is counted but never changes the state.
+/// from an older generation is counted but never changes the state; a
+/// probe ticket recorded a second time changes nothing but the counters
+/// (see `tw_ticket`).
 ///
 /// `breaker` must not be NULL. Thread-safe.
 ///

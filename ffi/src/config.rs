@@ -9,7 +9,7 @@
 
 use core::time::Duration;
 
-use tripwire::{Breaker, BreakerConfig};
+use tripwire::{Breaker, BreakerConfig, RollingWindow};
 
 use crate::status::{arg, fail, ffi_body, tw_status};
 use crate::tw_breaker;
@@ -26,7 +26,7 @@ pub struct tw_breaker_config {
     /// Consecutive failures that trip a Closed breaker (1 to 65535; default
     /// 5); 0 turns the condition off when a rate condition is set.
     pub failure_threshold: u32,
-    /// Probes allowed in flight at once in Half-Open (1 to 63; default 1).
+    /// Probes allowed in flight at once in Half-Open (1 to 10; default 1).
     pub half_open_max: u32,
     /// The cool-down after a trip (1 µs to 7 days; default 30 s).
     pub open_timeout_ns: u64,
@@ -61,14 +61,32 @@ pub struct tw_breaker_config {
     /// Buckets in the rolling window (1 to 32; default 10).
     pub window_buckets: u32,
     /// Calls the window must hold before a rate can trip (1 to 1,000,000;
-    /// default 10).
+    /// default 10; at most `count_window` for a count-based window).
     pub min_calls: u32,
+    /// Which rolling window the rates are measured over, a
+    /// `tw_window_kind`: `TW_WINDOW_KIND_TIME` (0, the default:
+    /// `window_buckets` × `window_bucket_ns`) or `TW_WINDOW_KIND_COUNT` (1:
+    /// the last `count_window` calls, with no clock read on success).
+    pub window_kind: u32,
+    /// A count-based window's calls (1 to 1000); must be 0 (the default)
+    /// for a time-based window.
+    pub count_window: u32,
+}
+
+/// `tw_breaker_config.window_kind`, as a `uint32_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum tw_window_kind {
+    /// The calls of the last `window_buckets` buckets of `window_bucket_ns`.
+    Time = 0,
+    /// The last `count_window` calls.
+    Count = 1,
 }
 
 // No padding anywhere, so that appending fields never lands one in the
 // trailing padding of an older version.
 const _: () =
-    assert!(core::mem::size_of::<tw_breaker_config>() == 6 * 4 + 9 * 8, "tw_breaker_config has padding");
+    assert!(core::mem::size_of::<tw_breaker_config>() == 8 * 4 + 9 * 8, "tw_breaker_config has padding");
 
 /// The C view of a valid core config.
 pub(crate) fn from_core(c: &BreakerConfig) -> tw_breaker_config {
@@ -88,6 +106,14 @@ pub(crate) fn from_core(c: &BreakerConfig) -> tw_breaker_config {
         slow_rate: c.slow_rate(),
         window_buckets: c.window().0,
         min_calls: c.min_calls(),
+        window_kind: match c.rolling_window() {
+            RollingWindow::Time { .. } => tw_window_kind::Time as u32,
+            RollingWindow::Count { .. } => tw_window_kind::Count as u32,
+        },
+        count_window: match c.rolling_window() {
+            RollingWindow::Time { .. } => 0,
+            RollingWindow::Count { calls } => calls,
+        },
     }
 }
 
@@ -104,8 +130,32 @@ pub(crate) fn to_core(c: &tw_breaker_config, fn_name: &str) -> Result<BreakerCon
             ),
         ));
     }
+    // Which window? A count given with a time-based window is a mistake,
+    // not something to ignore.
+    let count = match c.window_kind {
+        k if k == tw_window_kind::Time as u32 && c.count_window == 0 => None,
+        k if k == tw_window_kind::Time as u32 => {
+            return Err(fail(
+                tw_status::InvalidConfig,
+                format_args!(
+                    "{fn_name}: invalid breaker config: count_window = {}, expected 0 with window_kind \
+                     TW_WINDOW_KIND_TIME",
+                    c.count_window
+                ),
+            ));
+        }
+        k if k == tw_window_kind::Count as u32 => Some(c.count_window),
+        other => {
+            return Err(fail(
+                tw_status::InvalidConfig,
+                format_args!(
+                    "{fn_name}: invalid breaker config: window_kind = {other}, expected a tw_window_kind (0 to 1)"
+                ),
+            ));
+        }
+    };
     let max_ns = if c.open_timeout_max_ns == 0 { c.open_timeout_ns } else { c.open_timeout_max_ns };
-    BreakerConfig::builder()
+    let mut b = BreakerConfig::builder()
         .failure_threshold(c.failure_threshold)
         .half_open_max(c.half_open_max)
         .open_timeout(Duration::from_nanos(c.open_timeout_ns))
@@ -119,9 +169,11 @@ pub(crate) fn to_core(c: &tw_breaker_config, fn_name: &str) -> Result<BreakerCon
         .failure_rate(c.failure_rate)
         .slow_call(Duration::from_nanos(c.slow_call_ns))
         .slow_rate(c.slow_rate)
-        .min_calls(c.min_calls)
-        .build()
-        .map_err(|e| fail(tw_status::InvalidConfig, format_args!("{fn_name}: {e}")))
+        .min_calls(c.min_calls);
+    if let Some(calls) = count {
+        b = b.count_window(calls);
+    }
+    b.build().map_err(|e| fail(tw_status::InvalidConfig, format_args!("{fn_name}: {e}")))
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -130,8 +182,8 @@ fn nanos(d: Duration) -> u64 {
 
 /// Fills `*out` with the default config: 5 consecutive failures trip the
 /// breaker, 30 s cool-down without growth or jitter, one probe that closes
-/// it on success, successes counted; no rate conditions (a 10 × 1 s window
-/// and `min_calls` 10 are ready for them).
+/// it on success, successes counted; no rate conditions (a time-based
+/// 10 × 1 s window and `min_calls` 10 are ready for them).
 ///
 /// `out` must not be NULL. Thread-safe.
 ///
@@ -153,7 +205,7 @@ pub unsafe extern "C" fn tw_breaker_config_default(out: *mut tw_breaker_config) 
 /// Checks `*config` as `tw_breaker_new` would: `TW_STATUS_OK`, or
 /// `TW_STATUS_INVALID_CONFIG` with a message naming the first bad field
 /// and its accepted range, e.g. `"invalid breaker config: half_open_max =
-/// 0, expected 1 to 63"`.
+/// 0, expected 1 to 10"`.
 ///
 /// `config` must not be NULL. Thread-safe.
 ///

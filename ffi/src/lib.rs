@@ -70,6 +70,7 @@ pub use bulkhead::{
 };
 pub use config::{
     tw_breaker_config, tw_breaker_config_default, tw_breaker_config_validate, tw_breaker_get_config,
+    tw_window_kind,
 };
 pub use retry::{
     tw_backoff, tw_backoff_config, tw_backoff_config_default, tw_backoff_free, tw_backoff_new,

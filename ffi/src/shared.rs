@@ -20,9 +20,10 @@ fn status_of(e: SharedError) -> tw_status {
         SharedError::NotARegion { .. } => tw_status::RegionInvalid,
         SharedError::Version { .. } => tw_status::RegionVersionMismatch,
         SharedError::ConfigMismatch => tw_status::RegionConfigMismatch,
-        SharedError::SizeMismatch { .. } | SharedError::BadConfig(_) | SharedError::BadState => {
-            tw_status::RegionCorrupt
-        }
+        SharedError::SizeMismatch { .. }
+        | SharedError::BadConfig(_)
+        | SharedError::BadState
+        | SharedError::BadDeadlines => tw_status::RegionCorrupt,
         // A variant added to the core later: still an error, never OK.
         _ => tw_status::RegionCorrupt,
     }
@@ -129,8 +130,9 @@ pub unsafe extern "C" fn tw_breaker_init_in(
 /// Never trusts the bytes: memory that is misaligned, too small, zero
 /// (`TW_STATUS_REGION_UNINITIALISED`), being initialised, not a region
 /// (`TW_STATUS_REGION_INVALID`), of another layout version, or whose
-/// header, config or state make no sense (`TW_STATUS_REGION_CORRUPT`) is
-/// an error with a message, never undefined behaviour.
+/// header, config, state word or deadline slots make no sense
+/// (`TW_STATUS_REGION_CORRUPT`) is an error with a message, never
+/// undefined behaviour.
 ///
 /// As for `tw_breaker_init_in`, the handle is never freed. No pointer may
 /// be NULL. Thread-safe.

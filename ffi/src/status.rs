@@ -40,7 +40,8 @@ pub enum tw_status {
     RegionInvalid = 10,
     /// The region was made by a build with another layout version.
     RegionVersionMismatch = 11,
-    /// The region's header, config or state does not make sense.
+    /// The region's header, config, state word or deadline slots do not
+    /// make sense.
     RegionCorrupt = 12,
     /// `tw_breaker_open_in` found a breaker made with another config.
     RegionConfigMismatch = 13,
@@ -175,7 +176,7 @@ pub(crate) use {arg, ffi_body};
 
 /// A description of the last failure on the calling thread: a
 /// NUL-terminated UTF-8 string, e.g. `"tw_breaker_new: invalid breaker
-/// config: half_open_max = 0, expected 1 to 63"`.
+/// config: half_open_max = 0, expected 1 to 10"`.
 ///
 /// Set by every call that returns a status other than `TW_STATUS_OK` and
 /// `TW_STATUS_REJECTED` (rejections are the hot path and set nothing);

@@ -94,7 +94,7 @@ fn defaults_match_the_core_and_validate() {
 fn bad_configs_name_the_field_its_value_and_the_range() {
     type Breakage = fn(&mut tw_breaker_config);
     let cases: [(Breakage, &str); 6] = [
-        (|c| c.half_open_max = 0, "half_open_max = 0, expected 1 to 63"),
+        (|c| c.half_open_max = 0, "half_open_max = 0, expected 1 to 10"),
         (|c| c.failure_threshold = 0, "failure_threshold = 0, expected 1 to 65535"),
         (|c| c.open_timeout_ns = 0, "open_timeout = 0ns, expected 1µs to 604800s"),
         (|c| c.open_timeout_growth = f64::NAN, "open_timeout_growth = NaN, expected 1 to 1000"),
@@ -258,6 +258,58 @@ fn the_monotonic_clock_functions_work_and_unknown_outcomes_are_refused() {
 }
 
 #[test]
+fn a_ticket_recorded_twice_from_c_frees_one_probe_slot() {
+    let mut c = default_config();
+    c.failure_threshold = 1;
+    c.open_timeout_ns = 1_000;
+    c.half_open_max = 1;
+    let b = Owned::new(&c);
+    let t = acquire_at(b.0, 0).unwrap();
+    record_at(b.0, 0, t, tw_outcome::Failure);
+    let first = acquire_at(b.0, 1_000).unwrap();
+    assert!(unsafe_is_probe(&first));
+    record_at(b.0, 1_000, first, tw_outcome::Ignored);
+    let second = acquire_at(b.0, 1_000).unwrap();
+    // The C caller records the first probe's ticket again.
+    let again = record_at(b.0, 1_000, first, tw_outcome::Ignored);
+    assert!(!again.changed);
+    assert_eq!(
+        acquire_at(b.0, 1_000).unwrap_err().state,
+        tw_state::HalfOpen,
+        "the second probe holds the slot"
+    );
+    assert!(!record_at(b.0, 1_000, first, tw_outcome::Success).changed, "nor does a success count twice");
+    assert!(record_at(b.0, 1_000, second, tw_outcome::Success).changed);
+    assert_eq!(state(b.0), tw_state::Closed);
+}
+
+#[test]
+fn a_timestamp_from_the_future_in_an_at_call_never_wedges_the_breaker() {
+    let mut c = default_config();
+    c.failure_threshold = 1;
+    c.open_timeout_ns = 1_000;
+    let b = Owned::new(&c);
+    // One bogus timestamp trips the breaker (generation 1)...
+    let t = acquire_at(b.0, u64::MAX - 7).unwrap();
+    record_at(b.0, u64::MAX - 7, t, tw_outcome::Failure);
+    // SAFETY:
+    // - `b` is live; NULL transitions are allowed.
+    unsafe { assert_eq!(tw_breaker_reset(b.0, null_mut()), tw_status::Ok) };
+    // ...and after a reset, an honest trip in generation 3 (the same slot)
+    // waits one cool-down from its own time.
+    let t = acquire_at(b.0, 50_000).unwrap();
+    record_at(b.0, 50_000, t, tw_outcome::Failure);
+    let r = acquire_at(b.0, 50_400).unwrap_err();
+    assert_eq!((r.state, r.retry_after_ns), (tw_state::Open, 600));
+    assert!(unsafe_is_probe(&acquire_at(b.0, 51_000).unwrap()));
+    // Without a reset: a trip stamped a day ahead is no wait for callers with the right time.
+    let b = Owned::new(&c);
+    let t = acquire_at(b.0, 86_400_000_000_000).unwrap();
+    record_at(b.0, 86_400_000_000_000, t, tw_outcome::Failure);
+    assert!(unsafe_is_probe(&acquire_at(b.0, 2_000).unwrap()));
+}
+
+#[test]
 fn manual_modes_and_the_forced_open_retry_after() {
     let b = Owned::new(&default_config());
     let mut tr = core::mem::MaybeUninit::<tw_transition>::uninit();
@@ -402,9 +454,10 @@ fn bad_regions_are_refused_with_their_own_status() {
         assert_eq!(tw_breaker_init_in(region.mem(), region.len(), &bad, &mut out), tw_status::InvalidConfig);
         assert_eq!(tw_breaker_init_in(region.mem(), region.len(), &c, &mut out), tw_status::Ok);
         // Another layout version.
+        let version = region.ptr.add(8).cast::<u32>().read();
         region.ptr.add(8).cast::<u32>().write(99);
         assert_eq!(tw_breaker_attach(region.mem(), region.len(), &mut out), tw_status::RegionVersionMismatch);
-        region.ptr.add(8).cast::<u32>().write(1);
+        region.ptr.add(8).cast::<u32>().write(version);
         // A state word whose reserved bit is set.
         let (size, _) = tripwire::SharedRegion::layout();
         assert!(size <= region.len());
@@ -425,6 +478,57 @@ fn names_and_version_are_static_strings() {
             Ok("TW_STATUS_REGION_CORRUPT")
         );
         assert_eq!(CStr::from_ptr(tw_version()).to_str(), Ok(env!("CARGO_PKG_VERSION")));
+    }
+}
+
+#[test]
+fn a_count_window_is_chosen_and_checked_through_the_c_config() {
+    let mut c = default_config();
+    assert_eq!((c.window_kind, c.count_window), (tw_window_kind::Time as u32, 0));
+    c.failure_threshold = 0;
+    c.failure_rate = 0.5;
+    c.min_calls = 4;
+    c.window_kind = tw_window_kind::Count as u32;
+    c.count_window = 4;
+    let b = Owned::new(&c);
+    let mut got = default_config();
+    // SAFETY:
+    // - `b.0` is a live handle and `got` is writable.
+    assert_eq!(unsafe { tw_breaker_get_config(b.0, &mut got) }, tw_status::Ok);
+    assert_eq!((got.window_kind, got.count_window), (tw_window_kind::Count as u32, 4));
+    // Hours apart: a count window does not care.
+    let outcomes = [tw_outcome::Success, tw_outcome::Failure, tw_outcome::Success, tw_outcome::Failure];
+    let mut last = None;
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        let now = 1_000 + i as u64 * 3_600_000_000_000;
+        let t = acquire_at(b.0, now).unwrap();
+        last = Some(record_at(b.0, now, t, outcome));
+    }
+    let last = last.unwrap();
+    assert!(last.changed && last.to == tw_state::Open, "half of the last 4 calls failed: {last:?}");
+
+    type Breakage = fn(&mut tw_breaker_config);
+    let cases: [(Breakage, &str); 4] = [
+        (|c| c.window_kind = 7, "window_kind = 7, expected a tw_window_kind (0 to 1)"),
+        (|c| c.count_window = 5, "count_window = 5, expected 0 with window_kind TW_WINDOW_KIND_TIME"),
+        (|c| c.window_kind = tw_window_kind::Count as u32, "count_window = 0, expected 1 to 1000"),
+        (
+            |c| {
+                c.failure_rate = 0.5;
+                c.window_kind = tw_window_kind::Count as u32;
+                c.count_window = 5;
+            },
+            "min_calls = 10, expected at most count_window (5)",
+        ),
+    ];
+    for (break_it, want) in cases {
+        let mut c = default_config();
+        break_it(&mut c);
+        // SAFETY:
+        // - `c` is readable.
+        assert_eq!(unsafe { tw_breaker_config_validate(&c) }, tw_status::InvalidConfig);
+        let msg = last_error();
+        assert_eq!(msg, format!("tw_breaker_config_validate: invalid breaker config: {want}"));
     }
 }
 

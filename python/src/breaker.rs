@@ -183,6 +183,7 @@ impl Breaker {
         half_open_max: Option<&Bound<'_, PyAny>>,
         half_open_successes: Option<&Bound<'_, PyAny>>,
         window: Option<&Bound<'_, PyAny>>,
+        count_window: Option<&Bound<'_, PyAny>>,
         min_calls: Option<&Bound<'_, PyAny>>,
         failure_rate: Option<&Bound<'_, PyAny>>,
         slow_call: Option<&Bound<'_, PyAny>>,
@@ -222,6 +223,7 @@ impl Breaker {
             half_open_max,
             half_open_successes,
             window,
+            count_window,
             min_calls,
             failure_rate,
             slow_call,
@@ -304,6 +306,7 @@ impl Breaker {
         half_open_max = None,
         half_open_successes = None,
         window = None,
+        count_window = None,
         min_calls = None,
         failure_rate = None,
         slow_call = None,
@@ -328,6 +331,7 @@ impl Breaker {
         half_open_max: Option<&Bound<'_, PyAny>>,
         half_open_successes: Option<&Bound<'_, PyAny>>,
         window: Option<&Bound<'_, PyAny>>,
+        count_window: Option<&Bound<'_, PyAny>>,
         min_calls: Option<&Bound<'_, PyAny>>,
         failure_rate: Option<&Bound<'_, PyAny>>,
         slow_call: Option<&Bound<'_, PyAny>>,
@@ -351,6 +355,7 @@ impl Breaker {
             half_open_max,
             half_open_successes,
             window,
+            count_window,
             min_calls,
             failure_rate,
             slow_call,
@@ -390,6 +395,7 @@ impl Breaker {
             "half_open_max",
             "half_open_successes",
             "window",
+            "count_window",
             "min_calls",
             "failure_rate",
             "slow_call",
@@ -428,6 +434,7 @@ impl Breaker {
             half_open_max,
             half_open_successes,
             window,
+            count_window,
             min_calls,
             failure_rate,
             slow_call,
@@ -450,6 +457,7 @@ impl Breaker {
             half_open_max.as_ref(),
             half_open_successes.as_ref(),
             window.as_ref(),
+            count_window.as_ref(),
             min_calls.as_ref(),
             failure_rate.as_ref(),
             slow_call.as_ref(),
@@ -516,11 +524,22 @@ impl Breaker {
         self.core().config().half_open_successes()
     }
 
-    /// The rolling window: (buckets, bucket width in seconds).
+    /// The time-based rolling window's shape: (buckets, bucket width in
+    /// seconds); kept when a count-based window is chosen instead.
     #[getter]
     fn window(&self) -> (u32, f64) {
         let (n, width) = self.core().config().window();
         (n, width.as_secs_f64())
+    }
+
+    /// The count-based rolling window's calls, or None when the window is
+    /// time-based.
+    #[getter]
+    fn count_window(&self) -> Option<u32> {
+        match self.core().config().rolling_window() {
+            tripwire::RollingWindow::Count { calls } => Some(calls),
+            tripwire::RollingWindow::Time { .. } => None,
+        }
     }
 
     /// Calls the window must hold before a rate can trip the breaker.

@@ -60,6 +60,7 @@ pub(crate) struct ConfigArgs<'a, 'py> {
     pub half_open_max: Option<&'a Bound<'py, PyAny>>,
     pub half_open_successes: Option<&'a Bound<'py, PyAny>>,
     pub window: Option<&'a Bound<'py, PyAny>>,
+    pub count_window: Option<&'a Bound<'py, PyAny>>,
     pub min_calls: Option<&'a Bound<'py, PyAny>>,
     pub failure_rate: Option<&'a Bound<'py, PyAny>>,
     pub slow_call: Option<&'a Bound<'py, PyAny>>,
@@ -112,6 +113,10 @@ impl ConfigArgs<'_, '_> {
         if let Some(v) = given(self.window) {
             let (buckets, width) = window(v)?;
             b = b.window(buckets, width);
+        }
+        // After `window`, which would choose the time-based window again.
+        if let Some(v) = given(self.count_window) {
+            b = b.count_window(count("count_window", v)?);
         }
         if let Some(v) = given(self.min_calls) {
             b = b.min_calls(count("min_calls", v)?);

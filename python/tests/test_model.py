@@ -13,6 +13,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initial
 import tripwire
 
 NS = 1_000_000_000
+SLOTS = 10  # probe slots of one half-open generation
 
 
 def to_ns(seconds: float) -> int:
@@ -36,6 +37,7 @@ class Model:
     count: int = 0  # closed: consecutive failures; open/half-open: re-opens
     probes: int = 0
     passed: int = 0
+    issued: int = 0  # half-open: probe slots handed out in this generation
     entered_at: int = 0
     counters: dict[str, int] = field(
         default_factory=lambda: dict.fromkeys(("successes", "failures", "ignored", "rejected", "transitions"), 0)
@@ -56,6 +58,7 @@ class Model:
         self.heard.append((self.state, state))
         self.counters["transitions"] += 1
         self.state, self.generation, self.count, self.probes, self.passed = state, self.generation + 1, count, 0, 0
+        self.issued = 0
 
     def acquire(self) -> tuple[int, float | None] | None:
         """(generation, None) when admitted; None and a rejection otherwise."""
@@ -64,8 +67,17 @@ class Model:
         if self.state == "forced_open":
             self.counters["rejected"] += 1
             return None
-        if self.state == "half_open" and self.probes < self.half_open_max:
+        if self.state == "half_open" and self.probes < self.half_open_max and self.issued < SLOTS:
             self.probes += 1
+            self.issued += 1
+            return self.generation, None
+        if self.state == "half_open" and self.probes == 0:
+            # Every probe slot of the generation used, none in flight: a new
+            # generation of slots, keeping the successes so far.
+            passed = self.passed
+            self.enter("half_open", self.count)
+            self.probes, self.issued, self.passed = 1, 1, passed
+            self.entered_at = max(self.entered_at, self.now)
             return self.generation, None
         elapsed = self.now - self.entered_at
         if elapsed < self.cooldown():
@@ -73,7 +85,7 @@ class Model:
             return None
         # Open whose cool-down has passed, or a half-open whose probes were lost.
         self.enter("half_open", self.count)
-        self.probes = 1
+        self.probes, self.issued = 1, 1
         self.entered_at = max(self.entered_at, self.now)
         return self.generation, None
 

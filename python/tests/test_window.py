@@ -75,3 +75,33 @@ def test_jitter_only_shortens_the_cooldown(make_breaker):
             b.call(lambda: None)
         waits.add(round(info.value.retry_after, 6))
     assert all(5.0 <= w <= 10.0 for w in waits)
+
+
+def test_a_count_window_holds_the_last_n_calls_however_old(make_breaker, clock):
+    b = make_breaker(failure_threshold=0, count_window=4, min_calls=4, failure_rate=0.5)
+    assert (b.count_window, b.window) == (4, (10, 1.0))
+    trip(b, 1)
+    for _ in range(2):
+        clock.advance(3600.0)  # hours apart: the window counts calls, not time
+        b.call(lambda: None)
+    assert b.state == "closed"
+    trip(b, 1)  # 2 of the last 4 calls failed
+    assert b.state == "open"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"count_window": 0}, ValueError, r"count_window = 0, expected 1 to 1000"),
+        ({"count_window": 1001, "failure_rate": 0.5}, ValueError, r"count_window = 1001"),
+        ({"count_window": 5, "failure_rate": 0.5}, ValueError, r"min_calls = 10, expected at most count_window \(5\)"),
+        ({"count_window": "100"}, TypeError, r"count_window must be an int"),
+    ],
+)
+def test_bad_count_windows_name_the_argument(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        tripwire.Breaker(**kwargs)
+
+
+def test_a_time_window_has_no_count():
+    assert tripwire.Breaker(window=(4, 0.5)).count_window is None

@@ -115,6 +115,7 @@ class Breaker:
         half_open_max: int | None = None,
         half_open_successes: int | None = None,
         window: tuple[int, Seconds] | None = None,
+        count_window: int | None = None,
         min_calls: int | None = None,
         failure_rate: float | None = None,
         slow_call: Seconds | None = None,
@@ -142,6 +143,7 @@ class Breaker:
         half_open_max: int | None = None,
         half_open_successes: int | None = None,
         window: tuple[int, Seconds] | None = None,
+        count_window: int | None = None,
         min_calls: int | None = None,
         failure_rate: float | None = None,
         slow_call: Seconds | None = None,
@@ -172,6 +174,8 @@ class Breaker:
     def half_open_successes(self) -> int: ...
     @property
     def window(self) -> tuple[int, float]: ...
+    @property
+    def count_window(self) -> int | None: ...
     @property
     def min_calls(self) -> int: ...
     @property

@@ -93,15 +93,27 @@ static void test_config(void) {
     CHECK_MESSAGE("tw_breaker_config_validate: invalid breaker config: window_buckets = 0, "
                   "expected 1 to 32");
 
+    /* The last 100 calls instead of time buckets. */
+    CHECK(c.window_kind == TW_WINDOW_KIND_TIME && c.count_window == 0);
+    tw_breaker_config n = c;
+    n.failure_rate = 0.5;
+    n.window_kind = TW_WINDOW_KIND_COUNT;
+    n.count_window = 100;
+    CHECK_STATUS(tw_breaker_config_validate(&n), TW_STATUS_OK);
+    n.count_window = 0;
+    CHECK_STATUS(tw_breaker_config_validate(&n), TW_STATUS_INVALID_CONFIG);
+    CHECK_MESSAGE("tw_breaker_config_validate: invalid breaker config: count_window = 0, "
+                  "expected 1 to 1000");
+
     c.half_open_max = 0;
     CHECK_STATUS(tw_breaker_config_validate(&c), TW_STATUS_INVALID_CONFIG);
     CHECK_MESSAGE("tw_breaker_config_validate: invalid breaker config: half_open_max = 0, "
-                  "expected 1 to 63");
+                  "expected 1 to 10");
 
     tw_breaker *b = NULL;
     CHECK_STATUS(tw_breaker_new(&c, &b), TW_STATUS_INVALID_CONFIG);
     CHECK(b == NULL);
-    CHECK_MESSAGE("tw_breaker_new: invalid breaker config: half_open_max = 0, expected 1 to 63");
+    CHECK_MESSAGE("tw_breaker_new: invalid breaker config: half_open_max = 0, expected 1 to 10");
 
     c = config_with_threshold(5, 10000000000ull);
     c.open_timeout_max_ns = 5000000000ull;

@@ -73,7 +73,7 @@ static void test_errors() {
         // what() is the library's message itself, nothing appended; the
         // status stays available through status() and code().
         CHECK(std::strcmp(e.what(), tw_last_error_message()) == 0);
-        CHECK(std::string(e.what()).find("half_open_max = 0, expected 1 to 63") != std::string::npos);
+        CHECK(std::string(e.what()).find("half_open_max = 0, expected 1 to 10") != std::string::npos);
         CHECK(std::string(e.what()).find("TW_STATUS") == std::string::npos);
         CHECK(e.code().message() == "TW_STATUS_INVALID_CONFIG");
         // A copy (as a rethrow makes) keeps the message.

@@ -1,0 +1,247 @@
+//! loom models of the rolling windows: a new Closed generation racing
+//! outcomes of the old one (a reset, two closing probes, a stale start), a
+//! time window moving on under a late outcome and a slow helper, a count
+//! window filing chunks and restarting under racing calls. Run with
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire --release --target-dir target/loom --test loom_window`.
+//!
+//! Under loom a time window has 4 slots and one stripe; a count window
+//! files chunks of 2 calls in a ring of 4.
+#![cfg(loom)]
+
+use core::time::Duration;
+
+use loom::sync::Arc;
+use loom::thread;
+use tripwire::{Breaker, BreakerConfig, BreakerConfigBuilder, FixedClock, Outcome, State};
+
+/// The middle of millisecond `ms`: its epoch with 1 ms buckets is `ms`.
+fn at(ms: u64) -> FixedClock {
+    FixedClock(ms * 1_000_000 + 500_000)
+}
+
+fn rates(b: BreakerConfigBuilder, min_calls: u32, failure_rate: f64) -> Breaker {
+    Breaker::new(b.failure_threshold(0).min_calls(min_calls).failure_rate(failure_rate).build().unwrap())
+}
+
+fn time_window(min_calls: u32, failure_rate: f64) -> Breaker {
+    rates(BreakerConfig::builder().window(2, Duration::from_millis(1)), min_calls, failure_rate)
+}
+
+fn count_window(calls: u32, min_calls: u32, failure_rate: f64) -> Breaker {
+    // The time-based shape is validated in either mode; its default of 10
+    // buckets exceeds loom's 4.
+    let shape = BreakerConfig::builder().window(2, Duration::from_millis(1));
+    rates(shape.count_window(calls), min_calls, failure_rate)
+}
+
+/// Records one outcome on a fresh ticket.
+fn record(b: &Breaker, outcome: Outcome, clock: &FixedClock) -> Option<tripwire::Transition> {
+    let t = b.try_acquire(clock).unwrap();
+    b.record(t, outcome, clock)
+}
+
+/// Defect 2, first race: a failure admitted before `reset()` and recorded
+/// while the new generation starts its window. Guards: a clear changes
+/// every word it passes (the version bump), so the late CAS fails.
+#[test]
+fn a_failure_admitted_before_a_reset_never_counts_in_the_new_window() {
+    loom::model(|| {
+        let b = Arc::new(time_window(2, 1.0));
+        let late = b.try_acquire(&at(7)).unwrap();
+        // The new generation on the spawned thread, so that the late
+        // failure (this thread, which runs first) can stop just before its
+        // CAS and resume just after the window is emptied: two preemptions.
+        let new = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.reset();
+                // One failure of the new generation: the window holds one call.
+                record(&b, Outcome::Failure, &at(7))
+            })
+        };
+        assert_eq!(b.record(late, Outcome::Failure, &at(7)), None);
+        assert_eq!(new.join().unwrap(), None, "a late failure entered the new window");
+        assert!(record(&b, Outcome::Failure, &at(7)).is_some(), "two calls of the new generation trip it");
+    });
+}
+
+/// Defect 2, second race: two probes succeed at once; the one that loses
+/// the close must not wipe a failure counted after the close. Guards:
+/// transitions never touch the window (it starts each Closed generation
+/// itself, after the CAS that closes).
+#[test]
+fn a_losing_closer_never_wipes_a_failure_counted_after_the_close() {
+    loom::model(|| {
+        let b = Arc::new(Breaker::new(
+            BreakerConfig::builder()
+                .failure_threshold(0)
+                .open_timeout(Duration::from_micros(1))
+                .half_open_max(2)
+                .half_open_successes(1)
+                .window(2, Duration::from_millis(1))
+                .min_calls(2)
+                .failure_rate(1.0)
+                .build()
+                .unwrap(),
+        ));
+        assert_eq!(record(&b, Outcome::Failure, &at(7)), None);
+        assert!(record(&b, Outcome::Failure, &at(7)).is_some());
+        let later = FixedClock(at(7).0 + 1_000);
+        let (p1, p2) = (b.try_acquire(&later).unwrap(), b.try_acquire(&later).unwrap());
+        assert!(p1.is_probe() && p2.is_probe());
+        let loser = {
+            let b = b.clone();
+            thread::spawn(move || b.record(p2, Outcome::Success, &later))
+        };
+        b.record(p1, Outcome::Success, &later);
+        // Closed now, by this probe or the other: count one failure.
+        let counted = b.try_acquire(&later).unwrap();
+        assert!(!counted.is_probe());
+        assert_eq!(b.record(counted, Outcome::Failure, &later), None);
+        loser.join().unwrap();
+        assert_eq!(b.state(), State::Closed);
+        assert!(record(&b, Outcome::Failure, &later).is_some(), "the first failure was wiped");
+    });
+}
+
+/// A thread starting the window for its generation after that generation
+/// ended must not move the window back. Guards: the generation word is
+/// moved by CAS from the value loaded before the state word said the
+/// generation was current.
+#[test]
+fn a_stale_start_never_rewinds_the_window() {
+    loom::model(|| {
+        let b = Arc::new(time_window(2, 1.0));
+        // Generation 1, whose window has not started yet.
+        b.reset();
+        let stale = b.try_acquire(&at(7)).unwrap();
+        let old = {
+            let b = b.clone();
+            thread::spawn(move || b.record(stale, Outcome::Failure, &at(7)))
+        };
+        b.reset();
+        let first = record(&b, Outcome::Failure, &at(7));
+        old.join().unwrap();
+        assert_eq!(first, None);
+        assert!(
+            record(&b, Outcome::Failure, &at(7)).is_some(),
+            "the window of generation 2 was started again"
+        );
+    });
+}
+
+/// A late outcome (its clock read before the window moved on) must not
+/// land in the newer epoch that took over its slot. Guards: an outcome
+/// whose epoch has left the window (checked against the control word) stays
+/// out.
+#[test]
+fn a_late_outcome_never_lands_in_a_newer_epoch() {
+    loom::model(|| {
+        let b = Arc::new(time_window(2, 0.8));
+        assert_eq!(record(&b, Outcome::Success, &at(1)), None);
+        let late = b.try_acquire(&at(1)).unwrap();
+        // Epoch 5 shares epoch 1's slot (4 slots): the window passes over it.
+        let newer = {
+            let b = b.clone();
+            thread::spawn(move || record(&b, Outcome::Failure, &at(5)))
+        };
+        assert_eq!(b.record(late, Outcome::Success, &at(1)), None);
+        assert_eq!(newer.join().unwrap(), None);
+        // The window holds epoch 5's failure alone: one more failure makes
+        // a rate of 1 and trips it; with the late success counted in epoch
+        // 5 it would be 2 of 3, below 0.8.
+        assert!(
+            record(&b, Outcome::Failure, &at(5)).is_some(),
+            "a success from epoch 1 was counted in epoch 5"
+        );
+    });
+}
+
+/// Two callers move the window on to one epoch and add to it at once;
+/// no count is lost to a helper that clears late. Guards: a clearing
+/// helper checks, after loading each word, that its clear is still
+/// pending before emptying the word.
+#[test]
+fn a_late_clearing_helper_never_wipes_a_fresh_count() {
+    loom::model(|| {
+        let b = Arc::new(time_window(2, 1.0));
+        assert_eq!(record(&b, Outcome::Success, &at(1)), None);
+        let tickets = [b.try_acquire(&at(5)).unwrap(), b.try_acquire(&at(5)).unwrap()];
+        let other = {
+            let b = b.clone();
+            thread::spawn(move || b.record(tickets[0], Outcome::Failure, &at(5)))
+        };
+        let mine = b.record(tickets[1], Outcome::Failure, &at(5));
+        let reports = [other.join().unwrap(), mine];
+        // Both failures in epoch 5, the success of epoch 1 gone: a rate of
+        // 1 over 2 calls, one trip. A lost failure leaves one call: none.
+        assert_eq!(reports.iter().flatten().count(), 1, "{reports:?}");
+    });
+}
+
+/// Calls racing across a chunk boundary of a count window: every call is
+/// counted once. Guards: a call is counted by a CAS on the cursor it
+/// loaded, so two at once cannot overwrite each other.
+#[test]
+fn calls_racing_across_a_chunk_boundary_are_all_counted() {
+    loom::model(|| {
+        // The last 3 calls: one full chunk of 2 and one call of the next.
+        let b = Arc::new(count_window(3, 3, 1.0));
+        assert_eq!(record(&b, Outcome::Failure, &at(1)), None);
+        let tickets = [b.try_acquire(&at(1)).unwrap(), b.try_acquire(&at(1)).unwrap()];
+        let other = {
+            let b = b.clone();
+            thread::spawn(move || b.record(tickets[0], Outcome::Failure, &at(1)))
+        };
+        let mine = b.record(tickets[1], Outcome::Failure, &at(1));
+        let reports = [other.join().unwrap(), mine];
+        assert_eq!(
+            reports.iter().flatten().count(),
+            1,
+            "three failures in the last three calls: {reports:?}"
+        );
+    });
+}
+
+/// Two callers find the same chunk full and race to move the cursor on:
+/// the chunk's successes reach the snapshot once. Guards: a chunk's
+/// successes are folded only by the caller whose CAS moved the cursor past
+/// it.
+#[test]
+fn racing_rotations_fold_a_chunk_once() {
+    loom::model(|| {
+        let b = Arc::new(count_window(4, 2, 1.0));
+        for _ in 0..2 {
+            assert_eq!(record(&b, Outcome::Success, &at(1)), None);
+        }
+        let other = {
+            let b = b.clone();
+            thread::spawn(move || record(&b, Outcome::Success, &at(1)))
+        };
+        assert_eq!(record(&b, Outcome::Success, &at(1)), None);
+        assert_eq!(other.join().unwrap(), None);
+        assert_eq!(b.snapshot().successes, 4);
+    });
+}
+
+/// A count window restarting for a new generation under a failure of the
+/// old one. Guards: a restart moves the cursor to a chunk number never
+/// used before, so the old failure's CAS on an empty cursor fails.
+#[test]
+fn a_late_failure_never_counts_in_a_restarted_count_window() {
+    loom::model(|| {
+        let b = Arc::new(count_window(4, 2, 1.0));
+        let late = b.try_acquire(&at(1)).unwrap();
+        // As in the time window's model: the late failure on this thread.
+        let new = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.reset();
+                record(&b, Outcome::Failure, &at(1))
+            })
+        };
+        assert_eq!(b.record(late, Outcome::Failure, &at(1)), None);
+        assert_eq!(new.join().unwrap(), None, "a late failure entered the new window");
+        assert!(record(&b, Outcome::Failure, &at(1)).is_some());
+    });
+}
