@@ -386,7 +386,7 @@ impl Breaker {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let py = cls.py();
-        const KEYS: [&str; 19] = [
+        const KEYS: [&str; 20] = [
             "failure_threshold",
             "open_timeout",
             "open_timeout_max",
@@ -408,7 +408,7 @@ impl Breaker {
             "on_state_change",
             "listeners",
         ];
-        let mut args: [Option<Bound<'_, PyAny>>; 19] = Default::default();
+        let mut args: [Option<Bound<'_, PyAny>>; 20] = Default::default();
         if let Some(kwargs) = kwargs {
             for (key, value) in kwargs.iter() {
                 let key: String = key.extract()?;
