@@ -109,106 +109,22 @@
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
-mod backoff;
-mod backoff_config;
 mod breaker;
 mod bulkhead;
-#[cfg(feature = "std")]
-mod bulkhead_wait;
 mod clock;
-mod config;
-mod cooldown;
-mod counters;
-mod deadline;
-mod permit;
 mod retry;
-#[cfg(feature = "std")]
-mod retry_blocking;
-mod retry_budget;
-mod retry_config;
-mod retry_error;
-mod retry_loop;
-#[cfg(not(loom))]
-mod shared;
-mod state;
 mod sync;
-mod ticket;
-mod window;
 
 #[cfg(feature = "std")]
-mod assessment;
-#[cfg(feature = "async")]
-mod bulkhead_async;
-#[cfg(feature = "std")]
-mod events;
-#[cfg(feature = "std")]
-mod fallback;
-#[cfg(feature = "http")]
-pub mod http;
-#[cfg(feature = "metrics")]
-mod metrics_export;
-#[cfg(feature = "std")]
-mod named;
-#[cfg(feature = "std")]
-mod pipeline;
-#[cfg(feature = "std")]
-pub mod prometheus;
-#[cfg(feature = "std")]
-mod registry;
-#[cfg(feature = "async")]
-mod retry_async;
-#[cfg(feature = "async")]
-mod timeout;
-#[cfg(feature = "tower")]
-pub mod tower;
+mod layers;
 
-pub use backoff::Backoff;
-pub use backoff_config::{BackoffConfig, BackoffConfigBuilder, Jitter, MAX_BACKOFF_FACTOR, ParseJitterError};
-pub use breaker::Breaker;
+pub use breaker::*;
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, FixedClock, ManualClock, duration_ns};
-#[cfg(feature = "std")]
-pub use clock::{CoarseClock, MonotonicClock};
-pub use config::{
-    BreakerConfig, BreakerConfigBuilder, ConfigError, DEFAULT_MAX_HOLD, MAX_BUCKET_WIDTH,
-    MAX_FAILURE_THRESHOLD, MAX_GROWTH, MAX_HALF_OPEN, MAX_MIN_CALLS, MAX_OPEN_TIMEOUT, MIN_BUCKET_WIDTH,
-    MIN_OPEN_TIMEOUT, RollingWindow,
-};
-pub use counters::Snapshot;
-pub use permit::{CallError, Permit};
-pub use retry::{Classify, MAX_ATTEMPTS, Next, Refusal, RetryAll, RetryPolicy, RetryPolicyBuilder, Verdict};
-#[cfg(feature = "std")]
-pub use retry_blocking::{CANCEL_CHECK, Stop, retry};
-pub use retry_budget::{
-    MAX_RATIO, MAX_RESERVE_TOKENS, MIN_BUDGET_TTL, RetryBudget, RetryBudgetConfig, RetryBudgetConfigBuilder,
-};
-pub use retry_config::{MAX_RETRY_DURATION, RetryConfigError};
-pub use retry_error::RetryError;
-pub use retry_loop::RetryLoop;
-#[cfg(not(loom))]
-pub use shared::{SharedError, SharedRegion};
-pub use state::State;
-pub use ticket::{Outcome, Rejected, Ticket, Transition};
-pub use window::{MAX_BUCKETS, MAX_COUNT_WINDOW};
+pub use retry::*;
 
 #[cfg(feature = "std")]
-pub use assessment::Assessment;
-#[cfg(feature = "std")]
-pub use events::StateChange;
-#[cfg(feature = "std")]
-pub use fallback::{Served, StaleCache, StalePolicy, StaleSnapshot, StaleStats};
-#[cfg(feature = "std")]
-pub use named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
-#[cfg(feature = "std")]
-pub use pipeline::{Nesting, Pipeline, PipelineBuilder, PipelineError};
-#[cfg(feature = "std")]
-pub use registry::Registry;
-#[cfg(feature = "async")]
-pub use retry_async::retry_async;
-#[cfg(feature = "tokio")]
-pub use timeout::TokioTimer;
-#[cfg(feature = "async")]
-pub use timeout::{Elapsed, Timeout, Timer, timeout};
+pub use layers::*;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -1,0 +1,30 @@
+//! The circuit breaker (`no_std`): one packed state word moved by
+//! compare-and-swap ([`state`]), the tickets and permits that pass between
+//! a breaker and its caller, its config and cool-down, counters, the
+//! rolling windows, the deadline slots, and breakers in shared memory.
+
+pub(crate) mod circuit;
+pub(crate) mod config;
+pub(crate) mod cooldown;
+pub(crate) mod counters;
+pub(crate) mod deadline;
+pub(crate) mod permit;
+#[cfg(not(loom))]
+pub(crate) mod shared;
+pub(crate) mod state;
+pub(crate) mod ticket;
+pub(crate) mod window;
+
+pub use circuit::Breaker;
+pub use config::{
+    BreakerConfig, BreakerConfigBuilder, ConfigError, DEFAULT_MAX_HOLD, MAX_BUCKET_WIDTH,
+    MAX_FAILURE_THRESHOLD, MAX_GROWTH, MAX_HALF_OPEN, MAX_MIN_CALLS, MAX_OPEN_TIMEOUT, MIN_BUCKET_WIDTH,
+    MIN_OPEN_TIMEOUT, RollingWindow,
+};
+pub use counters::Snapshot;
+pub use permit::{CallError, Permit};
+#[cfg(not(loom))]
+pub use shared::{SharedError, SharedRegion};
+pub use state::State;
+pub use ticket::{Outcome, Rejected, Ticket, Transition};
+pub use window::{MAX_BUCKETS, MAX_COUNT_WINDOW};

@@ -1,0 +1,87 @@
+//! What a classifier makes of a call's result, richer than an [`Outcome`]:
+//! a dependency may also push back ("too many requests, come back in 30 s").
+
+use core::time::Duration;
+
+use crate::breaker::ticket::{Outcome, Ticket, Transition};
+use crate::clock::Clock;
+use crate::layers::named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
+
+/// How a call ended, as a classifier sees it (feature `std`).
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::{Assessment, Outcome};
+///
+/// assert_eq!(Assessment::from(Outcome::Failure).outcome(), Outcome::Failure);
+/// // A 429: neither the dependency's failure nor the caller's; hold the breaker open.
+/// assert_eq!(Assessment::Backpressure(Some(Duration::from_secs(3))).outcome(), Outcome::Ignored);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Assessment {
+    /// The dependency did its job.
+    Success,
+    /// The dependency failed (5xx, timeout, connection refused…).
+    Failure,
+    /// Says nothing about the dependency (a 4xx the caller caused, a
+    /// cancelled call).
+    Ignored,
+    /// The dependency asked for less traffic (429, 418): the breaker is held
+    /// open for this long, or for its `open_timeout` when no time was given.
+    Backpressure(Option<Duration>),
+}
+
+impl Assessment {
+    /// The outcome the breaker records: backpressure is recorded as
+    /// ignored, since the hold that follows says more than a failure would.
+    pub fn outcome(self) -> Outcome {
+        match self {
+            Assessment::Success => Outcome::Success,
+            Assessment::Failure => Outcome::Failure,
+            Assessment::Ignored | Assessment::Backpressure(_) => Outcome::Ignored,
+        }
+    }
+}
+
+impl From<Outcome> for Assessment {
+    fn from(o: Outcome) -> Self {
+        match o {
+            Outcome::Success => Assessment::Success,
+            Outcome::Failure => Assessment::Failure,
+            Outcome::Ignored => Assessment::Ignored,
+        }
+    }
+}
+
+impl<C: Clock> NamedBreaker<C> {
+    /// Records an admitted call's assessment: its outcome, and for
+    /// backpressure a hold ([`open_for`](Self::open_for)). Returns the last
+    /// transition this caused, if any.
+    pub fn settle(&self, ticket: Ticket, assessment: Assessment) -> Option<Transition> {
+        let recorded = self.record(ticket, assessment.outcome());
+        match assessment {
+            Assessment::Backpressure(hold) => {
+                let d = hold.unwrap_or_else(|| self.breaker().config().open_timeout());
+                self.open_for(d).or(recorded)
+            }
+            _ => recorded,
+        }
+    }
+}
+
+impl<C: Clock> NamedPermit<'_, C> {
+    /// Records the call's assessment (see [`NamedBreaker::settle`]).
+    pub fn settle(mut self, assessment: Assessment) -> Option<Transition> {
+        let ticket = self.ticket.take()?;
+        self.breaker.settle(ticket, assessment)
+    }
+}
+
+impl<C: Clock> OwnedNamedPermit<C> {
+    /// Records the call's assessment (see [`NamedBreaker::settle`]).
+    pub fn settle(mut self, assessment: Assessment) -> Option<Transition> {
+        let ticket = self.ticket.take()?;
+        self.breaker.settle(ticket, assessment)
+    }
+}

@@ -1,0 +1,210 @@
+//! Classifying HTTP responses (feature `http`): what a status and its
+//! headers say about the dependency.
+//!
+//! | response | [`Assessment`] |
+//! | --- | --- |
+//! | 1xx, 2xx, 3xx | success |
+//! | 5xx | failure |
+//! | 429, 418 (Binance's "banned for hammering") | backpressure until `Retry-After` or an equivalent reset header |
+//! | other 4xx | ignored: the caller's fault, not the dependency's |
+//!
+//! A timeout or a connection error is a failure; a call the caller
+//! cancelled is ignored (the pipeline and the tower services do both).
+//!
+//! No header value panics: every number is parsed as a `u64` or refused,
+//! and every sum is a saturating one on durations. A server may still ask
+//! for any wait up to `u64::MAX` seconds; the breaker caps what it honours
+//! (see `BreakerConfigBuilder::max_hold`).
+
+use core::time::Duration;
+use std::time::SystemTime;
+
+use http::header::{HeaderMap, HeaderName, RETRY_AFTER};
+use http::{Response, StatusCode};
+
+use crate::layers::assessment::Assessment;
+
+/// How a response with this status and these headers ended.
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use http::{HeaderMap, StatusCode};
+/// use tripwire::Assessment;
+/// use tripwire::http::assess;
+///
+/// let mut headers = HeaderMap::new();
+/// assert_eq!(assess(StatusCode::OK, &headers), Assessment::Success);
+/// assert_eq!(assess(StatusCode::SERVICE_UNAVAILABLE, &headers), Assessment::Failure);
+/// assert_eq!(assess(StatusCode::NOT_FOUND, &headers), Assessment::Ignored);
+/// headers.insert("retry-after", "7".parse()?);
+/// assert_eq!(
+///     assess(StatusCode::TOO_MANY_REQUESTS, &headers),
+///     Assessment::Backpressure(Some(Duration::from_secs(7)))
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn assess(status: StatusCode, headers: &HeaderMap) -> Assessment {
+    match status.as_u16() {
+        429 | 418 => Assessment::Backpressure(retry_after(headers)),
+        500..=599 => Assessment::Failure,
+        400..=499 => Assessment::Ignored,
+        _ => Assessment::Success,
+    }
+}
+
+/// [`assess`] for a response.
+pub fn assess_response<B>(response: &Response<B>) -> Assessment {
+    assess(response.status(), response.headers())
+}
+
+/// The time a response asks the client to wait: `Retry-After` (delay in
+/// seconds, or an HTTP date), else `RateLimit-Reset` (seconds), else
+/// `X-RateLimit-Reset` / `X-Ratelimit-Reset` (seconds, or a Unix time in
+/// seconds when the value is that large, as GitHub sends). `None` when no
+/// header says, or none can be read.
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use http::HeaderMap;
+/// use tripwire::http::retry_after;
+///
+/// let mut headers = HeaderMap::new();
+/// headers.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse()?);
+/// assert_eq!(retry_after(&headers), Some(Duration::ZERO), "a date in the past: come back now");
+/// headers.insert("retry-after", "120".parse()?);
+/// assert_eq!(retry_after(&headers), Some(Duration::from_secs(120)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    if let Some(d) = headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after) {
+        return Some(d);
+    }
+    const RESETS: [HeaderName; 2] =
+        [HeaderName::from_static("ratelimit-reset"), HeaderName::from_static("x-ratelimit-reset")];
+    RESETS.iter().find_map(|name| {
+        let secs: u64 = headers.get(name)?.to_str().ok()?.trim().parse().ok()?;
+        Some(reset_in(secs, SystemTime::now()))
+    })
+}
+
+/// A `Retry-After` value: delay-seconds or an HTTP date.
+fn parse_retry_after(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(at.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
+}
+
+/// Values this large are Unix times (after 2001), not delays.
+const UNIX_TIME_FROM: u64 = 1_000_000_000;
+
+/// A reset header's seconds: a delay, or a Unix time when that large.
+///
+/// Computed as durations since the epoch, never as a `SystemTime` (which
+/// cannot hold every `u64` of seconds: adding one would panic): a time far
+/// beyond what the host can represent is a very long wait, which the
+/// breaker's `max_hold` then caps.
+fn reset_in(secs: u64, now: SystemTime) -> Duration {
+    if secs < UNIX_TIME_FROM {
+        return Duration::from_secs(secs);
+    }
+    let since_epoch = now.duration_since(SystemTime::UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    Duration::from_secs(secs).saturating_sub(since_epoch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        pairs.iter().map(|(k, v)| (HeaderName::from_static(k), v.parse().unwrap())).collect()
+    }
+
+    #[test]
+    fn statuses_map_to_assessments() {
+        let none = HeaderMap::new();
+        for (code, want) in [
+            (200, Assessment::Success),
+            (304, Assessment::Success),
+            (400, Assessment::Ignored),
+            (404, Assessment::Ignored),
+            (418, Assessment::Backpressure(None)),
+            (429, Assessment::Backpressure(None)),
+            (500, Assessment::Failure),
+            (503, Assessment::Failure),
+        ] {
+            assert_eq!(assess(StatusCode::from_u16(code).unwrap(), &none), want, "{code}");
+        }
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_dates_and_reset_headers() {
+        assert_eq!(retry_after(&headers(&[("retry-after", " 30 ")])), Some(Duration::from_secs(30)));
+        let in_a_minute = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(61));
+        let d = retry_after(&headers(&[("retry-after", &in_a_minute)])).unwrap();
+        assert!((Duration::from_secs(59)..=Duration::from_secs(61)).contains(&d), "{d:?}");
+        assert_eq!(retry_after(&headers(&[("x-ratelimit-reset", "12")])), Some(Duration::from_secs(12)));
+        assert_eq!(retry_after(&headers(&[("ratelimit-reset", "3")])), Some(Duration::from_secs(3)));
+        assert_eq!(retry_after(&headers(&[("retry-after", "soon")])), None);
+        assert_eq!(retry_after(&HeaderMap::new()), None);
+        // Retry-After wins over a reset header.
+        let both = headers(&[("retry-after", "5"), ("x-ratelimit-reset", "50")]);
+        assert_eq!(retry_after(&both), Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn absurd_header_values_never_panic() {
+        let absurd = [
+            "9223372036854775808",  // 2^63
+            "18446744073709551615", // u64::MAX
+            "18446744073709551616", // u64::MAX + 1
+            "99999999999",
+            "-1",
+            "-9223372036854775808",
+            "1e400",
+            "0x10",
+            " ",
+            "",
+            "Fri, 31 Dec 9999 23:59:59 GMT",
+            "Sat, 01 Jan 0000 00:00:00 GMT",
+            "Thu, 01 Jan 1970 00:00:00 GMT",
+        ];
+        for status in [429, 418, 503, 200] {
+            let status = StatusCode::from_u16(status).unwrap();
+            for name in ["retry-after", "ratelimit-reset", "x-ratelimit-reset"] {
+                for v in absurd {
+                    let _ = assess(status, &headers(&[(name, v)]));
+                }
+                // Bytes that are no string at all.
+                let mut h = HeaderMap::new();
+                h.insert(
+                    HeaderName::from_static(name),
+                    http::HeaderValue::from_bytes(b"\xff\xfe 12").unwrap(),
+                );
+                assert_eq!(retry_after(&h), None);
+            }
+        }
+        let secs = |v: &str, name: &'static str| retry_after(&headers(&[(name, v)]));
+        assert_eq!(secs("99999999999", "retry-after"), Some(Duration::from_secs(99_999_999_999)));
+        assert_eq!(secs("18446744073709551615", "retry-after"), Some(Duration::from_secs(u64::MAX)));
+        assert_eq!(secs("18446744073709551616", "retry-after"), None, "beyond u64: unreadable");
+        assert_eq!(secs("-1", "ratelimit-reset"), None);
+        // Unix times far beyond what `SystemTime` holds: a very long wait, not a panic.
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(reset_in(1 << 63, now), Duration::from_secs((1 << 63) - 1_700_000_000));
+        assert_eq!(reset_in(u64::MAX, now), Duration::from_secs(u64::MAX - 1_700_000_000));
+        assert!(secs("9223372036854775808", "x-ratelimit-reset").unwrap() > Duration::from_secs(1 << 62));
+    }
+
+    #[test]
+    fn large_reset_values_are_unix_times() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(reset_in(1_700_000_045, now), Duration::from_secs(45));
+        assert_eq!(reset_in(1_600_000_000, now), Duration::ZERO);
+        assert_eq!(reset_in(60, now), Duration::from_secs(60));
+    }
+}

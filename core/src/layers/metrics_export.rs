@@ -1,0 +1,61 @@
+//! The registry's counters through the `metrics` crate (feature `metrics`),
+//! for services that already export with a `metrics` recorder.
+//!
+//! The core counts in its own atomics; [`Registry::publish_metrics`] copies
+//! their current values to the installed recorder (counters as absolute
+//! values, the state as a gauge per state), so call it from the scrape
+//! handler or a periodic task. Names and labels match
+//! [`Registry::prometheus`].
+
+use std::borrow::ToOwned;
+use std::string::String;
+
+use crate::breaker::state::State;
+use crate::layers::prometheus::{
+    BREAKER_CALLS, BREAKER_REJECTED, BREAKER_SLOW, BREAKER_STATE, BREAKER_TRANSITIONS, BULKHEAD_ACQUIRED,
+    BULKHEAD_IN_FLIGHT, BULKHEAD_MAX, BULKHEAD_PEAK, BULKHEAD_REJECTED, FALLBACK, outcomes, results,
+};
+use crate::layers::registry::Registry;
+
+impl Registry {
+    /// Copies every counter and state to the `metrics` recorder.
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::{BreakerConfig, Registry};
+    ///
+    /// let registry = Registry::new();
+    /// registry.breaker("coinbase/ticker", BreakerConfig::default);
+    /// registry.publish_metrics(); // a no-op until a recorder is installed
+    /// ```
+    pub fn publish_metrics(&self) {
+        for b in self.breakers() {
+            let name: String = b.name().to_owned();
+            let state = b.state();
+            for s in State::ALL {
+                let v = if s == state { 1.0 } else { 0.0 };
+                metrics::gauge!(BREAKER_STATE, "breaker" => name.clone(), "state" => s.as_str()).set(v);
+            }
+            let snap = b.snapshot();
+            for (outcome, v) in outcomes(&snap) {
+                metrics::counter!(BREAKER_CALLS, "breaker" => name.clone(), "outcome" => outcome).absolute(v);
+            }
+            metrics::counter!(BREAKER_REJECTED, "breaker" => name.clone()).absolute(snap.rejected);
+            metrics::counter!(BREAKER_SLOW, "breaker" => name.clone()).absolute(snap.slow);
+            metrics::counter!(BREAKER_TRANSITIONS, "breaker" => name).absolute(snap.transitions);
+        }
+        for (name, b) in self.bulkheads() {
+            let s = b.snapshot();
+            metrics::gauge!(BULKHEAD_IN_FLIGHT, "bulkhead" => name.clone()).set(f64::from(s.in_flight));
+            metrics::gauge!(BULKHEAD_MAX, "bulkhead" => name.clone()).set(f64::from(b.max()));
+            metrics::gauge!(BULKHEAD_PEAK, "bulkhead" => name.clone()).set(f64::from(s.peak_in_flight));
+            metrics::counter!(BULKHEAD_ACQUIRED, "bulkhead" => name.clone()).absolute(s.acquired);
+            metrics::counter!(BULKHEAD_REJECTED, "bulkhead" => name).absolute(s.rejected);
+        }
+        for (name, stats) in self.stale_caches() {
+            for (result, v) in results(&stats.snapshot()) {
+                metrics::counter!(FALLBACK, "cache" => name.clone(), "result" => result).absolute(v);
+            }
+        }
+    }
+}

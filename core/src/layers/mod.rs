@@ -1,0 +1,38 @@
+//! Everything that needs `std`, behind the one `std` gate: the host's
+//! clocks, named breakers and their events, waits for a bulkhead slot,
+//! the retry executors, timeouts, stale fallback, the pipeline, HTTP
+//! assessment, the registry and its exporters, and the `tower` layers.
+
+pub(crate) mod assessment;
+pub(crate) mod bulkhead;
+pub(crate) mod clock;
+pub(crate) mod events;
+pub(crate) mod fallback;
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "metrics")]
+pub(crate) mod metrics_export;
+pub(crate) mod named;
+pub(crate) mod pipeline;
+pub mod prometheus;
+pub(crate) mod registry;
+pub(crate) mod retry;
+#[cfg(feature = "async")]
+pub(crate) mod timeout;
+#[cfg(feature = "tower")]
+pub mod tower;
+
+pub use assessment::Assessment;
+pub use clock::{CoarseClock, MonotonicClock};
+pub use events::StateChange;
+pub use fallback::{Served, StaleCache, StalePolicy, StaleSnapshot, StaleStats};
+pub use named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
+pub use pipeline::{Nesting, Pipeline, PipelineBuilder, PipelineError};
+pub use registry::Registry;
+#[cfg(feature = "async")]
+pub use retry::retry_async;
+pub use retry::{CANCEL_CHECK, Stop, retry};
+#[cfg(feature = "tokio")]
+pub use timeout::TokioTimer;
+#[cfg(feature = "async")]
+pub use timeout::{Elapsed, Timeout, Timer, timeout};

@@ -1,0 +1,199 @@
+//! Async calls through a [`Pipeline`] (feature `async`): the same layers,
+//! with waits on the pipeline's [`Timer`] and a per-attempt timeout.
+//! Dropping the returned future stops at once, mid-attempt or mid-sleep; an
+//! attempt in flight then counts as ignored.
+
+use std::time::Instant;
+
+use crate::clock::Clock;
+use crate::layers::assessment::Assessment;
+use crate::layers::clock::{MonotonicClock, instant_at, monotonic_at};
+use crate::layers::pipeline::{Failed, Nesting, Pipeline, PipelineError, from_retry, judged, ok_is_success};
+use crate::layers::timeout::{Timer, timeout};
+use crate::retry::error::RetryError;
+use crate::retry::step::RetryLoop;
+
+impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
+    /// Runs the future `f` makes through the layers; `Ok` is a success,
+    /// `Err` and a timeout are failures.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[cfg(feature = "tokio")]
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// use core::time::Duration;
+    /// use std::sync::Arc;
+    /// use tripwire::{BreakerConfig, NamedBreaker, Pipeline, PipelineError, TokioTimer};
+    ///
+    /// let breaker = Arc::new(NamedBreaker::new("okx/books", BreakerConfig::default()));
+    /// let pipeline = Pipeline::builder()
+    ///     .breaker(breaker.clone())
+    ///     .timeout(Duration::from_millis(20))
+    ///     .timer(TokioTimer)
+    ///     .build();
+    /// let hung = pipeline.call_async(|| async {
+    ///     tokio::time::sleep(Duration::from_secs(10)).await;
+    ///     Ok::<u32, std::io::Error>(1)
+    /// });
+    /// assert!(matches!(hung.await, Err(PipelineError::Timeout(_))));
+    /// assert_eq!(breaker.snapshot().failures, 1);
+    /// # });
+    /// ```
+    pub async fn call_async<T, E, Fut>(&self, f: impl FnMut() -> Fut) -> Result<T, PipelineError<E>>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.call_async_with(ok_is_success, f).await
+    }
+
+    /// Runs the future `f` makes through the layers, judging each attempt
+    /// with `assess`; a timeout is a failure.
+    pub async fn call_async_with<T, E, Fut>(
+        &self,
+        assess: impl Fn(&Result<T, E>) -> Assessment,
+        f: impl FnMut() -> Fut,
+    ) -> Result<T, PipelineError<E>>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.run_async(None, assess, f).await
+    }
+
+    /// [`call_async_with`](Self::call_async_with) that stops at `deadline`:
+    /// no attempt starts after it, no wait is begun that would end past it,
+    /// and each attempt's timeout is cut to the time left.
+    pub async fn call_async_before<T, E, Fut>(
+        &self,
+        deadline: Instant,
+        assess: impl Fn(&Result<T, E>) -> Assessment,
+        f: impl FnMut() -> Fut,
+    ) -> Result<T, PipelineError<E>>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.run_async(Some(deadline), assess, f).await
+    }
+
+    async fn run_async<T, E, Fut>(
+        &self,
+        deadline: Option<Instant>,
+        assess: impl Fn(&Result<T, E>) -> Assessment,
+        mut f: impl FnMut() -> Fut,
+    ) -> Result<T, PipelineError<E>>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        // Without retries both nestings are one attempt: run it here, with no
+        // retry machinery around it (the common case stays a small future).
+        let Some(policy) = self.retry else {
+            // Past the deadline already?
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(PipelineError::Deadline { attempts: 0, last: None });
+            }
+            let permit = self.admit().map_err(|f| f.error)?;
+            let (assessment, result) = self.attempt_async(deadline, &assess, &mut f).await;
+            if let Some(p) = permit {
+                p.settle(assessment);
+            }
+            return result.map_err(|f| match f.error {
+                PipelineError::Deadline { last, .. } => PipelineError::Deadline { attempts: 1, last },
+                e => e,
+            });
+        };
+        let policy = policy.classify(Failed::<E>::verdict);
+        let policy = match &self.budget {
+            Some(b) => policy.budget(b),
+            None => policy,
+        };
+        let clock = MonotonicClock;
+        let mut run = RetryLoop::new(&policy, &clock, deadline.map(monotonic_at));
+        // The earlier of the caller's deadline and the policy's total, for
+        // the attempts' timeouts.
+        let deadline = run.deadline().and_then(instant_at);
+        // Breaker outside the retries: one admission for the whole request.
+        let outer = match self.nesting {
+            Nesting::BreakerOutsideRetry => self.admit().map_err(|f| f.error)?,
+            Nesting::RetryOutsideBreaker => None,
+        };
+        let mut last = Assessment::Ignored;
+        // The retry loop, written out (not a closure) so the future stays `Send`.
+        let result = loop {
+            let attempts = match run.start(&clock) {
+                Ok(n) => n,
+                Err(e) => break Err(e),
+            };
+            let inner = match self.nesting {
+                Nesting::RetryOutsideBreaker => match self.admit() {
+                    Ok(permit) => permit,
+                    // A refusal ends the retries at once.
+                    Err(error) => break Err(RetryError::Final { attempts, error }),
+                },
+                Nesting::BreakerOutsideRetry => None,
+            };
+            let (assessment, attempt) = self.attempt_async(deadline, &assess, &mut f).await;
+            last = assessment;
+            if let Some(p) = inner {
+                p.settle(assessment);
+            }
+            let failed = match attempt {
+                Ok(value) => break Ok(value),
+                Err(failed) => failed,
+            };
+            match run.failed(&policy, &clock, failed) {
+                Ok(delay) => self.timer.sleep(delay).await,
+                Err(e) => break Err(e),
+            }
+        };
+        if let Some(p) = outer {
+            p.settle(last);
+        }
+        result.map_err(from_retry)
+    }
+
+    /// A bulkhead slot, then one call under the timeout; its assessment
+    /// (a timeout is a failure, a full bulkhead says nothing).
+    async fn attempt_async<T, E, Fut>(
+        &self,
+        deadline: Option<Instant>,
+        assess: &impl Fn(&Result<T, E>) -> Assessment,
+        f: &mut impl FnMut() -> Fut,
+    ) -> (Assessment, Result<T, Failed<E>>)
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let _slot = match &self.bulkhead {
+            None => None,
+            // A wait needs the timer; a plain refusal does not.
+            Some(b) => match if self.bulkhead_wait.is_zero() {
+                b.try_acquire()
+            } else {
+                b.acquire_async(&self.timer, self.bulkhead_wait).await
+            } {
+                Ok(slot) => Some(slot),
+                Err(full) => return (Assessment::Ignored, Err(Failed::refused(PipelineError::Full(full)))),
+            },
+        };
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let limit = match (self.timeout, left) {
+            (Some(t), Some(l)) => Some(t.min(l)),
+            (t, l) => t.or(l),
+        };
+        let result = match limit {
+            None => f().await,
+            Some(d) => match timeout(&self.timer, d, f()).await {
+                Ok(r) => r,
+                // Cut short by the caller's deadline: says nothing of the dependency.
+                Err(_) if self.timeout.is_none_or(|t| d < t) => {
+                    let failed = Failed::refused(PipelineError::Deadline { attempts: 0, last: None });
+                    return (Assessment::Ignored, Err(failed));
+                }
+                Err(_) => {
+                    let failed = Failed { error: PipelineError::Timeout(d), assessment: Assessment::Failure };
+                    return (Assessment::Failure, Err(failed));
+                }
+            },
+        };
+        let assessment = assess(&result);
+        (assessment, judged(assessment, result))
+    }
+}

@@ -1,0 +1,454 @@
+//! The pipeline (feature `std`; async calls with feature `async`): the
+//! layers of defence around one call, outermost first
+//!
+//! ```text
+//! fallback → retry → breaker → bulkhead → timeout → call
+//! ```
+//!
+//! Each attempt is one outcome for the breaker, and a refusal (breaker or
+//! bulkhead) ends the retries at once; a retry budget caps retries during
+//! an outage. [`PipelineBuilder::breaker_outside_retry`] swaps the
+//! retry and the breaker: the breaker then admits one logical request and
+//! records one outcome for all its attempts. The fallback
+//! ([`StaleCache`](crate::StaleCache)) wraps a pipeline's call from outside.
+//!
+//! A classifier turns each attempt's result into an [`Assessment`]: a
+//! success, a failure (retried, counted by the breaker), ignored (the
+//! caller's fault: neither retried nor counted) or backpressure (the breaker
+//! is held open, nothing retried). A timeout is a failure; a dropped future
+//! is ignored.
+
+mod error;
+#[cfg(feature = "async")]
+mod future;
+
+use core::fmt;
+use core::time::Duration;
+use std::boxed::Box;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub use error::PipelineError;
+
+use crate::bulkhead::{Bulkhead, BulkheadPermit};
+use crate::clock::Clock;
+use crate::layers::assessment::Assessment;
+use crate::layers::clock::{MonotonicClock, monotonic_at};
+use crate::layers::named::{NamedBreaker, NamedPermit};
+use crate::retry::budget::RetryBudget;
+use crate::retry::error::RetryError;
+use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
+use crate::retry::step::RetryLoop;
+
+/// Where the breaker sits relative to the retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Nesting {
+    /// retry → breaker: every attempt is admitted and counted by the
+    /// breaker; a refusal ends the retries.
+    #[default]
+    RetryOutsideBreaker,
+    /// breaker → retry: one admission and one outcome (the last attempt's)
+    /// per logical request.
+    BreakerOutsideRetry,
+}
+
+/// Resilience layers around calls to one dependency, outermost first:
+///
+/// ```text
+/// retry → breaker → bulkhead → timeout → call
+/// ```
+///
+/// wrapped from outside by a [`StaleCache`](crate::StaleCache) where stale
+/// data is acceptable. Each attempt is one outcome for the breaker; a
+/// refusal (breaker or bulkhead) ends the retries at once; a retry budget
+/// caps retries during an outage. [`PipelineBuilder::breaker_outside_retry`]
+/// swaps retry and breaker, so one logical request is one outcome.
+///
+/// Each attempt's result is judged by an [`Assessment`]: only failures
+/// (and timeouts) are retried and counted as failures; ignored results
+/// (the caller's fault, a cancelled call) are neither; backpressure holds
+/// the breaker open ([`NamedBreaker::open_for`]). Retrying an `Ok` value
+/// that the classifier calls a failure (a 503 response) needs it turned
+/// into an `Err` first.
+///
+/// Every part is optional and shared (`Arc`), so several pipelines (one per
+/// endpoint, say) can share one breaker, bulkhead or budget. Async calls
+/// need a [`Timer`](crate::Timer) ([`PipelineBuilder::timer`]).
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use std::sync::Arc;
+/// use tripwire::{
+///     BackoffConfig, BreakerConfig, Bulkhead, NamedBreaker, Pipeline, PipelineError, RetryBudget,
+///     RetryBudgetConfig, RetryPolicy,
+/// };
+///
+/// let breaker = Arc::new(NamedBreaker::new("kraken/ticker", BreakerConfig::builder().failure_threshold(2).build()?));
+/// let pipeline = Pipeline::builder()
+///     .retry(
+///         RetryPolicy::builder()
+///             .max_attempts(3)
+///             .backoff(BackoffConfig::builder().base(Duration::from_millis(1)).build()?)
+///             .build()?,
+///     )
+///     .retry_budget(Arc::new(RetryBudget::new(RetryBudgetConfig::default())))
+///     .breaker(breaker.clone())
+///     .bulkhead(Arc::new(Bulkhead::new(16)))
+///     .build();
+///
+/// assert_eq!(pipeline.call(|| Ok::<_, &str>(42)), Ok(42));
+/// // Two failures trip the breaker; its refusal ends the retries at once.
+/// let down = pipeline.call(|| Err::<u32, _>("503")).unwrap_err();
+/// assert!(matches!(down, PipelineError::Open(r) if r.retry_after.is_some()));
+/// assert_eq!(breaker.snapshot().failures, 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Pipeline<C: Clock = MonotonicClock, Tm = ()> {
+    breaker: Option<Arc<NamedBreaker<C>>>,
+    bulkhead: Option<Arc<Bulkhead>>,
+    bulkhead_wait: Duration,
+    retry: Option<RetryPolicy<'static, RetryAll>>,
+    budget: Option<Arc<RetryBudget>>,
+    timeout: Option<Duration>,
+    nesting: Nesting,
+    timer: Tm,
+}
+
+impl<C: Clock, Tm> fmt::Debug for Pipeline<C, Tm> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("breaker", &self.breaker.as_ref().map(|b| b.name()))
+            .field("bulkhead", &self.bulkhead.as_ref().map(|b| b.max()))
+            .field("retry", &self.retry.as_ref().map(|r| r.max_attempts()))
+            .field("timeout", &self.timeout)
+            .field("nesting", &self.nesting)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Assembles a [`Pipeline`]; every part is optional.
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct PipelineBuilder<C: Clock = MonotonicClock, Tm = ()> {
+    pipeline: Pipeline<C, Tm>,
+}
+
+impl<C: Clock, Tm> fmt::Debug for PipelineBuilder<C, Tm> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.pipeline.fmt(f)
+    }
+}
+
+impl Pipeline {
+    /// A builder with no layer yet.
+    pub fn builder() -> PipelineBuilder {
+        PipelineBuilder {
+            pipeline: Pipeline {
+                breaker: None,
+                bulkhead: None,
+                bulkhead_wait: Duration::ZERO,
+                retry: None,
+                budget: None,
+                timeout: None,
+                nesting: Nesting::default(),
+                timer: (),
+            },
+        }
+    }
+}
+
+impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
+    /// The breaker (share it through a [`Registry`](crate::Registry) to see
+    /// it in the metrics).
+    pub fn breaker<C2: Clock>(self, breaker: Arc<NamedBreaker<C2>>) -> PipelineBuilder<C2, Tm> {
+        let p = self.pipeline;
+        PipelineBuilder {
+            pipeline: Pipeline {
+                breaker: Some(breaker),
+                bulkhead: p.bulkhead,
+                bulkhead_wait: p.bulkhead_wait,
+                retry: p.retry,
+                budget: p.budget,
+                timeout: p.timeout,
+                nesting: p.nesting,
+                timer: p.timer,
+            },
+        }
+    }
+
+    /// The bulkhead capping the calls in flight.
+    pub fn bulkhead(mut self, bulkhead: Arc<Bulkhead>) -> Self {
+        self.pipeline.bulkhead = Some(bulkhead);
+        self
+    }
+
+    /// How long an attempt may wait for a bulkhead slot (default zero: a
+    /// full bulkhead refuses at once).
+    pub fn bulkhead_wait(mut self, d: Duration) -> Self {
+        self.pipeline.bulkhead_wait = d;
+        self
+    }
+
+    /// The retry policy: attempts, backoff, total time. Only failures of
+    /// the dependency (and timeouts) are retried; refusals, backpressure
+    /// and the caller's own errors are not.
+    pub fn retry(mut self, policy: RetryPolicy<'static, RetryAll>) -> Self {
+        self.pipeline.retry = Some(policy);
+        self
+    }
+
+    /// The retry budget that caps retries to a fraction of calls.
+    pub fn retry_budget(mut self, budget: Arc<RetryBudget>) -> Self {
+        self.pipeline.budget = Some(budget);
+        self
+    }
+
+    /// The per-attempt timeout of async calls (sync calls rely on their I/O
+    /// client's own timeout; the breaker can still count slow calls).
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.pipeline.timeout = Some(d);
+        self
+    }
+
+    /// The timer async calls sleep and time out with, e.g.
+    /// [`TokioTimer`](crate::TokioTimer).
+    pub fn timer<Tm2>(self, timer: Tm2) -> PipelineBuilder<C, Tm2> {
+        let p = self.pipeline;
+        PipelineBuilder {
+            pipeline: Pipeline {
+                breaker: p.breaker,
+                bulkhead: p.bulkhead,
+                bulkhead_wait: p.bulkhead_wait,
+                retry: p.retry,
+                budget: p.budget,
+                timeout: p.timeout,
+                nesting: p.nesting,
+                timer,
+            },
+        }
+    }
+
+    /// Puts the breaker outside the retries: one admission and one outcome
+    /// per logical request, however many attempts it takes.
+    pub fn breaker_outside_retry(mut self) -> Self {
+        self.pipeline.nesting = Nesting::BreakerOutsideRetry;
+        self
+    }
+
+    /// The pipeline.
+    pub fn build(self) -> Pipeline<C, Tm> {
+        self.pipeline
+    }
+}
+
+/// How one attempt failed: the error the caller may see, and the
+/// assessment that decides whether to try again.
+#[derive(Debug)]
+pub(crate) struct Failed<E> {
+    pub(crate) error: PipelineError<E>,
+    pub(crate) assessment: Assessment,
+}
+
+impl<E> Failed<E> {
+    /// Whether another attempt may help: only a failure of the dependency.
+    fn verdict(&self) -> Verdict {
+        if self.assessment == Assessment::Failure { Verdict::Retry } else { Verdict::Final }
+    }
+
+    pub(crate) fn refused(error: PipelineError<E>) -> Self {
+        Failed { error, assessment: Assessment::Ignored }
+    }
+}
+
+/// The breaker's and the bulkhead's refusals are never retried.
+impl<E> Refusal for Failed<E> {
+    fn is_refusal(&self) -> bool {
+        matches!(self.error, PipelineError::Open(_) | PipelineError::Full(_))
+    }
+}
+
+/// The caller's view of why the retry layer stopped.
+pub(crate) fn from_retry<E>(e: RetryError<Failed<E>>) -> PipelineError<E> {
+    match e {
+        RetryError::Final { attempts, error } => match error.error {
+            // The caller's deadline cut the last attempt short.
+            PipelineError::Deadline { last, .. } => PipelineError::Deadline { attempts, last },
+            e => e,
+        },
+        // One attempt allowed: nothing was retried, the error speaks for itself.
+        RetryError::Exhausted { attempts: 1, last } => last.error,
+        RetryError::Exhausted { attempts, last } => {
+            PipelineError::RetriesExhausted { attempts, last: Box::new(last.error) }
+        }
+        RetryError::BudgetExhausted { attempts, last } => {
+            PipelineError::BudgetExhausted { attempts, last: Box::new(last.error) }
+        }
+        RetryError::Deadline { attempts, last } | RetryError::Cancelled { attempts, last } => {
+            PipelineError::Deadline { attempts, last: last.map(|f| Box::new(f.error)) }
+        }
+    }
+}
+
+/// The default classifier: `Ok` is a success, `Err` a failure.
+pub(crate) fn ok_is_success<T, E>(r: &Result<T, E>) -> Assessment {
+    if r.is_ok() { Assessment::Success } else { Assessment::Failure }
+}
+
+impl<C: Clock, Tm> Pipeline<C, Tm> {
+    /// The breaker, if there is one.
+    pub fn breaker(&self) -> Option<&Arc<NamedBreaker<C>>> {
+        self.breaker.as_ref()
+    }
+
+    /// The bulkhead, if there is one.
+    pub fn bulkhead(&self) -> Option<&Arc<Bulkhead>> {
+        self.bulkhead.as_ref()
+    }
+
+    /// The retry budget, if there is one.
+    pub fn retry_budget(&self) -> Option<&Arc<RetryBudget>> {
+        self.budget.as_ref()
+    }
+
+    /// The per-attempt timeout of async calls.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// Where the breaker sits relative to the retries.
+    pub fn nesting(&self) -> Nesting {
+        self.nesting
+    }
+
+    /// Runs `f` through the layers; `Ok` is a success, `Err` a failure.
+    pub fn call<T, E>(&self, f: impl FnMut() -> Result<T, E>) -> Result<T, PipelineError<E>> {
+        self.call_with(ok_is_success, f)
+    }
+
+    /// Runs `f` through the layers, judging each attempt with `assess`
+    /// (e.g. an HTTP status through [`http::assess`](crate::layers::http::assess)).
+    /// A bulkhead with a wait parks the thread; retries sleep it.
+    pub fn call_with<T, E>(
+        &self,
+        assess: impl Fn(&Result<T, E>) -> Assessment,
+        f: impl FnMut() -> Result<T, E>,
+    ) -> Result<T, PipelineError<E>> {
+        self.run_sync(None, assess, f)
+    }
+
+    /// [`call_with`](Self::call_with) that starts no attempt after
+    /// `deadline` and begins no wait that would end past it (a call in
+    /// progress is its I/O client's to cut short).
+    pub fn call_before<T, E>(
+        &self,
+        deadline: Instant,
+        assess: impl Fn(&Result<T, E>) -> Assessment,
+        f: impl FnMut() -> Result<T, E>,
+    ) -> Result<T, PipelineError<E>> {
+        self.run_sync(Some(deadline), assess, f)
+    }
+
+    fn run_sync<T, E>(
+        &self,
+        deadline: Option<Instant>,
+        assess: impl Fn(&Result<T, E>) -> Assessment,
+        mut f: impl FnMut() -> Result<T, E>,
+    ) -> Result<T, PipelineError<E>> {
+        match self.nesting {
+            Nesting::RetryOutsideBreaker => self.retry_sync(deadline, |_| {
+                let permit = self.admit()?;
+                let _slot = self.slot_sync()?;
+                let result = f();
+                Self::finish(permit, &assess, result)
+            }),
+            Nesting::BreakerOutsideRetry => {
+                let permit = self.admit().map_err(|f| f.error)?;
+                let mut last = Assessment::Ignored;
+                let result = self.retry_sync(deadline, |_| {
+                    let _slot = self.slot_sync()?;
+                    let result = f();
+                    last = assess(&result);
+                    judged(last, result)
+                });
+                if let Some(p) = permit {
+                    p.settle(last);
+                }
+                result
+            }
+        }
+    }
+
+    /// The retry layer around `attempt`, if there is one; sleeps the
+    /// thread between attempts.
+    fn retry_sync<T, E>(
+        &self,
+        deadline: Option<Instant>,
+        mut attempt: impl FnMut(u32) -> Result<T, Failed<E>>,
+    ) -> Result<T, PipelineError<E>> {
+        let Some(policy) = self.retry else {
+            // Past the deadline already?
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(PipelineError::Deadline { attempts: 0, last: None });
+            }
+            return attempt(1).map_err(|f| f.error);
+        };
+        let policy = policy.classify(Failed::<E>::verdict);
+        let policy = match &self.budget {
+            Some(b) => policy.budget(b),
+            None => policy,
+        };
+        let clock = MonotonicClock;
+        let mut run = RetryLoop::new(&policy, &clock, deadline.map(monotonic_at));
+        loop {
+            let n = run.start(&clock).map_err(from_retry)?;
+            let failed = match attempt(n) {
+                Ok(value) => return Ok(value),
+                Err(failed) => failed,
+            };
+            let delay = run.failed(&policy, &clock, failed).map_err(from_retry)?;
+            std::thread::sleep(delay);
+        }
+    }
+
+    /// The breaker's admission, if there is a breaker.
+    #[inline]
+    pub(crate) fn admit<E>(&self) -> Result<Option<NamedPermit<'_, C>>, Failed<E>> {
+        let Some(b) = &self.breaker else { return Ok(None) };
+        match b.permit() {
+            Ok(p) => Ok(Some(p)),
+            Err(r) => Err(Failed::refused(PipelineError::Open(r))),
+        }
+    }
+
+    /// A bulkhead slot, waiting up to `bulkhead_wait` (parking the thread).
+    #[inline]
+    fn slot_sync<E>(&self) -> Result<Option<BulkheadPermit<'_>>, Failed<E>> {
+        let Some(b) = &self.bulkhead else { return Ok(None) };
+        let slot = if self.bulkhead_wait.is_zero() {
+            b.try_acquire()
+        } else {
+            b.acquire_timeout(self.bulkhead_wait)
+        };
+        slot.map(Some).map_err(|full| Failed::refused(PipelineError::Full(full)))
+    }
+
+    /// Records an attempt's assessment and turns its result into the
+    /// attempt's.
+    #[inline]
+    fn finish<T, E>(
+        permit: Option<NamedPermit<'_, C>>,
+        assess: &impl Fn(&Result<T, E>) -> Assessment,
+        result: Result<T, E>,
+    ) -> Result<T, Failed<E>> {
+        let assessment = assess(&result);
+        if let Some(p) = permit {
+            p.settle(assessment);
+        }
+        judged(assessment, result)
+    }
+}
+
+/// An attempt's result with its assessment attached to the error.
+pub(crate) fn judged<T, E>(assessment: Assessment, result: Result<T, E>) -> Result<T, Failed<E>> {
+    result.map_err(|e| Failed { error: PipelineError::Call(e), assessment })
+}

@@ -1,0 +1,273 @@
+//! The Prometheus text exposition format (version 0.0.4), written from
+//! rows of counters: one writer for every exporter, so that a Rust
+//! [`Registry`] and a binding's own registry of breakers emit the same
+//! families, labels and help texts.
+//!
+//! Each `write_*` function takes rows (a name and the counters read from
+//! one breaker, bulkhead or stale cache) and writes one family at a time,
+//! HELP and TYPE lines first, label values escaped. A family with no rows
+//! is left out. The writers allocate nothing; they write into any
+//! [`fmt::Write`], e.g. a `String`.
+//!
+//! # Examples
+//! ```
+//! use tripwire::{Breaker, BreakerConfig, prometheus};
+//!
+//! let breaker = Breaker::new(BreakerConfig::default());
+//! let mut text = String::new();
+//! prometheus::write_breakers(&mut text, &[("binance/orderbook", breaker.state(), breaker.snapshot())])?;
+//! assert!(text.contains("tripwire_breaker_state{breaker=\"binance/orderbook\",state=\"closed\"} 1\n"));
+//! assert!(text.contains("tripwire_breaker_calls_total{breaker=\"binance/orderbook\",outcome=\"success\"} 0\n"));
+//! # Ok::<(), core::fmt::Error>(())
+//! ```
+
+use core::fmt::{self, Write};
+use std::string::String;
+use std::vec::Vec;
+
+use crate::breaker::counters::Snapshot;
+use crate::breaker::state::State;
+use crate::bulkhead::BulkheadSnapshot;
+use crate::layers::fallback::StaleSnapshot;
+use crate::layers::registry::Registry;
+
+/// A breaker's row: its name, its state and its counters.
+pub type BreakerRow<'a> = (&'a str, State, Snapshot);
+/// A bulkhead's row: its name, its cap on calls in flight and its counters.
+pub type BulkheadRow<'a> = (&'a str, u32, BulkheadSnapshot);
+/// A stale cache's row: its name and its counters.
+pub type StaleRow<'a> = (&'a str, StaleSnapshot);
+
+// The metric names, shared with the `metrics` export.
+pub(crate) const BREAKER_STATE: &str = "tripwire_breaker_state";
+pub(crate) const BREAKER_CALLS: &str = "tripwire_breaker_calls_total";
+pub(crate) const BREAKER_REJECTED: &str = "tripwire_breaker_rejected_total";
+pub(crate) const BREAKER_SLOW: &str = "tripwire_breaker_slow_calls_total";
+pub(crate) const BREAKER_TRANSITIONS: &str = "tripwire_breaker_transitions_total";
+pub(crate) const BULKHEAD_IN_FLIGHT: &str = "tripwire_bulkhead_in_flight";
+pub(crate) const BULKHEAD_MAX: &str = "tripwire_bulkhead_max";
+pub(crate) const BULKHEAD_PEAK: &str = "tripwire_bulkhead_peak_in_flight";
+pub(crate) const BULKHEAD_ACQUIRED: &str = "tripwire_bulkhead_acquired_total";
+pub(crate) const BULKHEAD_REJECTED: &str = "tripwire_bulkhead_rejected_total";
+pub(crate) const FALLBACK: &str = "tripwire_fallback_total";
+
+/// A breaker's calls by outcome, as the `outcome` label names them.
+pub(crate) fn outcomes(s: &Snapshot) -> [(&'static str, u64); 3] {
+    [("success", s.successes), ("failure", s.failures), ("ignored", s.ignored)]
+}
+
+/// A stale cache's calls by result, as the `result` label names them.
+pub(crate) fn results(s: &StaleSnapshot) -> [(&'static str, u64); 3] {
+    [("fresh", s.fresh), ("stale", s.stale), ("refused", s.refused)]
+}
+
+/// A per-breaker counter: name, help, where it is in a snapshot.
+type BreakerCounter = (&'static str, &'static str, fn(&Snapshot) -> u64);
+
+const BREAKER_COUNTERS: [BreakerCounter; 3] = [
+    (BREAKER_REJECTED, "Calls refused by the breaker.", |s| s.rejected),
+    (BREAKER_SLOW, "Calls slower than the slow-call threshold.", |s| s.slow),
+    (BREAKER_TRANSITIONS, "State transitions, manual ones included.", |s| s.transitions),
+];
+
+/// A per-bulkhead series: name, type, help, its value from the cap and the
+/// counters.
+type BulkheadSeries = (&'static str, &'static str, &'static str, fn(u32, &BulkheadSnapshot) -> u64);
+
+const BULKHEAD_SERIES: [BulkheadSeries; 5] = [
+    (BULKHEAD_IN_FLIGHT, "gauge", "Calls in flight now.", |_, s| s.in_flight.into()),
+    (BULKHEAD_MAX, "gauge", "The cap on calls in flight.", |max, _| max.into()),
+    (BULKHEAD_PEAK, "gauge", "The most calls ever in flight at once.", |_, s| s.peak_in_flight.into()),
+    (BULKHEAD_ACQUIRED, "counter", "Slots handed out.", |_, s| s.acquired),
+    (BULKHEAD_REJECTED, "counter", "Calls refused for want of a slot.", |_, s| s.rejected),
+];
+
+/// Every breaker's state (a gauge per state: 1 for the current one) and
+/// counters: `tripwire_breaker_state`, `tripwire_breaker_calls_total` by
+/// `outcome`, `tripwire_breaker_rejected_total`,
+/// `tripwire_breaker_slow_calls_total`, `tripwire_breaker_transitions_total`,
+/// each labelled `breaker="<name>"`.
+pub fn write_breakers(out: &mut impl Write, rows: &[BreakerRow<'_>]) -> fmt::Result {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    head(out, BREAKER_STATE, "gauge", "The breaker's state: 1 for the current one, 0 for the others.")?;
+    for &(name, state, _) in rows {
+        for s in State::ALL {
+            series(out, BREAKER_STATE, &[("breaker", name), ("state", s.as_str())], u64::from(s == state))?;
+        }
+    }
+    head(out, BREAKER_CALLS, "counter", "Calls admitted and recorded, by outcome.")?;
+    for (name, _, snap) in rows {
+        for (outcome, v) in outcomes(snap) {
+            series(out, BREAKER_CALLS, &[("breaker", name), ("outcome", outcome)], v)?;
+        }
+    }
+    for (metric, help, get) in BREAKER_COUNTERS {
+        head(out, metric, "counter", help)?;
+        for (name, _, snap) in rows {
+            series(out, metric, &[("breaker", name)], get(snap))?;
+        }
+    }
+    Ok(())
+}
+
+/// Every bulkhead's calls in flight, cap, peak, slots handed out and calls
+/// refused, each labelled `bulkhead="<name>"`.
+pub fn write_bulkheads(out: &mut impl Write, rows: &[BulkheadRow<'_>]) -> fmt::Result {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    for (metric, kind, help, get) in BULKHEAD_SERIES {
+        head(out, metric, kind, help)?;
+        for (name, max, snap) in rows {
+            series(out, metric, &[("bulkhead", name)], get(*max, snap))?;
+        }
+    }
+    Ok(())
+}
+
+/// Every stale cache's calls by `result` (`fresh`, `stale`, `refused`),
+/// labelled `cache="<name>"`.
+pub fn write_stale_caches(out: &mut impl Write, rows: &[StaleRow<'_>]) -> fmt::Result {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let help = "Calls through a stale cache: fresh values stored, stale values served, errors passed on.";
+    head(out, FALLBACK, "counter", help)?;
+    for (name, snap) in rows {
+        for (result, v) in results(snap) {
+            series(out, FALLBACK, &[("cache", name), ("result", result)], v)?;
+        }
+    }
+    Ok(())
+}
+
+impl Registry {
+    /// Every breaker's, bulkhead's and stale cache's counters and states in
+    /// the Prometheus text exposition format (see [`prometheus`](crate::layers::prometheus)).
+    pub fn prometheus(&self) -> String {
+        let breakers = self.breakers();
+        let breakers: Vec<BreakerRow<'_>> =
+            breakers.iter().map(|b| (b.name(), b.state(), b.snapshot())).collect();
+        let bulkheads = self.bulkheads();
+        let bulkheads: Vec<BulkheadRow<'_>> =
+            bulkheads.iter().map(|(n, b)| (n.as_str(), b.max(), b.snapshot())).collect();
+        let stale = self.stale_caches();
+        let stale: Vec<StaleRow<'_>> = stale.iter().map(|(n, s)| (n.as_str(), s.snapshot())).collect();
+        let mut out = String::new();
+        // Writing to a `String` cannot fail.
+        let _ = write_breakers(&mut out, &breakers)
+            .and_then(|()| write_bulkheads(&mut out, &bulkheads))
+            .and_then(|()| write_stale_caches(&mut out, &stale));
+        out
+    }
+}
+
+/// The HELP and TYPE lines of a family.
+fn head(out: &mut impl Write, name: &str, kind: &str, help: &str) -> fmt::Result {
+    writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}")
+}
+
+/// One sample: `name{k="v",…} value`, the label values escaped.
+fn series(out: &mut impl Write, name: &str, labels: &[(&str, &str)], value: u64) -> fmt::Result {
+    out.write_str(name)?;
+    for (i, (k, v)) in labels.iter().enumerate() {
+        let open = if i == 0 { '{' } else { ',' };
+        write!(out, "{open}{k}=\"")?;
+        escape_label(out, v)?;
+        out.write_char('"')?;
+    }
+    writeln!(out, "}} {value}")
+}
+
+/// A label value escaped as the format asks: `\` → `\\`, `"` → `\"`,
+/// newline → `\n`.
+fn escape_label(out: &mut impl Write, v: &str) -> fmt::Result {
+    for c in v.chars() {
+        match c {
+            '\\' => out.write_str("\\\\")?,
+            '"' => out.write_str("\\\"")?,
+            '\n' => out.write_str("\\n")?,
+            c => out.write_char(c)?,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BreakerConfig, Outcome};
+
+    #[test]
+    fn labels_are_escaped() {
+        let mut s = String::new();
+        escape_label(&mut s, "a\\b\"c\nd").unwrap();
+        assert_eq!(s, r#"a\\b\"c\nd"#);
+    }
+
+    #[test]
+    fn no_rows_no_family() {
+        let mut s = String::new();
+        write_breakers(&mut s, &[]).unwrap();
+        write_bulkheads(&mut s, &[]).unwrap();
+        write_stale_caches(&mut s, &[]).unwrap();
+        assert_eq!(s, "");
+    }
+
+    #[test]
+    fn every_family_has_help_and_type_and_each_breaker_a_row() {
+        let r = Registry::new();
+        let b =
+            r.breaker("binance/orderbook", || BreakerConfig::builder().failure_threshold(1).build().unwrap());
+        r.breaker("we\"ird", BreakerConfig::default);
+        let t = b.try_acquire().unwrap();
+        b.record(t, Outcome::Failure);
+        let _ = b.try_acquire();
+        let text = r.prometheus();
+        for family in [
+            "tripwire_breaker_state gauge",
+            "tripwire_breaker_calls_total counter",
+            "tripwire_breaker_rejected_total counter",
+            "tripwire_breaker_slow_calls_total counter",
+            "tripwire_breaker_transitions_total counter",
+        ] {
+            assert!(text.contains(&std::format!("# TYPE {family}\n")), "{family} in\n{text}");
+        }
+        for line in [
+            r#"tripwire_breaker_state{breaker="binance/orderbook",state="open"} 1"#,
+            r#"tripwire_breaker_state{breaker="binance/orderbook",state="closed"} 0"#,
+            r#"tripwire_breaker_calls_total{breaker="binance/orderbook",outcome="failure"} 1"#,
+            r#"tripwire_breaker_rejected_total{breaker="binance/orderbook"} 1"#,
+            r#"tripwire_breaker_state{breaker="we\"ird",state="closed"} 1"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        let states = text.lines().filter(|l| l.starts_with("tripwire_breaker_state{")).count();
+        assert_eq!(states, 2 * State::ALL.len(), "one series per breaker and state");
+        assert!(!text.contains("tripwire_fallback_total"), "no empty family");
+        let orders = r.bulkhead("binance/orders", 4);
+        let _slot = orders.try_acquire().unwrap();
+        let text = r.prometheus();
+        for line in [
+            "# TYPE tripwire_bulkhead_in_flight gauge",
+            r#"tripwire_bulkhead_in_flight{bulkhead="binance/orders"} 1"#,
+            r#"tripwire_bulkhead_max{bulkhead="binance/orders"} 4"#,
+            r#"tripwire_bulkhead_acquired_total{bulkhead="binance/orders"} 1"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        let cache = crate::StaleCache::<&str, u32>::new();
+        let policy = crate::StalePolicy::UpTo(core::time::Duration::from_secs(60));
+        let _ = cache.serve("book", policy, || Ok::<_, ()>(1));
+        let _ = cache.serve("book", policy, || Err(()));
+        let _ = cache.serve("book", crate::StalePolicy::Never, || Err(()));
+        r.add_stale("binance/book", cache.stats().clone());
+        let text = r.prometheus();
+        for result in ["fresh", "stale", "refused"] {
+            let line = std::format!(r#"tripwire_fallback_total{{cache="binance/book",result="{result}"}} 1"#);
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+    }
+}

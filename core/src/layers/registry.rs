@@ -1,0 +1,104 @@
+//! Named breakers, bulkheads and fallback counters of one process (feature
+//! `std`), found by name and exported together.
+//!
+//! The maps are behind `RwLock`s: get-or-create runs when a client is set
+//! up, not per call (keep the `Arc` it returns), and an export holds the
+//! read lock only to clone the list of handles.
+//!
+//! The exports live with their formats: [`Registry::prometheus`] in
+//! `prometheus.rs`, `Registry::publish_metrics` in `metrics_export.rs`.
+
+use std::collections::BTreeMap;
+use std::string::String;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::vec::Vec;
+
+use crate::breaker::config::BreakerConfig;
+use crate::bulkhead::Bulkhead;
+use crate::layers::fallback::StaleStats;
+use crate::layers::named::NamedBreaker;
+
+/// The named breakers, bulkheads and stale-cache counters of a process.
+///
+/// # Examples
+/// ```
+/// use tripwire::{BreakerConfig, Registry};
+///
+/// let registry = Registry::new();
+/// let books = registry.breaker("binance/orderbook", BreakerConfig::default);
+/// let again = registry.breaker("binance/orderbook", || unreachable!("made once"));
+/// assert!(std::sync::Arc::ptr_eq(&books, &again));
+/// assert!(registry.prometheus().contains(r#"tripwire_breaker_state{breaker="binance/orderbook",state="closed"} 1"#));
+/// ```
+#[derive(Debug, Default)]
+pub struct Registry {
+    breakers: RwLock<BTreeMap<String, Arc<NamedBreaker>>>,
+    bulkheads: RwLock<BTreeMap<String, Arc<Bulkhead>>>,
+    stale: RwLock<BTreeMap<String, Arc<StaleStats>>>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The breaker named `name`, made with `config()` if there is none yet.
+    pub fn breaker(&self, name: &str, config: impl FnOnce() -> BreakerConfig) -> Arc<NamedBreaker> {
+        if let Some(b) = self.breakers.read().unwrap_or_else(PoisonError::into_inner).get(name) {
+            return b.clone();
+        }
+        let mut map = self.breakers.write().unwrap_or_else(PoisonError::into_inner);
+        map.entry(String::from(name)).or_insert_with(|| Arc::new(NamedBreaker::new(name, config()))).clone()
+    }
+
+    /// The breaker named `name`, if there is one.
+    pub fn get_breaker(&self, name: &str) -> Option<Arc<NamedBreaker>> {
+        self.breakers.read().unwrap_or_else(PoisonError::into_inner).get(name).cloned()
+    }
+
+    /// Adds a breaker made elsewhere; returns the one already registered
+    /// under its name instead, if there is one.
+    pub fn add_breaker(&self, breaker: Arc<NamedBreaker>) -> Arc<NamedBreaker> {
+        let mut map = self.breakers.write().unwrap_or_else(PoisonError::into_inner);
+        map.entry(String::from(breaker.name())).or_insert(breaker).clone()
+    }
+
+    /// The bulkhead named `name`, made with room for `max` calls in flight
+    /// if there is none yet.
+    pub fn bulkhead(&self, name: &str, max: u32) -> Arc<Bulkhead> {
+        if let Some(b) = self.bulkheads.read().unwrap_or_else(PoisonError::into_inner).get(name) {
+            return b.clone();
+        }
+        let mut map = self.bulkheads.write().unwrap_or_else(PoisonError::into_inner);
+        map.entry(String::from(name)).or_insert_with(|| Arc::new(Bulkhead::new(max))).clone()
+    }
+
+    /// The bulkhead named `name`, if there is one.
+    pub fn get_bulkhead(&self, name: &str) -> Option<Arc<Bulkhead>> {
+        self.bulkheads.read().unwrap_or_else(PoisonError::into_inner).get(name).cloned()
+    }
+
+    /// Every bulkhead with its name, by name.
+    pub fn bulkheads(&self) -> Vec<(String, Arc<Bulkhead>)> {
+        let map = self.bulkheads.read().unwrap_or_else(PoisonError::into_inner);
+        map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// Exports a stale cache's counters under `name` (e.g.
+    /// `binance/orderbook`): pass [`StaleCache::stats`](crate::StaleCache::stats).
+    pub fn add_stale(&self, name: &str, stats: Arc<StaleStats>) {
+        self.stale.write().unwrap_or_else(PoisonError::into_inner).insert(String::from(name), stats);
+    }
+
+    /// Every breaker, by name.
+    pub fn breakers(&self) -> Vec<Arc<NamedBreaker>> {
+        self.breakers.read().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
+    }
+
+    /// Every stale cache's counters, by name.
+    pub fn stale_caches(&self) -> Vec<(String, Arc<StaleStats>)> {
+        let map = self.stale.read().unwrap_or_else(PoisonError::into_inner);
+        map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+}

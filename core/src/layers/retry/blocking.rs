@@ -1,0 +1,139 @@
+//! The blocking retry executor (feature `std`): runs attempts, sleeps
+//! between them, and stops at once on the caller's deadline or
+//! cancellation.
+
+use core::sync::atomic::{AtomicBool, Ordering};
+use core::time::Duration;
+use std::time::Instant;
+
+use crate::layers::clock::{MonotonicClock, monotonic_at};
+use crate::retry::error::RetryError;
+use crate::retry::policy::{Classify, Refusal, RetryPolicy};
+use crate::retry::step::RetryLoop;
+
+/// The longest the executor sleeps before it looks at the cancel flag
+/// again. A canceller that also unparks the retrying thread wakes it at
+/// once.
+pub const CANCEL_CHECK: Duration = Duration::from_millis(5);
+
+/// When the caller wants a retry loop to stop, whatever the policy says: a
+/// deadline, a cancel flag, both or neither.
+///
+/// # Examples
+/// ```
+/// use std::sync::atomic::AtomicBool;
+/// use std::time::Duration;
+/// use tripwire::Stop;
+///
+/// let shutdown = AtomicBool::new(false);
+/// let stop = Stop::after(Duration::from_secs(2)).or_cancelled(&shutdown);
+/// assert!(stop.deadline().is_some());
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stop<'a> {
+    deadline: Option<Instant>,
+    cancel: Option<&'a AtomicBool>,
+}
+
+impl<'a> Stop<'a> {
+    /// No deadline and no cancel flag: only the policy stops the loop.
+    pub fn never() -> Self {
+        Self::default()
+    }
+
+    /// Stops at `deadline`.
+    pub fn at(deadline: Instant) -> Self {
+        Self { deadline: Some(deadline), cancel: None }
+    }
+
+    /// Stops `timeout` from now (a timeout too long to represent is none).
+    pub fn after(timeout: Duration) -> Self {
+        Self { deadline: Instant::now().checked_add(timeout), cancel: None }
+    }
+
+    /// Also stops once `cancel` reads `true`.
+    pub fn or_cancelled(self, cancel: &'a AtomicBool) -> Stop<'a> {
+        Stop { cancel: Some(cancel), ..self }
+    }
+
+    /// The deadline, if any.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    fn cancelled(&self) -> bool {
+        // Acquire pairs with the canceller's Release store, so whatever it
+        // wrote before cancelling is visible to the caller's error path.
+        self.cancel.is_some_and(|c| c.load(Ordering::Acquire))
+    }
+}
+
+/// Runs `attempt` (given the attempt number, from 1) until it succeeds or
+/// the policy, the budget, the deadline or the cancel flag stops it.
+///
+/// Between attempts it sleeps the backoff's delay (a classifier's
+/// [`Verdict::RetryAfter`](crate::Verdict::RetryAfter) overrides it); a wait
+/// that would end past the deadline is not started: the loop stops at once
+/// with [`RetryError::Deadline`]. The budget, if the policy has one, gets
+/// one deposit per call and one withdrawal per retry, read against
+/// [`MonotonicClock`]. A guard's refusal ([`Refusal`]) ends the loop at
+/// once.
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::{BackoffConfig, RetryError, RetryPolicy, Stop, retry};
+///
+/// let policy = RetryPolicy::builder()
+///     .max_attempts(3)
+///     .backoff(BackoffConfig::builder().base(Duration::from_millis(1)).build()?)
+///     .build()?;
+/// let flaky = retry(&policy, &Stop::never(), |n| if n < 3 { Err(std::io::Error::other("503")) } else { Ok(n) });
+/// assert_eq!(flaky.unwrap(), 3);
+///
+/// let down = retry(&policy, &Stop::never(), |_| Err::<(), _>(std::io::Error::other("503")));
+/// assert!(matches!(down, Err(RetryError::Exhausted { attempts: 3, .. })));
+/// # Ok::<(), tripwire::RetryConfigError>(())
+/// ```
+pub fn retry<T, E, K>(
+    policy: &RetryPolicy<'_, K>,
+    stop: &Stop<'_>,
+    mut attempt: impl FnMut(u32) -> Result<T, E>,
+) -> Result<T, RetryError<E>>
+where
+    K: Classify<E>,
+    E: Refusal,
+{
+    let clock = MonotonicClock;
+    let mut state = RetryLoop::new(policy, &clock, stop.deadline.map(monotonic_at));
+    loop {
+        // Did the caller give up while we were away?
+        if stop.cancelled() {
+            return Err(state.cancelled());
+        }
+        let n = state.start(&clock)?;
+        let error = match attempt(n) {
+            Ok(value) => return Ok(value),
+            Err(e) => e,
+        };
+        let delay = state.failed(policy, &clock, error)?;
+        sleep_until(Instant::now().checked_add(delay), stop);
+    }
+}
+
+/// Parks until `wake_at` (forever if `None`) or until the cancel flag is
+/// seen, in slices of at most [`CANCEL_CHECK`].
+fn sleep_until(wake_at: Option<Instant>, stop: &Stop<'_>) {
+    loop {
+        let now = Instant::now();
+        // Is it time, or did the caller give up?
+        if wake_at.is_some_and(|w| now >= w) || stop.cancelled() {
+            return;
+        }
+        let left = wake_at.map_or(CANCEL_CHECK, |w| w - now);
+        // With no cancel flag to watch, one park covers the whole wait
+        // (spurious wake-ups loop back here).
+        let slice = if stop.cancel.is_some() { left.min(CANCEL_CHECK) } else { left };
+        std::thread::park_timeout(slice);
+    }
+}

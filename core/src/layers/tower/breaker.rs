@@ -1,0 +1,179 @@
+//! The breaker as a tower layer.
+
+use core::fmt;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use std::sync::Arc;
+
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::breaker::permit::CallError;
+use crate::clock::Clock;
+use crate::layers::clock::MonotonicClock;
+use crate::layers::named::{NamedBreaker, OwnedNamedPermit};
+use crate::layers::tower::classify::{ClassifyResult, HttpClassifier};
+
+/// Wraps services in a [`BreakerService`] sharing one breaker.
+///
+/// # Examples
+/// ```
+/// use std::sync::Arc;
+/// use tower_layer::Layer;
+/// use tripwire::tower::BreakerLayer;
+/// use tripwire::{BreakerConfig, NamedBreaker};
+///
+/// let breaker = Arc::new(NamedBreaker::new("bybit/rest", BreakerConfig::default()));
+/// let layer = BreakerLayer::new(breaker);
+/// // Any `Service<Request, Response = http::Response<_>>`, e.g. a hyper client.
+/// # let client = ();
+/// let guarded = layer.layer(client);
+/// assert_eq!(guarded.breaker().name(), "bybit/rest");
+/// ```
+pub struct BreakerLayer<K = HttpClassifier, C: Clock = MonotonicClock> {
+    breaker: Arc<NamedBreaker<C>>,
+    classifier: K,
+}
+
+impl<K: Clone, C: Clock> Clone for BreakerLayer<K, C> {
+    fn clone(&self) -> Self {
+        Self { breaker: self.breaker.clone(), classifier: self.classifier.clone() }
+    }
+}
+
+impl<K, C: Clock> fmt::Debug for BreakerLayer<K, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BreakerLayer").field("breaker", &self.breaker.name()).finish_non_exhaustive()
+    }
+}
+
+impl<C: Clock> BreakerLayer<HttpClassifier, C> {
+    /// A layer judging HTTP responses with [`HttpClassifier`].
+    pub fn new(breaker: Arc<NamedBreaker<C>>) -> Self {
+        Self { breaker, classifier: HttpClassifier }
+    }
+}
+
+impl<K, C: Clock> BreakerLayer<K, C> {
+    /// The same layer with another classifier.
+    pub fn classify<K2>(self, classifier: K2) -> BreakerLayer<K2, C> {
+        BreakerLayer { breaker: self.breaker, classifier }
+    }
+}
+
+impl<S, K: Clone, C: Clock> Layer<S> for BreakerLayer<K, C> {
+    type Service = BreakerService<S, K, C>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        BreakerService { inner, breaker: self.breaker.clone(), classifier: self.classifier.clone() }
+    }
+}
+
+/// A service whose calls the breaker admits and counts. Its error is
+/// [`CallError`]: the breaker's refusal, or the inner service's error.
+pub struct BreakerService<S, K = HttpClassifier, C: Clock = MonotonicClock> {
+    inner: S,
+    breaker: Arc<NamedBreaker<C>>,
+    classifier: K,
+}
+
+impl<S: Clone, K: Clone, C: Clock> Clone for BreakerService<S, K, C> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone(), breaker: self.breaker.clone(), classifier: self.classifier.clone() }
+    }
+}
+
+impl<S, K, C: Clock> fmt::Debug for BreakerService<S, K, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BreakerService").field("breaker", &self.breaker.name()).finish_non_exhaustive()
+    }
+}
+
+impl<S, K, C: Clock> BreakerService<S, K, C> {
+    /// The breaker.
+    pub fn breaker(&self) -> &Arc<NamedBreaker<C>> {
+        &self.breaker
+    }
+}
+
+impl<S, Req, K, C> Service<Req> for BreakerService<S, K, C>
+where
+    S: Service<Req>,
+    K: ClassifyResult<S::Response, S::Error> + Clone,
+    C: Clock,
+{
+    type Response = S::Response;
+    type Error = CallError<S::Error>;
+    type Future = ResponseFuture<S::Future, K, C>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // Only the inner service's readiness: admission is in `call`.
+        self.inner.poll_ready(cx).map_err(CallError::Inner)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        match self.breaker.permit_owned() {
+            Ok(permit) => ResponseFuture {
+                state: State::Running {
+                    future: self.inner.call(req),
+                    permit: Some(permit),
+                    classifier: self.classifier.clone(),
+                },
+            },
+            Err(rejected) => ResponseFuture { state: State::Rejected { rejected: Some(rejected) } },
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response of a [`BreakerService`]: records the call's assessment
+    /// when it completes, or ignored when dropped before.
+    pub struct ResponseFuture<F, K, C: Clock> {
+        #[pin]
+        state: State<F, K, C>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StateProj]
+    enum State<F, K, C: Clock> {
+        Rejected { rejected: Option<crate::breaker::ticket::Rejected> },
+        Running {
+            #[pin]
+            future: F,
+            permit: Option<OwnedNamedPermit<C>>,
+            classifier: K,
+        },
+    }
+}
+
+impl<F, K, C: Clock> fmt::Debug for ResponseFuture<F, K, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+impl<F, Res, Err, K, C> Future for ResponseFuture<F, K, C>
+where
+    F: Future<Output = Result<Res, Err>>,
+    K: ClassifyResult<Res, Err>,
+    C: Clock,
+{
+    type Output = Result<Res, CallError<Err>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Rejected { rejected } => {
+                let r = rejected.take().expect("ResponseFuture polled after completion");
+                Poll::Ready(Err(CallError::Rejected(r)))
+            }
+            StateProj::Running { future, permit, classifier } => {
+                let result = core::task::ready!(future.poll(cx));
+                if let Some(p) = permit.take() {
+                    p.settle(classifier.classify(&result));
+                }
+                Poll::Ready(result.map_err(CallError::Inner))
+            }
+        }
+    }
+}

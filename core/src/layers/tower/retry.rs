@@ -1,0 +1,215 @@
+//! Retries with a budget as a tower layer: the core's policy and budget
+//! around any cloneable service whose requests can be cloned.
+
+use core::fmt;
+use core::future::poll_fn;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use std::boxed::Box;
+use std::sync::Arc;
+
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::breaker::ticket::Rejected;
+use crate::bulkhead::BulkheadFull;
+use crate::layers::assessment::Assessment;
+use crate::layers::retry::future::retry_async;
+use crate::layers::timeout::Timer;
+use crate::layers::tower::classify::{ClassifyResult, HttpClassifier};
+use crate::retry::budget::RetryBudget;
+use crate::retry::error::RetryError;
+use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
+
+/// Wraps services in a [`RetryService`].
+///
+/// Put it outside a [`BreakerLayer`](crate::layers::tower::BreakerLayer): a
+/// breaker's refusal (any error whose [`source`](core::error::Error::source)
+/// chain holds a [`Rejected`] or a [`BulkheadFull`]) ends the retries at
+/// once, and so does anything the classifier does not call a failure.
+///
+/// # Examples
+/// ```
+/// # #[cfg(feature = "tokio")] {
+/// use core::time::Duration;
+/// use std::sync::Arc;
+/// use tower_layer::Layer;
+/// use tripwire::tower::RetryLayer;
+/// use tripwire::{RetryBudget, RetryBudgetConfig, RetryPolicy, TokioTimer};
+///
+/// let layer = RetryLayer::new(RetryPolicy::builder().max_attempts(3).build()?, TokioTimer)
+///     .budget(Arc::new(RetryBudget::new(RetryBudgetConfig::default())));
+/// # let client = ();
+/// let retrying = layer.layer(client);
+/// # let _ = retrying;
+/// # }
+/// # Ok::<(), tripwire::RetryConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct RetryLayer<K = HttpClassifier, Tm = ()> {
+    policy: RetryPolicy<'static, RetryAll>,
+    budget: Option<Arc<RetryBudget>>,
+    classifier: K,
+    timer: Tm,
+}
+
+impl<K, Tm> fmt::Debug for RetryLayer<K, Tm> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryLayer")
+            .field("max_attempts", &self.policy.max_attempts())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Tm> RetryLayer<HttpClassifier, Tm> {
+    /// Retries what [`HttpClassifier`] calls a failure (5xx, connection
+    /// errors), waiting on `timer`.
+    pub fn new(policy: RetryPolicy<'static, RetryAll>, timer: Tm) -> Self {
+        Self { policy, budget: None, classifier: HttpClassifier, timer }
+    }
+}
+
+impl<K, Tm> RetryLayer<K, Tm> {
+    /// The budget that caps retries to a fraction of calls.
+    pub fn budget(mut self, budget: Arc<RetryBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The same layer with another classifier: only results it calls
+    /// [`Assessment::Failure`] are retried.
+    pub fn classify<K2>(self, classifier: K2) -> RetryLayer<K2, Tm> {
+        RetryLayer { policy: self.policy, budget: self.budget, classifier, timer: self.timer }
+    }
+}
+
+impl<S, K: Clone, Tm: Clone> Layer<S> for RetryLayer<K, Tm> {
+    type Service = RetryService<S, K, Tm>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RetryService { inner, layer: self.clone() }
+    }
+}
+
+/// A service that retries failed calls with a fresh clone of the request.
+/// Its error is the core's [`RetryError`]; a response the classifier calls
+/// a failure (a 503) is returned as the response once retries run out.
+#[derive(Clone)]
+pub struct RetryService<S, K = HttpClassifier, Tm = ()> {
+    inner: S,
+    layer: RetryLayer<K, Tm>,
+}
+
+impl<S, K, Tm> fmt::Debug for RetryService<S, K, Tm> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryService").field("layer", &self.layer).finish_non_exhaustive()
+    }
+}
+
+/// One failed attempt: a response judged a failure, or an error.
+enum Attempt<Res, Err> {
+    Response(Res),
+    Error { error: Err, retryable: bool },
+}
+
+impl<Res, Err: core::error::Error + 'static> Refusal for Attempt<Res, Err> {
+    fn is_refusal(&self) -> bool {
+        let Attempt::Error { error, .. } = self else { return false };
+        let mut cause: Option<&(dyn core::error::Error + 'static)> = Some(error);
+        while let Some(e) = cause {
+            // A guard's refusal, here or further down the chain?
+            if e.is::<Rejected>() || e.is::<BulkheadFull>() {
+                return true;
+            }
+            cause = e.source();
+        }
+        false
+    }
+}
+
+/// The service's answer once the retries stopped: the last response if
+/// that was what failed, else the error.
+fn settle<Res, Err>(e: RetryError<Attempt<Res, Err>>) -> Result<Res, RetryError<Err>> {
+    let (attempts, last) = (e.attempts(), e);
+    let rebuild = |last: Attempt<Res, Err>, make: fn(u32, Err) -> RetryError<Err>| match last {
+        Attempt::Response(r) => Ok(r),
+        Attempt::Error { error, .. } => Err(make(attempts, error)),
+    };
+    match last {
+        RetryError::Exhausted { last, .. } => {
+            rebuild(last, |attempts, last| RetryError::Exhausted { attempts, last })
+        }
+        RetryError::Final { error, .. } => {
+            rebuild(error, |attempts, error| RetryError::Final { attempts, error })
+        }
+        RetryError::BudgetExhausted { last, .. } => {
+            rebuild(last, |attempts, last| RetryError::BudgetExhausted { attempts, last })
+        }
+        RetryError::Deadline { last: Some(last), .. } => {
+            rebuild(last, |attempts, last| RetryError::Deadline { attempts, last: Some(last) })
+        }
+        RetryError::Cancelled { last: Some(last), .. } => {
+            rebuild(last, |attempts, last| RetryError::Cancelled { attempts, last: Some(last) })
+        }
+        RetryError::Deadline { last: None, .. } => Err(RetryError::Deadline { attempts, last: None }),
+        RetryError::Cancelled { last: None, .. } => Err(RetryError::Cancelled { attempts, last: None }),
+    }
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+impl<S, Req, K, Tm> Service<Req> for RetryService<S, K, Tm>
+where
+    S: Service<Req> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Response: Send,
+    S::Error: core::error::Error + Send + 'static,
+    Req: Clone + Send + 'static,
+    K: ClassifyResult<S::Response, S::Error> + Clone + Send + Sync + 'static,
+    Tm: Timer + Clone + Send + Sync + 'static,
+    Tm::Sleep: Send,
+{
+    type Response = S::Response;
+    type Error = RetryError<S::Error>;
+    type Future = BoxFuture<Result<S::Response, RetryError<S::Error>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(|error| RetryError::Final { attempts: 0, error })
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        // Every attempt runs on a clone made ready for it (the usual tower
+        // retry pattern), so the service's own readiness is left as it was.
+        let svc = self.inner.clone();
+        let layer = self.layer.clone();
+        Box::pin(async move {
+            let RetryLayer { policy, budget, classifier, timer } = layer;
+            let verdict = |a: &Attempt<S::Response, S::Error>| match a {
+                Attempt::Response(_) | Attempt::Error { retryable: true, .. } => Verdict::Retry,
+                Attempt::Error { retryable: false, .. } => Verdict::Final,
+            };
+            let policy = policy.classify(verdict);
+            let policy = match &budget {
+                Some(b) => policy.budget(b),
+                None => policy,
+            };
+            // Each attempt owns its clones, so the future it makes is `'static`.
+            let attempt = move |_: u32| {
+                let (mut svc, req, classifier) = (svc.clone(), req.clone(), classifier.clone());
+                async move {
+                    poll_fn(|cx| svc.poll_ready(cx))
+                        .await
+                        .map_err(|error| Attempt::Error { error, retryable: false })?;
+                    let result = svc.call(req).await;
+                    let failed = classifier.classify(&result) == Assessment::Failure;
+                    match result {
+                        Ok(response) if failed => Err(Attempt::Response(response)),
+                        Ok(response) => Ok(response),
+                        Err(error) => Err(Attempt::Error { error, retryable: failed }),
+                    }
+                }
+            };
+            retry_async(&policy, &timer, None, attempt).await.or_else(settle)
+        })
+    }
+}

@@ -1,0 +1,402 @@
+//! What a retry loop decides, apart from waiting: the [`RetryPolicy`] and
+//! the caller's classifier.
+//!
+//! The decisions are pure functions of the policy, the attempt count and the
+//! error, so they are tested without threads or time; the blocking executor
+//! ([`retry`](crate::retry()), feature `std`) adds waiting, deadlines,
+//! cancellation and the budget.
+
+use core::time::Duration;
+
+use crate::breaker::permit::CallError;
+use crate::breaker::ticket::Rejected;
+use crate::bulkhead::BulkheadFull;
+use crate::clock::duration_ns;
+use crate::retry::backoff_config::BackoffConfig;
+use crate::retry::budget::RetryBudget;
+use crate::retry::config::{MAX_NS, RetryConfigError, Value, check_range};
+
+/// The most attempts a policy allows.
+pub const MAX_ATTEMPTS: u32 = 10_000;
+
+/// What the caller's classifier makes of a failed attempt.
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::Verdict;
+/// // An HTTP client's classifier: 5xx retry, 429 when told, the rest never.
+/// fn classify(status: &u16, retry_after: Option<Duration>) -> Verdict {
+///     match (*status, retry_after) {
+///         (429, Some(d)) => Verdict::RetryAfter(d),
+///         (429 | 500.., _) => Verdict::Retry,
+///         _ => Verdict::Final,
+///     }
+/// }
+/// assert_eq!(classify(&404, None), Verdict::Final);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// Worth another attempt after the backoff's delay.
+    Retry,
+    /// Worth another attempt after exactly this delay (a `Retry-After`
+    /// header, a rate-limit reset time).
+    RetryAfter(Duration),
+    /// Will fail again however often it is tried (a 4xx, a bad signature).
+    Final,
+}
+
+/// Tells retryable errors from final ones. Any `Fn(&E) -> Verdict` is one;
+/// [`RetryAll`] retries everything.
+///
+/// # Examples
+/// ```
+/// use tripwire::{Classify, RetryAll, Verdict};
+/// let only_timeouts = |e: &std::io::Error| {
+///     if e.kind() == std::io::ErrorKind::TimedOut { Verdict::Retry } else { Verdict::Final }
+/// };
+/// let refused = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+/// assert_eq!(only_timeouts.classify(&refused), Verdict::Final);
+/// assert_eq!(RetryAll.classify(&refused), Verdict::Retry);
+/// ```
+pub trait Classify<E> {
+    /// The verdict on one failed attempt.
+    fn classify(&self, error: &E) -> Verdict;
+}
+
+impl<E, F: Fn(&E) -> Verdict> Classify<E> for F {
+    fn classify(&self, error: &E) -> Verdict {
+        self(error)
+    }
+}
+
+/// The default classifier: every error is worth another attempt (a guard's
+/// refusal still is not: see [`Refusal`]).
+///
+/// # Examples
+/// ```
+/// use tripwire::{Next, RetryPolicy};
+/// let policy = RetryPolicy::builder().build()?; // classifies with `RetryAll`
+/// assert_eq!(policy.next(1, &std::io::Error::other("reset")), Next::Retry(None));
+/// # Ok::<(), tripwire::RetryConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetryAll;
+
+impl<E> Classify<E> for RetryAll {
+    fn classify(&self, _: &E) -> Verdict {
+        Verdict::Retry
+    }
+}
+
+/// Errors a retry loop must never retry, whatever the classifier says: a
+/// breaker's [`Rejected`] and a bulkhead's [`BulkheadFull`], since
+/// retrying them only adds load to a dependency that is known to be
+/// struggling (the breaker's `retry_after` tells the caller when to come
+/// back).
+///
+/// The retry executor asks every error this first. Implement it for your
+/// own error type in one line (`impl Refusal for MyError {}` when it never
+/// wraps a refusal), or return `true` for the variants that wrap one.
+///
+/// # Examples
+/// ```
+/// use tripwire::{BulkheadFull, Refusal};
+///
+/// enum ApiError { Busy(BulkheadFull), Status(u16) }
+/// impl Refusal for ApiError {
+///     fn is_refusal(&self) -> bool {
+///         matches!(self, ApiError::Busy(_))
+///     }
+/// }
+/// assert!(ApiError::Busy(BulkheadFull { max: 8 }).is_refusal());
+/// assert!(!ApiError::Status(503).is_refusal());
+/// ```
+pub trait Refusal {
+    /// Whether this error is a guard's refusal.
+    fn is_refusal(&self) -> bool {
+        false
+    }
+}
+
+impl Refusal for Rejected {
+    fn is_refusal(&self) -> bool {
+        true
+    }
+}
+
+impl Refusal for BulkheadFull {
+    fn is_refusal(&self) -> bool {
+        true
+    }
+}
+
+/// A breaker's rejection, or a refusal the guarded call itself reported
+/// (e.g. a bulkhead inside the breaker that was full).
+impl<E: Refusal> Refusal for CallError<E> {
+    fn is_refusal(&self) -> bool {
+        match self {
+            CallError::Rejected(_) => true,
+            CallError::Inner(e) => e.is_refusal(),
+        }
+    }
+}
+
+impl Refusal for core::convert::Infallible {}
+
+#[cfg(feature = "std")]
+impl Refusal for std::io::Error {}
+
+/// How often and for how long to retry, how to wait between attempts, and
+/// which errors are worth it.
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::{BackoffConfig, RetryPolicy, Verdict};
+///
+/// #[derive(Debug)]
+/// enum HttpError { Status(u16), RateLimited { reset_in: Duration } }
+/// impl tripwire::Refusal for HttpError {}
+///
+/// let policy = RetryPolicy::builder()
+///     .max_attempts(4)
+///     .max_total(Duration::from_secs(10))
+///     .backoff(BackoffConfig::builder().base(Duration::from_millis(50)).build()?)
+///     .build()?
+///     .classify(|e: &HttpError| match e {
+///         HttpError::Status(500..) => Verdict::Retry,
+///         HttpError::RateLimited { reset_in } => Verdict::RetryAfter(*reset_in),
+///         HttpError::Status(_) => Verdict::Final,
+///     });
+/// assert_eq!(policy.max_attempts(), 4);
+/// # Ok::<(), tripwire::RetryConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy<'a, K = RetryAll> {
+    max_attempts: u32,
+    /// 0: no limit.
+    max_total_ns: u64,
+    backoff: BackoffConfig,
+    budget: Option<&'a RetryBudget>,
+    classifier: K,
+}
+
+/// What comes after a failed attempt, as far as the policy alone decides.
+///
+/// # Examples
+/// ```
+/// use tripwire::{Next, RetryPolicy};
+/// let policy = RetryPolicy::builder().max_attempts(2).build()?;
+/// let e = std::io::Error::other("503");
+/// assert_eq!((policy.next(1, &e), policy.next(2, &e)), (Next::Retry(None), Next::Exhausted));
+/// # Ok::<(), tripwire::RetryConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Retry, after this delay if the classifier named one.
+    Retry(Option<Duration>),
+    /// The classifier called the error final, or it was a guard's refusal.
+    Final,
+    /// That was the last attempt the policy allows.
+    Exhausted,
+}
+
+impl RetryPolicy<'static, RetryAll> {
+    /// A builder: 3 attempts, no total time limit, the default backoff, no
+    /// budget, every error but a refusal retried.
+    pub fn builder() -> RetryPolicyBuilder {
+        RetryPolicyBuilder { max_attempts: 3, max_total_ns: None, backoff: BackoffConfig::default() }
+    }
+}
+
+impl<'a, K> RetryPolicy<'a, K> {
+    /// The same policy with another classifier.
+    pub fn classify<K2>(self, classifier: K2) -> RetryPolicy<'a, K2> {
+        let RetryPolicy { max_attempts, max_total_ns, backoff, budget, .. } = self;
+        RetryPolicy { max_attempts, max_total_ns, backoff, budget, classifier }
+    }
+
+    /// The same policy, drawing every retry from `budget` (each call
+    /// deposits once).
+    pub fn budget<'b>(self, budget: &'b RetryBudget) -> RetryPolicy<'b, K> {
+        let RetryPolicy { max_attempts, max_total_ns, backoff, classifier, .. } = self;
+        RetryPolicy { max_attempts, max_total_ns, backoff, budget: Some(budget), classifier }
+    }
+
+    /// Attempts in all, the first included.
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The time limit on all attempts and waits together, if any.
+    pub fn max_total(&self) -> Option<Duration> {
+        (self.max_total_ns != 0).then(|| Duration::from_nanos(self.max_total_ns))
+    }
+
+    /// The backoff between attempts.
+    pub fn backoff_config(&self) -> &BackoffConfig {
+        &self.backoff
+    }
+
+    /// The retry budget, if any.
+    pub fn retry_budget(&self) -> Option<&'a RetryBudget> {
+        self.budget
+    }
+
+    /// What follows attempt number `attempt` (from 1) failing with `error`.
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::{BulkheadFull, Next, RetryPolicy};
+    ///
+    /// let policy = RetryPolicy::builder().max_attempts(2).build()?;
+    /// assert_eq!(policy.next(1, &BulkheadFull { max: 8 }), Next::Final);
+    /// # Ok::<(), tripwire::RetryConfigError>(())
+    /// ```
+    pub fn next<E>(&self, attempt: u32, error: &E) -> Next
+    where
+        K: Classify<E>,
+        E: Refusal,
+    {
+        // A guard's refusal? Never retried, whatever the classifier says.
+        if error.is_refusal() {
+            return Next::Final;
+        }
+        let after = match self.classifier.classify(error) {
+            Verdict::Final => return Next::Final,
+            Verdict::Retry => None,
+            Verdict::RetryAfter(d) => Some(d),
+        };
+        // Was that the last attempt allowed?
+        if attempt >= self.max_attempts {
+            return Next::Exhausted;
+        }
+        Next::Retry(after)
+    }
+}
+
+/// Sets the limits of a [`RetryPolicy`]; [`build`](Self::build) validates.
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::RetryPolicy;
+/// let policy = RetryPolicy::builder().max_attempts(5).max_total(Duration::from_secs(3)).build()?;
+/// assert_eq!(policy.max_total(), Some(Duration::from_secs(3)));
+/// # Ok::<(), tripwire::RetryConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct RetryPolicyBuilder {
+    max_attempts: u32,
+    max_total_ns: Option<u64>,
+    backoff: BackoffConfig,
+}
+
+impl RetryPolicyBuilder {
+    /// Attempts in all, the first included (1 to 10 000; default 3).
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.max_attempts = n;
+        self
+    }
+
+    /// A limit on all attempts and waits together (1 ns to 7 days; default
+    /// none). The executor also takes the caller's own deadline and keeps
+    /// the earlier of the two.
+    pub fn max_total(mut self, d: Duration) -> Self {
+        self.max_total_ns = Some(duration_ns(d));
+        self
+    }
+
+    /// The backoff between attempts (default [`BackoffConfig::default`]).
+    pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Validates and returns the policy, or the first field that is wrong.
+    pub fn build(self) -> Result<RetryPolicy<'static, RetryAll>, RetryConfigError> {
+        const C: &str = "retry policy";
+        let n = Value::Int(self.max_attempts.into());
+        check_range(C, "max_attempts", n, Value::Int(1), Value::Int(MAX_ATTEMPTS.into()))?;
+        // Was a limit set at all?
+        if let Some(ns) = self.max_total_ns {
+            check_range(C, "max_total", Value::Duration(ns), Value::Duration(1), Value::Duration(MAX_NS))?;
+        }
+        self.backoff.validate()?;
+        Ok(RetryPolicy {
+            max_attempts: self.max_attempts,
+            max_total_ns: self.max_total_ns.unwrap_or(0),
+            backoff: self.backoff,
+            budget: None,
+            classifier: RetryAll,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::ToString;
+
+    #[derive(Debug, PartialEq)]
+    struct Code(u16);
+    impl Refusal for Code {}
+
+    fn by_code(e: &Code) -> Verdict {
+        match e.0 {
+            429 => Verdict::RetryAfter(Duration::from_secs(2)),
+            500.. => Verdict::Retry,
+            _ => Verdict::Final,
+        }
+    }
+
+    #[test]
+    fn the_classifier_decides_until_the_attempts_run_out() {
+        let p = RetryPolicy::builder().max_attempts(3).build().unwrap().classify(by_code);
+        assert_eq!(p.next(1, &Code(503)), Next::Retry(None));
+        assert_eq!(p.next(2, &Code(429)), Next::Retry(Some(Duration::from_secs(2))));
+        assert_eq!(p.next(3, &Code(503)), Next::Exhausted);
+        assert_eq!(p.next(1, &Code(404)), Next::Final);
+        // A final error is final even on the last attempt.
+        assert_eq!(p.next(3, &Code(400)), Next::Final);
+    }
+
+    #[test]
+    fn refusals_are_never_retried_whatever_the_classifier_says() {
+        let p = RetryPolicy::builder().max_attempts(5).build().unwrap();
+        let rejected = Rejected { state: crate::State::Open, retry_after: None };
+        assert_eq!(p.next(1, &rejected), Next::Final);
+        assert_eq!(p.next(1, &CallError::<Code>::Rejected(rejected)), Next::Final);
+        assert_eq!(p.next(1, &CallError::Inner(Code(500))), Next::Retry(None));
+        assert_eq!(p.next(1, &BulkheadFull { max: 1 }), Next::Final);
+        let p = p.classify(|_: &BulkheadFull| Verdict::Retry);
+        assert_eq!(p.next(1, &BulkheadFull { max: 1 }), Next::Final);
+    }
+
+    #[test]
+    fn bad_limits_are_named() {
+        let b = RetryPolicy::builder;
+        let cases = [
+            (
+                b().max_attempts(0).build().unwrap_err(),
+                "retry policy config: max_attempts = 0, expected 1 to 10000",
+            ),
+            (
+                b().max_total(Duration::from_secs(8 * 24 * 3600)).build().unwrap_err(),
+                "retry policy config: max_total = 691200s, expected 1ns to 604800s",
+            ),
+            (
+                b().backoff(BackoffConfig { factor: 0.0, ..BackoffConfig::default() }).build().unwrap_err(),
+                "backoff config: factor = 0, expected 1 to 100",
+            ),
+        ];
+        for (err, want) in cases {
+            assert_eq!(err.to_string(), std::format!("invalid {want}"));
+        }
+        assert_eq!(b().build().unwrap().max_total(), None);
+        let err = b().max_total(Duration::ZERO).build().unwrap_err();
+        assert_eq!(err.to_string(), "invalid retry policy config: max_total = 0ns, expected 1ns to 604800s");
+    }
+}

@@ -1,0 +1,338 @@
+//! The decisions of one retry loop, one step at a time: [`RetryLoop`].
+//!
+//! Every executor here runs on it: the blocking [`retry`](crate::retry()),
+//! [`retry_async`](crate::retry_async()), the pipeline (sync and async) and
+//! the Python binding's `retry`. Each runs its attempts and sleeps itself
+//! (so async futures stay `Send`, and Python sleeps on its own event loop);
+//! what to do after each attempt is decided here, once.
+
+use core::time::Duration;
+
+use crate::clock::{Clock, duration_ns};
+use crate::retry::backoff::Backoff;
+use crate::retry::error::RetryError;
+use crate::retry::policy::{Classify, Next, Refusal, RetryPolicy};
+
+/// One retry loop's state, for a caller that runs the attempts and the
+/// waits itself: the deadline, the backoff, the attempts made and the last
+/// error.
+///
+/// The steps are [`start`](Self::start) before each attempt and
+/// [`failed`](Self::failed) after each failed one, which returns the wait
+/// before the next attempt or the [`RetryError`] that ends the loop:
+///
+/// - a guard's [`Refusal`] (a breaker's rejection, a full bulkhead) or an
+///   error the classifier calls final ends it at once;
+/// - a classifier's [`Verdict::RetryAfter`](crate::Verdict::RetryAfter)
+///   (a server's `Retry-After`) is the wait, exactly: not capped, not
+///   jittered; otherwise the backoff's next delay is;
+/// - a wait that would end past the deadline is not begun;
+/// - each retry takes a token from the policy's budget, if it has one,
+///   and the loop deposits one call in it when it starts.
+///
+/// Time is the caller's [`Clock`], read only when a deadline is set (the
+/// budget reads it too). The loop borrows nothing: pass the policy it was
+/// started with to every [`failed`](Self::failed), so that a binding can
+/// keep the loop in an object of its own between steps. The backoff is
+/// made at the first failure, so a call that succeeds at once pays nothing
+/// for it.
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::{BackoffConfig, Jitter, ManualClock, RetryError, RetryLoop, RetryPolicy, Verdict};
+///
+/// #[derive(Debug)]
+/// enum Error { Unavailable, RateLimited(Duration) }
+/// impl tripwire::Refusal for Error {}
+///
+/// let backoff = BackoffConfig::builder().base(Duration::from_millis(100)).jitter(Jitter::None).build()?;
+/// let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff).build()?.classify(|e: &Error| match e {
+///     Error::Unavailable => Verdict::Retry,
+///     Error::RateLimited(after) => Verdict::RetryAfter(*after),
+/// });
+/// let clock = ManualClock::new(0);
+/// let mut run = RetryLoop::new(&policy, &clock, None);
+///
+/// assert_eq!(run.start(&clock).unwrap(), 1);
+/// // The first attempt fails: wait the backoff's first delay.
+/// assert_eq!(run.failed(&policy, &clock, Error::Unavailable).unwrap(), Duration::from_millis(100));
+/// clock.advance(Duration::from_millis(100));
+/// assert_eq!(run.start(&clock).unwrap(), 2);
+/// // The server says when to come back: that is the wait.
+/// let wait = run.failed(&policy, &clock, Error::RateLimited(Duration::from_secs(2))).unwrap();
+/// assert_eq!(wait, Duration::from_secs(2));
+/// clock.advance(wait);
+/// assert_eq!(run.start(&clock).unwrap(), 3);
+/// // The last attempt the policy allows.
+/// let end = run.failed(&policy, &clock, Error::Unavailable).unwrap_err();
+/// assert!(matches!(end, RetryError::Exhausted { attempts: 3, last: Error::Unavailable }));
+/// # Ok::<(), tripwire::RetryConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct RetryLoop<E> {
+    /// A reading of the caller's clock: no attempt starts at or after it,
+    /// no wait ends after it.
+    deadline: Option<u64>,
+    backoff: Option<Backoff>,
+    /// The seed of the backoff, when the caller fixed it.
+    seed: Option<u64>,
+    attempts: u32,
+    last: Option<E>,
+}
+
+impl<E> RetryLoop<E> {
+    /// A loop under `policy` that stops at `deadline` (a reading of
+    /// `clock`) or at the policy's [`max_total`](RetryPolicy::max_total)
+    /// from now, whichever comes first; deposits one call in the policy's
+    /// budget.
+    pub fn new<K>(policy: &RetryPolicy<'_, K>, clock: &impl Clock, deadline: Option<u64>) -> Self {
+        // A total too long to represent is no limit.
+        let total = policy.max_total().and_then(|t| clock.now().checked_add(duration_ns(t)));
+        let deadline = match (deadline, total) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(budget) = policy.retry_budget() {
+            budget.deposit(clock);
+        }
+        Self { deadline, backoff: None, seed: None, attempts: 0, last: None }
+    }
+
+    /// The same loop with its backoff's random sequence fixed by `seed`
+    /// (see [`Backoff::seeded`]), for tests and replays.
+    #[must_use]
+    pub fn seeded(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// The loop's deadline, a reading of its clock, if it has one.
+    pub fn deadline(&self) -> Option<u64> {
+        self.deadline
+    }
+
+    /// Attempts started so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The error for a caller who gave up: the attempts made, the last
+    /// error.
+    pub fn cancelled(&mut self) -> RetryError<E> {
+        RetryError::Cancelled { attempts: self.attempts, last: self.last.take() }
+    }
+
+    /// Before an attempt: its number (from 1), or
+    /// [`RetryError::Deadline`] if the deadline has passed.
+    pub fn start(&mut self, clock: &impl Clock) -> Result<u32, RetryError<E>> {
+        // Has the deadline passed?
+        if self.deadline.is_some_and(|d| clock.now() >= d) {
+            return Err(RetryError::Deadline { attempts: self.attempts, last: self.last.take() });
+        }
+        self.attempts = self.attempts.saturating_add(1);
+        Ok(self.attempts)
+    }
+
+    /// After a failed attempt: how long to wait before the next, or why to
+    /// stop. `policy` is the one the loop was started with.
+    pub fn failed<K>(
+        &mut self,
+        policy: &RetryPolicy<'_, K>,
+        clock: &impl Clock,
+        error: E,
+    ) -> Result<Duration, RetryError<E>>
+    where
+        K: Classify<E>,
+        E: Refusal,
+    {
+        let attempts = self.attempts;
+        let after = match policy.next(attempts, &error) {
+            Next::Final => return Err(RetryError::Final { attempts, error }),
+            Next::Exhausted => return Err(RetryError::Exhausted { attempts, last: error }),
+            Next::Retry(after) => after,
+        };
+        let (config, seed) = (*policy.backoff_config(), self.seed);
+        let backoff = self.backoff.get_or_insert_with(|| match seed {
+            Some(s) => Backoff::seeded(config, s),
+            None => Backoff::new(config),
+        });
+        if let Some(after) = after {
+            backoff.override_next(after);
+        }
+        let delay = backoff.next_delay();
+        // Would the wait end past the deadline?
+        if self.deadline.is_some_and(|d| clock.now().checked_add(duration_ns(delay)).is_none_or(|w| w > d)) {
+            return Err(RetryError::Deadline { attempts, last: Some(error) });
+        }
+        // Is there a token left for this retry?
+        if policy.retry_budget().is_some_and(|b| !b.try_withdraw(clock)) {
+            return Err(RetryError::BudgetExhausted { attempts, last: error });
+        }
+        self.last = Some(error);
+        Ok(delay)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BackoffConfig, BulkheadFull, Jitter, ManualClock, RetryBudget, RetryBudgetConfig, Verdict};
+
+    #[derive(Debug, PartialEq)]
+    enum Error {
+        Busy,
+        Down,
+        After(Duration),
+    }
+    impl Refusal for Error {
+        fn is_refusal(&self) -> bool {
+            matches!(self, Error::Busy)
+        }
+    }
+
+    fn verdict(e: &Error) -> Verdict {
+        match e {
+            Error::After(d) => Verdict::RetryAfter(*d),
+            _ => Verdict::Retry,
+        }
+    }
+
+    fn policy(attempts: u32) -> RetryPolicy<'static, fn(&Error) -> Verdict> {
+        let backoff = BackoffConfig::builder()
+            .base(Duration::from_secs(1))
+            .cap(Duration::from_secs(4))
+            .jitter(Jitter::None)
+            .build()
+            .unwrap();
+        let p = RetryPolicy::builder().max_attempts(attempts).backoff(backoff).build().unwrap();
+        p.classify(verdict as fn(&Error) -> Verdict)
+    }
+
+    #[test]
+    fn a_refusal_ends_the_loop_whatever_the_classifier_says() {
+        let (p, clock) = (policy(5), ManualClock::new(0));
+        let mut run = RetryLoop::new(&p, &clock, None);
+        run.start(&clock).unwrap();
+        assert_eq!(
+            run.failed(&p, &clock, Error::Busy),
+            Err(RetryError::Final { attempts: 1, error: Error::Busy })
+        );
+        let p = RetryPolicy::builder().build().unwrap();
+        let mut run = RetryLoop::new(&p, &clock, None);
+        run.start(&clock).unwrap();
+        let full = BulkheadFull { max: 1 };
+        assert_eq!(run.failed(&p, &clock, full), Err(RetryError::Final { attempts: 1, error: full }));
+    }
+
+    #[test]
+    fn a_hint_is_the_wait_exactly_shorter_or_longer_than_the_backoff() {
+        let (p, clock) = (policy(5), ManualClock::new(0));
+        let mut run = RetryLoop::new(&p, &clock, None);
+        run.start(&clock).unwrap();
+        let short = Duration::from_millis(200);
+        assert_eq!(run.failed(&p, &clock, Error::After(short)), Ok(short));
+        run.start(&clock).unwrap();
+        // The curve went on under the hint: 2 s now.
+        assert_eq!(run.failed(&p, &clock, Error::Down), Ok(Duration::from_secs(2)));
+        run.start(&clock).unwrap();
+        let long = Duration::from_secs(3600);
+        assert_eq!(run.failed(&p, &clock, Error::After(long)), Ok(long), "not capped");
+    }
+
+    #[test]
+    fn the_deadline_is_read_on_the_callers_clock() {
+        let p = policy(10);
+        let clock = ManualClock::new(u64::MAX - 5_000_000_000);
+        let deadline = clock.now() + 2_500_000_000;
+        let mut run = RetryLoop::new(&p, &clock, Some(deadline));
+        assert_eq!(run.start(&clock), Ok(1));
+        // 1 s ends before the deadline.
+        assert_eq!(run.failed(&p, &clock, Error::Down), Ok(Duration::from_secs(1)));
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(run.start(&clock), Ok(2));
+        // 2 s would end past it: not begun.
+        assert_eq!(
+            run.failed(&p, &clock, Error::Down),
+            Err(RetryError::Deadline { attempts: 2, last: Some(Error::Down) })
+        );
+        // A wait past the end of the clock is past any deadline.
+        let mut run = RetryLoop::new(&p, &clock, Some(u64::MAX));
+        run.start(&clock).unwrap();
+        let err = run.failed(&p, &clock, Error::After(Duration::MAX)).unwrap_err();
+        assert!(matches!(err, RetryError::Deadline { .. }), "{err:?}");
+        // A deadline already passed stops the loop before its first attempt.
+        let mut run = RetryLoop::<Error>::new(&p, &clock, Some(clock.now()));
+        assert_eq!(run.start(&clock), Err(RetryError::Deadline { attempts: 0, last: None }));
+    }
+
+    #[test]
+    fn max_total_and_the_callers_deadline_the_earlier_wins() {
+        let clock = ManualClock::new(1_000);
+        let p = RetryPolicy::builder().max_total(Duration::from_nanos(500)).build().unwrap();
+        assert_eq!(RetryLoop::<Error>::new(&p, &clock, None).deadline(), Some(1_500));
+        assert_eq!(RetryLoop::<Error>::new(&p, &clock, Some(1_200)).deadline(), Some(1_200));
+        assert_eq!(RetryLoop::<Error>::new(&p, &clock, Some(9_000)).deadline(), Some(1_500));
+        // A total past the end of the clock is no limit.
+        let far = ManualClock::new(u64::MAX);
+        let p = RetryPolicy::builder().max_total(Duration::from_secs(1)).build().unwrap();
+        assert_eq!(RetryLoop::<Error>::new(&p, &far, None).deadline(), None);
+    }
+
+    #[test]
+    fn the_budget_is_read_on_the_callers_clock() {
+        let clock = ManualClock::new(1);
+        // A reserve of one token (0.1/s over 10 s); calls deposit nothing.
+        let config = RetryBudgetConfig::builder()
+            .ratio(0.0)
+            .ttl(Duration::from_secs(10))
+            .min_retries_per_sec(0.1)
+            .build()
+            .unwrap();
+        let budget = RetryBudget::new(config);
+        let p = policy(10).budget(&budget);
+        let mut run = RetryLoop::new(&p, &clock, None);
+        run.start(&clock).unwrap();
+        assert!(run.failed(&p, &clock, Error::Down).is_ok(), "the reserve's token");
+        run.start(&clock).unwrap();
+        assert_eq!(
+            run.failed(&p, &clock, Error::Down),
+            Err(RetryError::BudgetExhausted { attempts: 2, last: Error::Down })
+        );
+        assert_eq!(run.attempts(), 2);
+        // Idle on the caller's clock (256 ticks of ttl / 8 forget the
+        // distance to the reserve), the budget refills to its reserve.
+        clock.advance(Duration::from_secs(400));
+        let mut run = RetryLoop::new(&p, &clock, None);
+        run.start(&clock).unwrap();
+        assert!(run.failed(&p, &clock, Error::Down).is_ok(), "refilled while the caller's clock moved");
+    }
+
+    #[test]
+    fn a_seeded_loop_replays_its_delays() {
+        let backoff = BackoffConfig::builder().jitter(Jitter::Full).build().unwrap();
+        let p = RetryPolicy::builder().max_attempts(20).backoff(backoff).build().unwrap().classify(verdict);
+        let clock = ManualClock::new(0);
+        let delays = |seed| {
+            let mut run = RetryLoop::new(&p, &clock, None).seeded(seed);
+            (0..10)
+                .map(|_| {
+                    run.start(&clock).unwrap();
+                    run.failed(&p, &clock, Error::Down).unwrap()
+                })
+                .collect::<std::vec::Vec<_>>()
+        };
+        assert_eq!(delays(7), delays(7));
+        assert_ne!(delays(7), delays(8));
+    }
+
+    #[test]
+    fn cancelling_hands_back_the_last_error() {
+        let (p, clock) = (policy(3), ManualClock::new(0));
+        let mut run = RetryLoop::new(&p, &clock, None);
+        assert_eq!(run.cancelled(), RetryError::Cancelled { attempts: 0, last: None });
+        run.start(&clock).unwrap();
+        run.failed(&p, &clock, Error::Down).unwrap();
+        assert_eq!(run.cancelled(), RetryError::Cancelled { attempts: 1, last: Some(Error::Down) });
+    }
+}
