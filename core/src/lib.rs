@@ -102,6 +102,8 @@
 //! `portable-atomic` emulates `AtomicU64` with a seqlock behind a small
 //! global spinlock array: still correct, no longer lock-free.
 #![no_std]
+// Feature gates show in the docs (docs.rs builds with `--cfg docsrs`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 // Only the no_std crate needs these; its tests and the std crates do not.
 #![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]

@@ -1,65 +1,6 @@
 //! Breakers in memory shared between processes.
 //!
-//! A [`Breaker`] is plain data: atomics, integers and floats, no pointers.
-//! Placed in a `MAP_SHARED` mapping (a file, or an anonymous mapping made
-//! before `fork`), it is one breaker for every process that maps it: when
-//! the exchange goes down they all stop calling it at once.
-//!
-//! # Layout
-//!
-//! | offset | field | meaning |
-//! | ------ | ----- | ------- |
-//! | 0      | `magic: u64` | [`SharedRegion::MAGIC`] once initialised; 0 before; [`SharedRegion::INITIALISING`] while a process fills it |
-//! | 8      | `version: u32` | [`SharedRegion::VERSION`], bumped whenever this layout or the breaker's changes |
-//! | 12     | `breaker_offset: u32` | where the breaker starts |
-//! | 16     | `size: u64` | size of the whole region in bytes |
-//! | 24     | `config` | a copy of the [`BreakerConfig`] it was made with |
-//! | `breaker_offset` | [`Breaker`] | the breaker itself, cache-line aligned |
-//!
-//! [`SharedRegion::layout`] gives the size and alignment to reserve. The
-//! layout is native (endianness, alignment): a region is shared between
-//! processes of one host built from the same version of this crate.
-//!
-//! # Who initialises
-//! Any number of processes may race to set a region up: [`SharedRegion::init_in`]
-//! claims it with a compare-and-swap of the magic from 0 to
-//! [`SharedRegion::INITIALISING`], so exactly one of them writes it; the
-//! others get [`SharedError::AlreadyInitialised`] or
-//! [`SharedError::Initialising`] and [`attach`](SharedRegion::attach) (or
-//! call [`open_in`](SharedRegion::open_in), which does all of that). A
-//! freshly created file (`ftruncate`) or anonymous mapping is zero-filled,
-//! which is exactly the unclaimed state. A creator that dies between the
-//! claim and the publication leaves the region `INITIALISING` for good:
-//! remove the file and start again.
-//!
-//! # Validation
-//! Attaching never trusts the bytes it finds: the alignment, the length, the
-//! magic, the version, the recorded size, both copies of the config (which
-//! must validate and agree), the state word (a known state, zero in every
-//! bit that state does not use), the deadline slots (stamped for the
-//! current generation, or the one before or after it) and the rolling
-//! window's words (each field in range) are checked, and any mismatch is a
-//! [`SharedError`], never undefined behaviour: every bit pattern is a valid
-//! `Breaker` value, so the checks are about meaning.
-//!
-//! The times in the deadline slots cannot be checked without a clock, and
-//! need not be: a deadline further ahead than any wait the config allows
-//! counts as passed (see the breaker's deadline rules), so a garbage time
-//! never holds the breaker shut, and the next transition replaces it.
-//!
-//! # Time
-//! Every process must stamp the breaker with the same clock:
-//! [`MonotonicClock`](crate::MonotonicClock) (`CLOCK_MONOTONIC`, absolute
-//! nanoseconds) reads the same in every process on a host.
-//!
-//! # Orderings
-//! - `init_in` claims the region with a `Relaxed` CAS of the magic (the
-//!   claim orders no data: the claimant is the only writer until it
-//!   publishes), writes the header and the breaker with plain stores, then
-//!   publishes them with a `Release` store of [`SharedRegion::MAGIC`].
-//! - `attach` loads the magic with `Acquire`, which pairs with that
-//!   `Release` store: a process that sees the magic sees the header and the
-//!   breaker it covers. The breaker's own orderings take over from there.
+//! The layout and the rules are in [`SharedRegion`]'s docs.
 
 use core::fmt;
 use core::mem::{align_of, offset_of, size_of};
@@ -84,8 +25,69 @@ struct Header {
 ///
 /// It is never built as a Rust value: reserve [`layout`](Self::layout) bytes
 /// in a shared mapping, then [`init_in`](Self::init_in),
-/// [`attach`](Self::attach) or [`open_in`](Self::open_in). See the
-/// [module docs](self) for the layout table and the rules.
+/// [`attach`](Self::attach) or [`open_in`](Self::open_in). The layout and
+/// the rules follow.
+///
+/// A [`Breaker`] is plain data: atomics, integers and floats, no pointers.
+/// Placed in a `MAP_SHARED` mapping (a file, or an anonymous mapping made
+/// before `fork`), it is one breaker for every process that maps it: when
+/// the exchange goes down they all stop calling it at once.
+///
+/// # Layout
+///
+/// | offset | field | meaning |
+/// | ------ | ----- | ------- |
+/// | 0      | `magic: u64` | [`SharedRegion::MAGIC`] once initialised; 0 before; [`SharedRegion::INITIALISING`] while a process fills it |
+/// | 8      | `version: u32` | [`SharedRegion::VERSION`], bumped whenever this layout or the breaker's changes |
+/// | 12     | `breaker_offset: u32` | where the breaker starts |
+/// | 16     | `size: u64` | size of the whole region in bytes |
+/// | 24     | `config` | a copy of the [`BreakerConfig`] it was made with |
+/// | `breaker_offset` | [`Breaker`] | the breaker itself, cache-line aligned |
+///
+/// [`SharedRegion::layout`] gives the size and alignment to reserve. The
+/// layout is native (endianness, alignment): a region is shared between
+/// processes of one host built from the same version of this crate.
+///
+/// # Who initialises
+/// Any number of processes may race to set a region up: [`SharedRegion::init_in`]
+/// claims it with a compare-and-swap of the magic from 0 to
+/// [`SharedRegion::INITIALISING`], so exactly one of them writes it; the
+/// others get [`SharedError::AlreadyInitialised`] or
+/// [`SharedError::Initialising`] and [`attach`](SharedRegion::attach) (or
+/// call [`open_in`](SharedRegion::open_in), which does all of that). A
+/// freshly created file (`ftruncate`) or anonymous mapping is zero-filled,
+/// which is exactly the unclaimed state. A creator that dies between the
+/// claim and the publication leaves the region `INITIALISING` for good:
+/// remove the file and start again.
+///
+/// # Validation
+/// Attaching never trusts the bytes it finds: the alignment, the length, the
+/// magic, the version, the recorded size, both copies of the config (which
+/// must validate and agree), the state word (a known state, zero in every
+/// bit that state does not use), the deadline slots (stamped for the
+/// current generation, or the one before or after it) and the rolling
+/// window's words (each field in range) are checked, and any mismatch is a
+/// [`SharedError`], never undefined behaviour: every bit pattern is a valid
+/// `Breaker` value, so the checks are about meaning.
+///
+/// The times in the deadline slots cannot be checked without a clock, and
+/// need not be: a deadline further ahead than any wait the config allows
+/// counts as passed (see the breaker's deadline rules), so a garbage time
+/// never holds the breaker shut, and the next transition replaces it.
+///
+/// # Time
+/// Every process must stamp the breaker with the same clock:
+/// [`MonotonicClock`](crate::MonotonicClock) (`CLOCK_MONOTONIC`, absolute
+/// nanoseconds) reads the same in every process on a host.
+///
+/// # Orderings
+/// - `init_in` claims the region with a `Relaxed` CAS of the magic (the
+///   claim orders no data: the claimant is the only writer until it
+///   publishes), writes the header and the breaker with plain stores, then
+///   publishes them with a `Release` store of [`SharedRegion::MAGIC`].
+/// - `attach` loads the magic with `Acquire`, which pairs with that
+///   `Release` store: a process that sees the magic sees the header and the
+///   breaker it covers. The breaker's own orderings take over from there.
 ///
 /// # Examples
 /// ```
@@ -351,7 +353,7 @@ impl SharedRegion {
     ///
     /// # Errors
     /// Every [`SharedError`] but `AlreadyInitialised` and `ConfigMismatch`:
-    /// see the [module docs](self) for what is checked.
+    /// see [`SharedRegion`]'s docs (Validation) for what is checked.
     ///
     /// # Safety
     /// As for [`init_in`](Self::init_in).
