@@ -106,7 +106,12 @@ impl Default for BreakerConfig {
             slow_call_ns: 0,
             failure_rate: 0.0,
             slow_rate: 0.0,
-            window_buckets: 10,
+            // 10, or fewer where the ring is smaller (loom models use 4 slots).
+            window_buckets: if crate::breaker::window::MAX_BUCKETS < 10 {
+                crate::breaker::window::MAX_BUCKETS
+            } else {
+                10
+            },
             window_calls: 0,
             min_calls: 10,
             failure_threshold: 5,
