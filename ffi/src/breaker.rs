@@ -9,6 +9,7 @@ use tripwire::{
 };
 
 use crate::config::{to_core, tw_breaker_config};
+use crate::handle::{Handle, handle};
 use crate::status::{arg, fail, ffi_body, tw_status};
 
 /// A circuit breaker. Opaque: only ever handled through a pointer.
@@ -20,6 +21,15 @@ use crate::status::{arg, fail, ffi_body, tw_status};
 /// thread-safe and, for a shared breaker, process-safe.
 pub struct tw_breaker {
     _opaque: [u8; 0],
+}
+
+// SAFETY:
+// - A live handle points to a `Breaker`, on the heap (inside an `Owned`)
+//   or in a shared region, only ever accessed through shared references
+//   and atomics. Not `Boxed`: the handle is not the box's start (see
+//   `Owned`), so `tw_breaker_new` and `tw_breaker_free` own it themselves.
+unsafe impl Handle for tw_breaker {
+    type Rust = Breaker;
 }
 
 /// A breaker's state.
@@ -270,18 +280,6 @@ pub unsafe extern "C" fn tw_breaker_free(breaker: *mut tw_breaker) {
     })
 }
 
-/// The breaker behind a non-null handle.
-///
-/// # Safety
-/// `breaker` is a live handle.
-#[inline(always)]
-unsafe fn breaker_ref<'a>(breaker: *const tw_breaker) -> &'a Breaker {
-    // SAFETY:
-    // - A live handle points to a `Breaker` (heap or shared) that is only
-    //   ever accessed through shared references and atomics.
-    unsafe { &*breaker.cast::<Breaker>() }
-}
-
 /// # Safety
 /// `ticket` is non-null and writable; `rejection` is NULL or writable.
 #[inline(always)]
@@ -336,12 +334,12 @@ pub unsafe extern "C" fn tw_breaker_try_acquire(
     rejection: *mut tw_rejection,
 ) -> tw_status {
     ffi_body!("tw_breaker_try_acquire"; {
-        let breaker = arg!("tw_breaker_try_acquire", breaker);
+        let breaker = handle!("tw_breaker_try_acquire", breaker);
         let ticket = arg!("tw_breaker_try_acquire", ticket);
         // SAFETY:
-        // - `breaker` is non-null (checked) and live, `ticket` non-null
-        //   (checked) and writable, `rejection` NULL or writable (caller).
-        unsafe { acquire(breaker_ref(breaker), &MonotonicClock, ticket, rejection) }
+        // - `ticket` is non-null (checked) and writable, `rejection` NULL
+        //   or writable (the caller's guarantee).
+        unsafe { acquire(breaker, &MonotonicClock, ticket, rejection) }
     })
 }
 
@@ -360,12 +358,12 @@ pub unsafe extern "C" fn tw_breaker_try_acquire_at(
     rejection: *mut tw_rejection,
 ) -> tw_status {
     ffi_body!("tw_breaker_try_acquire_at"; {
-        let breaker = arg!("tw_breaker_try_acquire_at", breaker);
+        let breaker = handle!("tw_breaker_try_acquire_at", breaker);
         let ticket = arg!("tw_breaker_try_acquire_at", ticket);
         // SAFETY:
-        // - `breaker` is non-null (checked) and live, `ticket` non-null
-        //   (checked) and writable, `rejection` NULL or writable (caller).
-        unsafe { acquire(breaker_ref(breaker), &FixedClock(now_ns), ticket, rejection) }
+        // - `ticket` is non-null (checked) and writable, `rejection` NULL
+        //   or writable (the caller's guarantee).
+        unsafe { acquire(breaker, &FixedClock(now_ns), ticket, rejection) }
     })
 }
 
@@ -423,10 +421,7 @@ pub unsafe extern "C" fn tw_breaker_record(
     transition: *mut tw_transition,
 ) -> tw_status {
     ffi_body!("tw_breaker_record"; {
-        let breaker = arg!("tw_breaker_record", breaker);
-        // SAFETY:
-        // - Non-null (checked) and live (the caller's guarantee).
-        let breaker = unsafe { breaker_ref(breaker) };
+        let breaker = handle!("tw_breaker_record", breaker);
         // SAFETY:
         // - `transition` is NULL or writable (the caller's guarantee).
         unsafe { record("tw_breaker_record", breaker, ticket, outcome, &MonotonicClock, transition) }
@@ -447,10 +442,7 @@ pub unsafe extern "C" fn tw_breaker_record_at(
     transition: *mut tw_transition,
 ) -> tw_status {
     ffi_body!("tw_breaker_record_at"; {
-        let breaker = arg!("tw_breaker_record_at", breaker);
-        // SAFETY:
-        // - Non-null (checked) and live (the caller's guarantee).
-        let breaker = unsafe { breaker_ref(breaker) };
+        let breaker = handle!("tw_breaker_record_at", breaker);
         // SAFETY:
         // - `transition` is NULL or writable (the caller's guarantee).
         unsafe { record("tw_breaker_record_at", breaker, ticket, outcome, &FixedClock(now_ns), transition) }
@@ -517,11 +509,11 @@ pub unsafe extern "C" fn tw_ticket_transition(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_breaker_state(breaker: *const tw_breaker, out: *mut tw_state) -> tw_status {
     ffi_body!("tw_breaker_state"; {
-        let breaker = arg!("tw_breaker_state", breaker);
+        let breaker = handle!("tw_breaker_state", breaker);
         let out = arg!("tw_breaker_state", out);
         // SAFETY:
-        // - Both non-null (checked); `breaker` live, `out` writable (caller).
-        unsafe { out.write(breaker_ref(breaker).state().into()) };
+        // - Non-null (checked), writable (the caller's guarantee).
+        unsafe { out.write(breaker.state().into()) };
         tw_status::Ok
     })
 }
@@ -535,11 +527,8 @@ pub unsafe extern "C" fn tw_breaker_state(breaker: *const tw_breaker, out: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_breaker_snapshot(breaker: *const tw_breaker, out: *mut tw_snapshot) -> tw_status {
     ffi_body!("tw_breaker_snapshot"; {
-        let breaker = arg!("tw_breaker_snapshot", breaker);
+        let b = handle!("tw_breaker_snapshot", breaker);
         let out = arg!("tw_breaker_snapshot", out);
-        // SAFETY:
-        // - Non-null (checked) and live (the caller's guarantee).
-        let b = unsafe { breaker_ref(breaker) };
         let s = b.snapshot();
         let snap = tw_snapshot {
             state: b.state().into(),
@@ -569,10 +558,7 @@ unsafe fn manual(
     transition: *mut tw_transition,
     action: fn(&Breaker) -> Transition,
 ) -> tw_status {
-    arg!(fn_name, breaker);
-    // SAFETY:
-    // - Non-null (checked) and live (this function's contract).
-    let b = unsafe { breaker_ref(breaker) };
+    let b = handle!(fn_name, breaker);
     let t = action(b);
     if !transition.is_null() {
         // SAFETY:

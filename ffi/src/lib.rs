@@ -53,6 +53,7 @@
 mod breaker;
 mod bulkhead;
 mod config;
+mod handle;
 mod retry;
 mod shared;
 mod status;

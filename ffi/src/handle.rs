@@ -1,0 +1,102 @@
+//! Ownership of the opaque C handles, in one place: which Rust value each
+//! handle type stands for, how a `_new` hands a boxed value to C, how a
+//! `_free` takes it back, and how a checked pointer becomes a reference.
+//!
+//! Every exported function reaches a handle's value through this file, so
+//! the cast from the C type to the Rust one is written once per handle type
+//! (its [`Handle`] impl, next to the type) and nowhere else.
+
+/// An opaque C handle type: C only ever holds a pointer to it, and a live
+/// handle points to one [`Handle::Rust`] value.
+///
+/// # Safety
+/// Every non-null `*const Self` the library gives to C points to a valid
+/// `Self::Rust` for as long as the handle is live, and that value is only
+/// touched through shared references (and atomics) unless the function
+/// says the caller keeps it to one thread.
+pub(crate) unsafe trait Handle {
+    /// The value behind the handle.
+    type Rust;
+}
+
+/// A [`Handle`] whose value `_new` allocates with [`to_boxed_ptr`] and
+/// `_free` releases with [`free_box`].
+///
+/// # Safety
+/// Every handle of this type the library gives to C comes from
+/// [`to_boxed_ptr`] and from nothing else.
+pub(crate) unsafe trait Boxed: Handle {}
+
+/// Moves `value` to the heap and returns the handle C keeps; give it back
+/// to [`free_box`] exactly once.
+pub(crate) fn to_boxed_ptr<H: Boxed>(value: H::Rust) -> *mut H {
+    Box::into_raw(Box::new(value)).cast::<H>()
+}
+
+/// Frees the value behind a handle from [`to_boxed_ptr`]. NULL does
+/// nothing, as every `_free` promises C.
+///
+/// # Safety
+/// `handle` is NULL or a live handle from [`to_boxed_ptr`], and no one uses
+/// it during or after this call.
+pub(crate) unsafe fn free_box<H: Boxed>(handle: *mut H) {
+    if !handle.is_null() {
+        // SAFETY:
+        // - `H: Boxed`, so a non-null handle came from `Box::into_raw` of
+        //   an `H::Rust` in `to_boxed_ptr`; the caller guarantees it is
+        //   not used again, so the box is dropped exactly once.
+        drop(unsafe { Box::from_raw(handle.cast::<H::Rust>()) });
+    }
+}
+
+/// The value behind a non-null, live handle.
+///
+/// # Safety
+/// `handle` is non-null and live for `'a`.
+#[inline(always)]
+pub(crate) unsafe fn rust_ref<'a, H: Handle>(handle: *const H) -> &'a H::Rust {
+    // SAFETY:
+    // - Non-null and live (this function's contract); `H: Handle` says a
+    //   live handle points to a valid `H::Rust` only shared meanwhile.
+    unsafe { &*handle.cast::<H::Rust>() }
+}
+
+/// The value behind a non-null, live handle that no one else uses
+/// meanwhile.
+///
+/// # Safety
+/// `handle` is non-null and live for `'a`, and no other reference to its
+/// value exists meanwhile (the function's docs keep it to one thread).
+#[inline(always)]
+pub(crate) unsafe fn rust_mut<'a, H: Handle>(handle: *mut H) -> &'a mut H::Rust {
+    // SAFETY:
+    // - Non-null, live and unaliased (this function's contract); `H:
+    //   Handle` says a live handle points to a valid `H::Rust`.
+    unsafe { &mut *handle.cast::<H::Rust>() }
+}
+
+/// Checks a handle argument inside `ffi_body!` and gives its value:
+/// `TW_STATUS_NULL_ARGUMENT` with a message naming it if it is NULL.
+/// `handle!(name, p)` gives `&Rust`; `handle!(name, mut p)` gives
+/// `&mut Rust`, for the few handles one thread uses at a time.
+macro_rules! handle {
+    ($fn_name:expr, mut $p:ident) => {{
+        let p = $crate::status::arg!($fn_name, $p);
+        // SAFETY:
+        // - `p` is non-null (checked just above).
+        // - The exported function's `# Safety` section makes the caller
+        //   guarantee that a non-null handle is live and used by no other
+        //   thread during the call.
+        unsafe { $crate::handle::rust_mut(p) }
+    }};
+    ($fn_name:expr, $p:ident) => {{
+        let p = $crate::status::arg!($fn_name, $p);
+        // SAFETY:
+        // - `p` is non-null (checked just above).
+        // - The exported function's `# Safety` section makes the caller
+        //   guarantee that a non-null handle is live for the call.
+        unsafe { $crate::handle::rust_ref(p) }
+    }};
+}
+
+pub(crate) use handle;
