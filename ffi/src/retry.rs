@@ -53,29 +53,40 @@ pub struct tw_backoff_config {
     pub reserved: u32,
 }
 
+/// The `tw_jitter` value of a core mode. The C values are the core's
+/// discriminants, which `Jitter::ALL` lists in order; a test pins each one
+/// to its variant, as the header promises them forever.
+fn jitter_to_c(j: Jitter) -> u32 {
+    j as u32
+}
+
+/// The core mode for a `tw_jitter` passed as an integer; `None` for a value
+/// the header does not define.
+fn jitter_from_c(value: u32) -> Option<Jitter> {
+    Jitter::ALL.into_iter().find(|&j| jitter_to_c(j) == value)
+}
+
 fn backoff_from_core(c: &BackoffConfig) -> tw_backoff_config {
     tw_backoff_config {
         base_ns: nanos(c.base()),
         cap_ns: nanos(c.cap()),
         factor: c.factor(),
         seed: c.seed(),
-        jitter: c.jitter() as u32,
+        jitter: jitter_to_c(c.jitter()),
         reserved: 0,
     }
 }
 
 fn backoff_to_core(c: &tw_backoff_config, fn_name: &str) -> Result<BackoffConfig, tw_status> {
-    let jitter = match c.jitter {
-        0 => Jitter::None,
-        1 => Jitter::Full,
-        2 => Jitter::Equal,
-        3 => Jitter::Decorrelated,
-        other => {
-            return Err(fail(
-                tw_status::InvalidConfig,
-                format_args!("{fn_name}: invalid backoff config: jitter = {other}, expected 0 to 3"),
-            ));
-        }
+    let Some(jitter) = jitter_from_c(c.jitter) else {
+        return Err(fail(
+            tw_status::InvalidConfig,
+            format_args!(
+                "{fn_name}: invalid backoff config: jitter = {}, expected 0 to {}",
+                c.jitter,
+                Jitter::ALL.len() - 1
+            ),
+        ));
     };
     if c.reserved != 0 {
         return Err(fail(
@@ -382,4 +393,30 @@ pub unsafe extern "C" fn tw_retry_budget_available_at(
         unsafe { out.write(b.available_milli(&FixedClock(now_ns))) };
         tw_status::Ok
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_tw_jitter_value_is_pinned_to_its_core_variant() {
+        // The header's values, written out: they never change.
+        let pinned = [
+            (tw_jitter::None, 0, Jitter::None),
+            (tw_jitter::Full, 1, Jitter::Full),
+            (tw_jitter::Equal, 2, Jitter::Equal),
+            (tw_jitter::Decorrelated, 3, Jitter::Decorrelated),
+        ];
+        assert_eq!(pinned.len(), Jitter::ALL.len(), "a core mode without a tw_jitter value");
+        for (c, value, core) in pinned {
+            assert_eq!(c as u32, value, "TW_JITTER value of {core}");
+            assert_eq!(jitter_from_c(value), Some(core), "C {value} to core");
+            assert_eq!(jitter_to_c(core), value, "core {core} to C");
+            // TW_JITTER_<NAME> and the core's name agree.
+            assert_eq!(format!("{c:?}").to_lowercase(), core.as_str());
+        }
+        assert_eq!(jitter_from_c(4), None);
+        assert_eq!(jitter_from_c(u32::MAX), None);
+    }
 }
