@@ -2,7 +2,7 @@
 
 use tripwire::Bulkhead;
 
-use crate::handle::{Boxed, Handle, free_box, handle, to_boxed_ptr};
+use crate::handle::{Boxed, Handle, box_into_out, free_box, handle};
 use crate::status::{arg, fail, ffi_body, tw_status};
 
 /// A cap on concurrent calls. Opaque; made by `tw_bulkhead_new`, freed by
@@ -34,7 +34,7 @@ unsafe impl Handle for tw_bulkhead {
 }
 
 // SAFETY:
-// - `tw_bulkhead_new` is the only maker, through `to_boxed_ptr`.
+// - `tw_bulkhead_new` is the only maker, through `box_into_out`.
 unsafe impl Boxed for tw_bulkhead {}
 
 /// Makes a bulkhead that lets at most `max` calls be in flight at once (0
@@ -48,10 +48,9 @@ unsafe impl Boxed for tw_bulkhead {}
 pub unsafe extern "C" fn tw_bulkhead_new(max: u32, out: *mut *mut tw_bulkhead) -> tw_status {
     ffi_body!("tw_bulkhead_new"; {
         let out = arg!("tw_bulkhead_new", out);
-        let raw = to_boxed_ptr::<tw_bulkhead>(Bulkhead::new(max));
         // SAFETY:
         // - `out` is non-null (checked) and writable (the caller's guarantee).
-        unsafe { out.write(raw) };
+        unsafe { box_into_out(out, Bulkhead::new(max)) };
         tw_status::Ok
     })
 }

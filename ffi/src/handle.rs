@@ -19,31 +19,38 @@ pub(crate) unsafe trait Handle {
     type Rust;
 }
 
-/// A [`Handle`] whose value `_new` allocates with [`to_boxed_ptr`] and
+/// A [`Handle`] whose value `_new` allocates with [`box_into_out`] and
 /// `_free` releases with [`free_box`].
 ///
 /// # Safety
 /// Every handle of this type the library gives to C comes from
-/// [`to_boxed_ptr`] and from nothing else.
+/// [`box_into_out`] and from nothing else.
 pub(crate) unsafe trait Boxed: Handle {}
 
-/// Moves `value` to the heap and returns the handle C keeps; give it back
-/// to [`free_box`] exactly once.
-pub(crate) fn to_boxed_ptr<H: Boxed>(value: H::Rust) -> *mut H {
-    Box::into_raw(Box::new(value)).cast::<H>()
+/// Moves `value` to the heap and writes the handle C keeps to `*out`, as
+/// every `_new` does last; the handle goes back to [`free_box`] exactly
+/// once.
+///
+/// # Safety
+/// `out` is non-null and writable.
+pub(crate) unsafe fn box_into_out<H: Boxed>(out: *mut *mut H, value: H::Rust) {
+    let handle = Box::into_raw(Box::new(value)).cast::<H>();
+    // SAFETY:
+    // - Non-null and writable (this function's contract).
+    unsafe { out.write(handle) };
 }
 
-/// Frees the value behind a handle from [`to_boxed_ptr`]. NULL does
+/// Frees the value behind a handle from [`box_into_out`]. NULL does
 /// nothing, as every `_free` promises C.
 ///
 /// # Safety
-/// `handle` is NULL or a live handle from [`to_boxed_ptr`], and no one uses
+/// `handle` is NULL or a live handle from [`box_into_out`], and no one uses
 /// it during or after this call.
 pub(crate) unsafe fn free_box<H: Boxed>(handle: *mut H) {
     if !handle.is_null() {
         // SAFETY:
         // - `H: Boxed`, so a non-null handle came from `Box::into_raw` of
-        //   an `H::Rust` in `to_boxed_ptr`; the caller guarantees it is
+        //   an `H::Rust` in `box_into_out`; the caller guarantees it is
         //   not used again, so the box is dropped exactly once.
         drop(unsafe { Box::from_raw(handle.cast::<H::Rust>()) });
     }

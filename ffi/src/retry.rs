@@ -8,7 +8,7 @@ use tripwire::{
     RetryConfigError,
 };
 
-use crate::handle::{Boxed, Handle, free_box, handle, to_boxed_ptr};
+use crate::handle::{Boxed, Handle, box_into_out, free_box, handle};
 use crate::status::{arg, fail, ffi_body, tw_status};
 
 fn nanos(d: Duration) -> u64 {
@@ -119,7 +119,7 @@ unsafe impl Handle for tw_backoff {
 }
 
 // SAFETY:
-// - `tw_backoff_new` is the only maker, through `to_boxed_ptr`.
+// - `tw_backoff_new` is the only maker, through `box_into_out`.
 unsafe impl Boxed for tw_backoff {}
 
 /// Fills `*out` with the default backoff config: 100 ms doubling up to
@@ -157,10 +157,9 @@ pub unsafe extern "C" fn tw_backoff_new(
             Ok(c) => c,
             Err(status) => return status,
         };
-        let raw = to_boxed_ptr::<tw_backoff>(Backoff::new(config));
         // SAFETY:
-        // - Non-null (checked), writable (the caller's guarantee).
-        unsafe { out.write(raw) };
+        // - `out` is non-null (checked) and writable (the caller's guarantee).
+        unsafe { box_into_out(out, Backoff::new(config)) };
         tw_status::Ok
     })
 }
@@ -241,7 +240,7 @@ unsafe impl Handle for tw_retry_budget {
 }
 
 // SAFETY:
-// - `tw_retry_budget_new` is the only maker, through `to_boxed_ptr`.
+// - `tw_retry_budget_new` is the only maker, through `box_into_out`.
 unsafe impl Boxed for tw_retry_budget {}
 
 /// Fills `*out` with the default budget config (20% of calls over 10 s,
@@ -289,10 +288,9 @@ pub unsafe extern "C" fn tw_retry_budget_new(
             Ok(c) => c,
             Err(e) => return config_error("tw_retry_budget_new", e),
         };
-        let raw = to_boxed_ptr::<tw_retry_budget>(RetryBudget::new(config));
         // SAFETY:
-        // - Non-null (checked), writable (the caller's guarantee).
-        unsafe { out.write(raw) };
+        // - `out` is non-null (checked) and writable (the caller's guarantee).
+        unsafe { box_into_out(out, RetryBudget::new(config)) };
         tw_status::Ok
     })
 }
