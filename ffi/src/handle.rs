@@ -5,6 +5,11 @@
 //! Every exported function reaches a handle's value through this file, so
 //! the cast from the C type to the Rust one is written once per handle type
 //! (its [`Handle`] impl, next to the type) and nowhere else.
+//!
+//! `tw_breaker` is the one handle that is not [`Boxed`]: it points into a
+//! tagged allocation (`Owned` in `breaker.rs`) so that `tw_breaker_free`
+//! can tell a heap breaker from one in shared memory, which it must not
+//! free. Reaching its value still goes through [`handle!`].
 
 /// An opaque C handle type: C only ever holds a pointer to it, and a live
 /// handle points to one [`Handle::Rust`] value.

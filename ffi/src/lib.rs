@@ -11,6 +11,9 @@
 //!   the last failure on the calling thread.
 //! - Every exported body runs inside one boundary macro (`ffi_body!`) that
 //!   catches panics: none ever unwinds into C.
+//! - Handle ownership lives in one file (`handle.rs`: `box_into_out`,
+//!   `free_box`, `handle!`); the plain C value types and their conversions
+//!   in another (`values.rs`).
 //!
 //! # Items
 //! - Status and errors: [`tw_status`], [`tw_last_error_message`],
