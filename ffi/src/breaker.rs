@@ -4,12 +4,15 @@
 use core::mem::offset_of;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use tripwire::{
-    Breaker, Clock, FixedClock, MonotonicClock, Outcome, Rejected, SharedRegion, State, Ticket, Transition,
-};
+use tripwire::{Breaker, Clock, FixedClock, MonotonicClock, SharedRegion, Transition};
 
 use crate::config::{to_core, tw_breaker_config};
+use crate::handle::{Handle, handle};
 use crate::status::{arg, fail, ffi_body, tw_status};
+use crate::values::{
+    outcome_from_c, rejection_to_c, ticket_from_c, ticket_to_c, ticket_words, transition_to_c, tw_rejection,
+    tw_state, tw_ticket, tw_transition,
+};
 
 /// A circuit breaker. Opaque: only ever handled through a pointer.
 ///
@@ -22,140 +25,13 @@ pub struct tw_breaker {
     _opaque: [u8; 0],
 }
 
-/// A breaker's state.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum tw_state {
-    /// Calls pass; outcomes are counted.
-    Closed = 0,
-    /// Calls are rejected until the cool-down, or a server's hold, has
-    /// passed.
-    Open = 1,
-    /// A bounded number of probe calls decide between Closed and Open.
-    HalfOpen = 2,
-    /// Rejects every call until `tw_breaker_reset`.
-    ForcedOpen = 3,
-    /// Permits every call and never trips, until `tw_breaker_reset`.
-    Disabled = 4,
-}
-
-impl From<State> for tw_state {
-    fn from(s: State) -> Self {
-        match s {
-            State::Closed => tw_state::Closed,
-            State::Open => tw_state::Open,
-            State::HalfOpen => tw_state::HalfOpen,
-            State::ForcedOpen => tw_state::ForcedOpen,
-            State::Disabled => tw_state::Disabled,
-        }
-    }
-}
-
-/// How a call ended, as the caller classifies it. Passed to
-/// `tw_breaker_record` as a `uint32_t`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum tw_outcome {
-    /// The dependency did its job.
-    Success = 0,
-    /// The dependency failed (5xx, timeout, connection refused…).
-    Failure = 1,
-    /// Says nothing about the dependency (the caller cancelled, a 4xx the
-    /// caller caused): frees a probe slot, changes no state counter.
-    Ignored = 2,
-}
-
-/// Proof that a call was admitted: hand it back to `tw_breaker_record`
-/// exactly once. A plain 16-byte value; copy it anywhere.
-///
-/// Pass it back unchanged: only `generation` may be read (the generation
-/// the ticket was issued in); the other fields are the library's (`flags`
-/// holds the ticket's kind and, for a Half-Open probe, its probe slot).
-///
-/// Recorded more than once, late, or made up, a ticket does exactly this:
-/// - from an older generation: counted in the snapshot, nothing else;
-/// - Half-Open: only a probe ticket naming a probe slot still in flight
-///   changes the state, once; recorded again (with any outcome) it changes
-///   nothing but the counters, so never more than `half_open_max` probes
-///   are in flight and no success counts twice, whatever is recorded. A
-///   made-up ticket that names a slot of the current generation still in
-///   flight ends that probe, as the real one would;
-/// - Closed: a ticket stands for no particular call, so a failure recorded
-///   twice counts twice toward `failure_threshold` and the window;
-/// - the generation is 32 bits: a ticket from exactly 2^32 transitions ago
-///   reads as current (out of reach in practice).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct tw_ticket {
-    /// The library's: when the call started, if it measures durations.
-    pub started_at: u64,
-    /// The generation of the state the ticket was issued in.
-    pub generation: u32,
-    /// The library's: what kind of ticket this is.
-    pub flags: u32,
-}
-
-pub(crate) fn ticket_to_c(t: Ticket) -> tw_ticket {
-    tw_ticket { started_at: t.started_at(), generation: t.generation(), flags: t.flags() }
-}
-
-/// The ticket's memory as two native 8-byte words.
-#[inline(always)]
-fn ticket_words(t: tw_ticket) -> [u64; 2] {
-    let (g, f) = (t.generation.to_ne_bytes(), t.flags.to_ne_bytes());
-    [t.started_at, u64::from_ne_bytes([g[0], g[1], g[2], g[3], f[0], f[1], f[2], f[3]])]
-}
-
-/// The core ticket for a C one. `Ticket::from_raw` ignores unknown flag
-/// bits; what a damaged or made-up ticket can do when recorded is what
-/// `tw_ticket`'s docs say: never more probes in flight than the config
-/// allows, but it can count as the outcome of a call of its generation.
-pub(crate) fn ticket_from_c(t: tw_ticket) -> Ticket {
-    Ticket::from_raw(t.started_at, t.generation, t.flags)
-}
-
-/// Why a call was refused.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct tw_rejection {
-    /// The state that refused the call.
-    pub state: tw_state,
-    /// Nanoseconds until a probe may be admitted; `UINT64_MAX` when the
-    /// breaker is forced open and only `tw_breaker_reset` will close it.
-    pub retry_after_ns: u64,
-}
-
-fn rejection_to_c(r: Rejected) -> tw_rejection {
-    let retry_after_ns = r.retry_after.map_or(u64::MAX, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-    tw_rejection { state: r.state.into(), retry_after_ns }
-}
-
-/// A change of state, reported to exactly one caller: the one whose call
-/// made it.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct tw_transition {
-    /// Whether the call changed the state. When false, the other fields
-    /// repeat the current state (`from` = `to`) and generation.
-    pub changed: bool,
-    /// The state left.
-    pub from: tw_state,
-    /// The state entered.
-    pub to: tw_state,
-    /// The generation of the state entered.
-    pub generation: u32,
-}
-
-fn transition_to_c(t: Option<Transition>, breaker: &Breaker) -> tw_transition {
-    match t {
-        Some(t) => {
-            tw_transition { changed: true, from: t.from.into(), to: t.to.into(), generation: t.generation }
-        }
-        None => {
-            let now = breaker.state().into();
-            tw_transition { changed: false, from: now, to: now, generation: breaker.generation() }
-        }
-    }
+// SAFETY:
+// - A live handle points to a `Breaker`, on the heap (inside an `Owned`)
+//   or in a shared region, only ever accessed through shared references
+//   and atomics. Not `Boxed`: the handle is not the box's start (see
+//   `Owned`), so `tw_breaker_new` and `tw_breaker_free` own it themselves.
+unsafe impl Handle for tw_breaker {
+    type Rust = Breaker;
 }
 
 /// A breaker's state and counters at one moment (each read separately, so
@@ -270,18 +146,6 @@ pub unsafe extern "C" fn tw_breaker_free(breaker: *mut tw_breaker) {
     })
 }
 
-/// The breaker behind a non-null handle.
-///
-/// # Safety
-/// `breaker` is a live handle.
-#[inline(always)]
-unsafe fn breaker_ref<'a>(breaker: *const tw_breaker) -> &'a Breaker {
-    // SAFETY:
-    // - A live handle points to a `Breaker` (heap or shared) that is only
-    //   ever accessed through shared references and atomics.
-    unsafe { &*breaker.cast::<Breaker>() }
-}
-
 /// # Safety
 /// `ticket` is non-null and writable; `rejection` is NULL or writable.
 #[inline(always)]
@@ -336,12 +200,12 @@ pub unsafe extern "C" fn tw_breaker_try_acquire(
     rejection: *mut tw_rejection,
 ) -> tw_status {
     ffi_body!("tw_breaker_try_acquire"; {
-        let breaker = arg!("tw_breaker_try_acquire", breaker);
+        let breaker = handle!("tw_breaker_try_acquire", breaker);
         let ticket = arg!("tw_breaker_try_acquire", ticket);
         // SAFETY:
-        // - `breaker` is non-null (checked) and live, `ticket` non-null
-        //   (checked) and writable, `rejection` NULL or writable (caller).
-        unsafe { acquire(breaker_ref(breaker), &MonotonicClock, ticket, rejection) }
+        // - `ticket` is non-null (checked) and writable, `rejection` NULL
+        //   or writable (the caller's guarantee).
+        unsafe { acquire(breaker, &MonotonicClock, ticket, rejection) }
     })
 }
 
@@ -360,12 +224,12 @@ pub unsafe extern "C" fn tw_breaker_try_acquire_at(
     rejection: *mut tw_rejection,
 ) -> tw_status {
     ffi_body!("tw_breaker_try_acquire_at"; {
-        let breaker = arg!("tw_breaker_try_acquire_at", breaker);
+        let breaker = handle!("tw_breaker_try_acquire_at", breaker);
         let ticket = arg!("tw_breaker_try_acquire_at", ticket);
         // SAFETY:
-        // - `breaker` is non-null (checked) and live, `ticket` non-null
-        //   (checked) and writable, `rejection` NULL or writable (caller).
-        unsafe { acquire(breaker_ref(breaker), &FixedClock(now_ns), ticket, rejection) }
+        // - `ticket` is non-null (checked) and writable, `rejection` NULL
+        //   or writable (the caller's guarantee).
+        unsafe { acquire(breaker, &FixedClock(now_ns), ticket, rejection) }
     })
 }
 
@@ -380,16 +244,11 @@ unsafe fn record(
     clock: &impl Clock,
     transition: *mut tw_transition,
 ) -> tw_status {
-    let outcome = match outcome {
-        0 => Outcome::Success,
-        1 => Outcome::Failure,
-        2 => Outcome::Ignored,
-        other => {
-            return fail(
-                tw_status::InvalidArgument,
-                format_args!("{fn_name}: outcome = {other}, expected a tw_outcome (0 to 2)"),
-            );
-        }
+    let Some(outcome) = outcome_from_c(outcome) else {
+        return fail(
+            tw_status::InvalidArgument,
+            format_args!("{fn_name}: outcome = {outcome}, expected a tw_outcome (0 to 2)"),
+        );
     };
     let t = breaker.record(ticket_from_c(ticket), outcome, clock);
     if !transition.is_null() {
@@ -423,10 +282,7 @@ pub unsafe extern "C" fn tw_breaker_record(
     transition: *mut tw_transition,
 ) -> tw_status {
     ffi_body!("tw_breaker_record"; {
-        let breaker = arg!("tw_breaker_record", breaker);
-        // SAFETY:
-        // - Non-null (checked) and live (the caller's guarantee).
-        let breaker = unsafe { breaker_ref(breaker) };
+        let breaker = handle!("tw_breaker_record", breaker);
         // SAFETY:
         // - `transition` is NULL or writable (the caller's guarantee).
         unsafe { record("tw_breaker_record", breaker, ticket, outcome, &MonotonicClock, transition) }
@@ -447,10 +303,7 @@ pub unsafe extern "C" fn tw_breaker_record_at(
     transition: *mut tw_transition,
 ) -> tw_status {
     ffi_body!("tw_breaker_record_at"; {
-        let breaker = arg!("tw_breaker_record_at", breaker);
-        // SAFETY:
-        // - Non-null (checked) and live (the caller's guarantee).
-        let breaker = unsafe { breaker_ref(breaker) };
+        let breaker = handle!("tw_breaker_record_at", breaker);
         // SAFETY:
         // - `transition` is NULL or writable (the caller's guarantee).
         unsafe { record("tw_breaker_record_at", breaker, ticket, outcome, &FixedClock(now_ns), transition) }
@@ -492,7 +345,7 @@ pub unsafe extern "C" fn tw_ticket_transition(
         let out = arg!("tw_ticket_transition", out);
         let t = ticket_from_c(ticket);
         let c = match t.transition() {
-            Some(t) => tw_transition { changed: true, from: t.from.into(), to: t.to.into(), generation: t.generation },
+            Some(t) => t.into(),
             None => tw_transition {
                 changed: false,
                 from: tw_state::HalfOpen,
@@ -517,11 +370,11 @@ pub unsafe extern "C" fn tw_ticket_transition(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_breaker_state(breaker: *const tw_breaker, out: *mut tw_state) -> tw_status {
     ffi_body!("tw_breaker_state"; {
-        let breaker = arg!("tw_breaker_state", breaker);
+        let breaker = handle!("tw_breaker_state", breaker);
         let out = arg!("tw_breaker_state", out);
         // SAFETY:
-        // - Both non-null (checked); `breaker` live, `out` writable (caller).
-        unsafe { out.write(breaker_ref(breaker).state().into()) };
+        // - Non-null (checked), writable (the caller's guarantee).
+        unsafe { out.write(breaker.state().into()) };
         tw_status::Ok
     })
 }
@@ -535,11 +388,8 @@ pub unsafe extern "C" fn tw_breaker_state(breaker: *const tw_breaker, out: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_breaker_snapshot(breaker: *const tw_breaker, out: *mut tw_snapshot) -> tw_status {
     ffi_body!("tw_breaker_snapshot"; {
-        let breaker = arg!("tw_breaker_snapshot", breaker);
+        let b = handle!("tw_breaker_snapshot", breaker);
         let out = arg!("tw_breaker_snapshot", out);
-        // SAFETY:
-        // - Non-null (checked) and live (the caller's guarantee).
-        let b = unsafe { breaker_ref(breaker) };
         let s = b.snapshot();
         let snap = tw_snapshot {
             state: b.state().into(),
@@ -569,10 +419,7 @@ unsafe fn manual(
     transition: *mut tw_transition,
     action: fn(&Breaker) -> Transition,
 ) -> tw_status {
-    arg!(fn_name, breaker);
-    // SAFETY:
-    // - Non-null (checked) and live (this function's contract).
-    let b = unsafe { breaker_ref(breaker) };
+    let b = handle!(fn_name, breaker);
     let t = action(b);
     if !transition.is_null() {
         // SAFETY:

@@ -2,6 +2,7 @@
 
 use tripwire::Bulkhead;
 
+use crate::handle::{Boxed, Handle, box_into_out, free_box, handle};
 use crate::status::{arg, fail, ffi_body, tw_status};
 
 /// A cap on concurrent calls. Opaque; made by `tw_bulkhead_new`, freed by
@@ -25,16 +26,16 @@ pub struct tw_bulkhead_stats {
     pub peak_in_flight: u32,
 }
 
-/// The bulkhead behind a non-null handle.
-///
-/// # Safety
-/// `b` is a live handle from `tw_bulkhead_new`.
-unsafe fn bulkhead_ref<'a>(b: *const tw_bulkhead) -> &'a Bulkhead {
-    // SAFETY:
-    // - A live handle points to a `Bulkhead` made by `tw_bulkhead_new`,
-    //   only ever used through shared references.
-    unsafe { &*b.cast::<Bulkhead>() }
+// SAFETY:
+// - A live handle points to a `Bulkhead` made by `tw_bulkhead_new`, only
+//   ever used through shared references (its counters are atomics).
+unsafe impl Handle for tw_bulkhead {
+    type Rust = Bulkhead;
 }
+
+// SAFETY:
+// - `tw_bulkhead_new` is the only maker, through `box_into_out`.
+unsafe impl Boxed for tw_bulkhead {}
 
 /// Makes a bulkhead that lets at most `max` calls be in flight at once (0
 /// refuses every call: a kill switch) and writes its handle to `*out`.
@@ -47,10 +48,9 @@ unsafe fn bulkhead_ref<'a>(b: *const tw_bulkhead) -> &'a Bulkhead {
 pub unsafe extern "C" fn tw_bulkhead_new(max: u32, out: *mut *mut tw_bulkhead) -> tw_status {
     ffi_body!("tw_bulkhead_new"; {
         let out = arg!("tw_bulkhead_new", out);
-        let raw = Box::into_raw(Box::new(Bulkhead::new(max))).cast::<tw_bulkhead>();
         // SAFETY:
         // - `out` is non-null (checked) and writable (the caller's guarantee).
-        unsafe { out.write(raw) };
+        unsafe { box_into_out(out, Bulkhead::new(max)) };
         tw_status::Ok
     })
 }
@@ -64,12 +64,10 @@ pub unsafe extern "C" fn tw_bulkhead_new(max: u32, out: *mut *mut tw_bulkhead) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_bulkhead_free(bulkhead: *mut tw_bulkhead) {
     ffi_body!("tw_bulkhead_free", on_panic = (); {
-        if !bulkhead.is_null() {
-            // SAFETY:
-            // - A live handle comes from `Box::into_raw` in `tw_bulkhead_new`;
-            //   the caller guarantees it is not used again.
-            drop(unsafe { Box::from_raw(bulkhead.cast::<Bulkhead>()) });
-        }
+        // SAFETY:
+        // - NULL or a live handle from `tw_bulkhead_new`, not used again
+        //   (the caller's guarantee).
+        unsafe { free_box(bulkhead) }
     })
 }
 
@@ -86,10 +84,8 @@ pub unsafe extern "C" fn tw_bulkhead_free(bulkhead: *mut tw_bulkhead) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_bulkhead_try_acquire(bulkhead: *const tw_bulkhead) -> tw_status {
     ffi_body!("tw_bulkhead_try_acquire"; {
-        let b = arg!("tw_bulkhead_try_acquire", bulkhead);
-        // SAFETY:
-        // - Non-null (checked) and live (the caller's guarantee).
-        if unsafe { bulkhead_ref(b) }.try_acquire_raw() { tw_status::Ok } else { tw_status::Rejected }
+        let b = handle!("tw_bulkhead_try_acquire", bulkhead);
+        if b.try_acquire_raw() { tw_status::Ok } else { tw_status::Rejected }
     })
 }
 
@@ -118,10 +114,8 @@ pub unsafe extern "C" fn tw_bulkhead_try_acquire(bulkhead: *const tw_bulkhead) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_bulkhead_release(bulkhead: *const tw_bulkhead) -> tw_status {
     ffi_body!("tw_bulkhead_release"; {
-        let b = arg!("tw_bulkhead_release", bulkhead);
-        // SAFETY:
-        // - Non-null (checked) and live (the caller's guarantee).
-        if unsafe { bulkhead_ref(b) }.release_raw() {
+        let b = handle!("tw_bulkhead_release", bulkhead);
+        if b.release_raw() {
             tw_status::Ok
         } else {
             fail(
@@ -144,11 +138,9 @@ pub unsafe extern "C" fn tw_bulkhead_snapshot(
     out: *mut tw_bulkhead_stats,
 ) -> tw_status {
     ffi_body!("tw_bulkhead_snapshot"; {
-        let b = arg!("tw_bulkhead_snapshot", bulkhead);
+        let b = handle!("tw_bulkhead_snapshot", bulkhead);
         let out = arg!("tw_bulkhead_snapshot", out);
-        // SAFETY:
-        // - Non-null (checked) and live (the caller's guarantee).
-        let s = unsafe { bulkhead_ref(b) }.snapshot();
+        let s = b.snapshot();
         let snap = tw_bulkhead_stats {
             acquired: s.acquired,
             rejected: s.rejected,

@@ -9,8 +9,9 @@
 
 use core::time::Duration;
 
-use tripwire::{Breaker, BreakerConfig, RollingWindow};
+use tripwire::{BreakerConfig, RollingWindow};
 
+use crate::handle::handle;
 use crate::status::{arg, fail, ffi_body, tw_status};
 use crate::tw_breaker;
 
@@ -236,12 +237,11 @@ pub unsafe extern "C" fn tw_breaker_get_config(
     out: *mut tw_breaker_config,
 ) -> tw_status {
     ffi_body!("tw_breaker_get_config"; {
-        let breaker = arg!("tw_breaker_get_config", breaker).cast::<Breaker>();
+        let breaker = handle!("tw_breaker_get_config", breaker);
         let out = arg!("tw_breaker_get_config", out);
         // SAFETY:
-        // - `breaker` is non-null and a live handle (caller), i.e. points to
-        //   a `Breaker`; `out` is non-null and writable (caller).
-        unsafe { out.write(from_core((*breaker).config())) };
+        // - Non-null (checked), writable (the caller's guarantee).
+        unsafe { out.write(from_core(breaker.config())) };
         tw_status::Ok
     })
 }

@@ -11,6 +11,9 @@
 //!   the last failure on the calling thread.
 //! - Every exported body runs inside one boundary macro (`ffi_body!`) that
 //!   catches panics: none ever unwinds into C.
+//! - Handle ownership lives in one file (`handle.rs`: `box_into_out`,
+//!   `free_box`, `handle!`); the plain C value types and their conversions
+//!   in another (`values.rs`).
 //!
 //! # Items
 //! - Status and errors: [`tw_status`], [`tw_last_error_message`],
@@ -53,16 +56,17 @@
 mod breaker;
 mod bulkhead;
 mod config;
+mod handle;
 mod retry;
 mod shared;
 mod status;
+mod values;
 mod version;
 
 pub use breaker::{
     tw_breaker, tw_breaker_disable, tw_breaker_force_open, tw_breaker_free, tw_breaker_new,
     tw_breaker_record, tw_breaker_record_at, tw_breaker_reset, tw_breaker_snapshot, tw_breaker_state,
-    tw_breaker_try_acquire, tw_breaker_try_acquire_at, tw_outcome, tw_rejection, tw_snapshot, tw_state,
-    tw_ticket, tw_ticket_is_probe, tw_ticket_transition, tw_transition,
+    tw_breaker_try_acquire, tw_breaker_try_acquire_at, tw_snapshot, tw_ticket_is_probe, tw_ticket_transition,
 };
 pub use bulkhead::{
     tw_bulkhead, tw_bulkhead_free, tw_bulkhead_new, tw_bulkhead_release, tw_bulkhead_snapshot,
@@ -81,4 +85,5 @@ pub use retry::{
 };
 pub use shared::{tw_breaker_attach, tw_breaker_init_in, tw_breaker_layout, tw_breaker_open_in};
 pub use status::{tw_last_error_message, tw_status, tw_status_name};
+pub use values::{tw_outcome, tw_rejection, tw_state, tw_ticket, tw_transition};
 pub use version::{TW_VERSION_MAJOR, TW_VERSION_MINOR, TW_VERSION_PATCH, tw_version};

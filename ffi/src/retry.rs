@@ -8,6 +8,7 @@ use tripwire::{
     RetryConfigError,
 };
 
+use crate::handle::{Boxed, Handle, box_into_out, free_box, handle};
 use crate::status::{arg, fail, ffi_body, tw_status};
 
 fn nanos(d: Duration) -> u64 {
@@ -52,29 +53,40 @@ pub struct tw_backoff_config {
     pub reserved: u32,
 }
 
+/// The `tw_jitter` value of a core mode. The C values are the core's
+/// discriminants, which `Jitter::ALL` lists in order; a test pins each one
+/// to its variant, as the header promises them forever.
+fn jitter_to_c(j: Jitter) -> u32 {
+    j as u32
+}
+
+/// The core mode for a `tw_jitter` passed as an integer; `None` for a value
+/// the header does not define.
+fn jitter_from_c(value: u32) -> Option<Jitter> {
+    Jitter::ALL.into_iter().find(|&j| jitter_to_c(j) == value)
+}
+
 fn backoff_from_core(c: &BackoffConfig) -> tw_backoff_config {
     tw_backoff_config {
         base_ns: nanos(c.base()),
         cap_ns: nanos(c.cap()),
         factor: c.factor(),
         seed: c.seed(),
-        jitter: c.jitter() as u32,
+        jitter: jitter_to_c(c.jitter()),
         reserved: 0,
     }
 }
 
 fn backoff_to_core(c: &tw_backoff_config, fn_name: &str) -> Result<BackoffConfig, tw_status> {
-    let jitter = match c.jitter {
-        0 => Jitter::None,
-        1 => Jitter::Full,
-        2 => Jitter::Equal,
-        3 => Jitter::Decorrelated,
-        other => {
-            return Err(fail(
-                tw_status::InvalidConfig,
-                format_args!("{fn_name}: invalid backoff config: jitter = {other}, expected 0 to 3"),
-            ));
-        }
+    let Some(jitter) = jitter_from_c(c.jitter) else {
+        return Err(fail(
+            tw_status::InvalidConfig,
+            format_args!(
+                "{fn_name}: invalid backoff config: jitter = {}, expected 0 to {}",
+                c.jitter,
+                Jitter::ALL.len() - 1
+            ),
+        ));
     };
     if c.reserved != 0 {
         return Err(fail(
@@ -98,6 +110,17 @@ fn backoff_to_core(c: &tw_backoff_config, fn_name: &str) -> Result<BackoffConfig
 pub struct tw_backoff {
     _opaque: [u8; 0],
 }
+
+// SAFETY:
+// - A live handle points to a `Backoff` made by `tw_backoff_new`; the
+//   functions that change it are documented as one thread at a time.
+unsafe impl Handle for tw_backoff {
+    type Rust = Backoff;
+}
+
+// SAFETY:
+// - `tw_backoff_new` is the only maker, through `box_into_out`.
+unsafe impl Boxed for tw_backoff {}
 
 /// Fills `*out` with the default backoff config: 100 ms doubling up to
 /// 30 s, full jitter. `out` must not be NULL.
@@ -134,10 +157,9 @@ pub unsafe extern "C" fn tw_backoff_new(
             Ok(c) => c,
             Err(status) => return status,
         };
-        let raw = Box::into_raw(Box::new(Backoff::new(config))).cast::<tw_backoff>();
         // SAFETY:
-        // - Non-null (checked), writable (the caller's guarantee).
-        unsafe { out.write(raw) };
+        // - `out` is non-null (checked) and writable (the caller's guarantee).
+        unsafe { box_into_out(out, Backoff::new(config)) };
         tw_status::Ok
     })
 }
@@ -149,11 +171,9 @@ pub unsafe extern "C" fn tw_backoff_new(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_backoff_free(backoff: *mut tw_backoff) {
     ffi_body!("tw_backoff_free", on_panic = (); {
-        if !backoff.is_null() {
-            // SAFETY:
-            // - From `Box::into_raw` in `tw_backoff_new`; not used again (caller).
-            drop(unsafe { Box::from_raw(backoff.cast::<Backoff>()) });
-        }
+        // SAFETY:
+        // - NULL or a live handle from `tw_backoff_new`, not used again (caller).
+        unsafe { free_box(backoff) }
     })
 }
 
@@ -167,12 +187,9 @@ pub unsafe extern "C" fn tw_backoff_free(backoff: *mut tw_backoff) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_backoff_next_delay(backoff: *mut tw_backoff, delay_ns: *mut u64) -> tw_status {
     ffi_body!("tw_backoff_next_delay"; {
-        let backoff = arg!("tw_backoff_next_delay", backoff).cast::<Backoff>();
+        let backoff = handle!("tw_backoff_next_delay", mut backoff);
         let delay_ns = arg!("tw_backoff_next_delay", delay_ns);
-        // SAFETY:
-        // - `backoff` is non-null, live and not used by another thread
-        //   (the caller's guarantee), so a unique reference is sound.
-        let d = unsafe { (*backoff).next_delay() };
+        let d = backoff.next_delay();
         // SAFETY:
         // - Non-null (checked), writable (the caller's guarantee).
         unsafe { delay_ns.write(nanos(d)) };
@@ -188,10 +205,7 @@ pub unsafe extern "C" fn tw_backoff_next_delay(backoff: *mut tw_backoff, delay_n
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_backoff_reset(backoff: *mut tw_backoff) -> tw_status {
     ffi_body!("tw_backoff_reset"; {
-        let backoff = arg!("tw_backoff_reset", backoff).cast::<Backoff>();
-        // SAFETY:
-        // - As in `tw_backoff_next_delay`.
-        unsafe { (*backoff).reset() };
+        handle!("tw_backoff_reset", mut backoff).reset();
         tw_status::Ok
     })
 }
@@ -217,6 +231,17 @@ pub struct tw_retry_budget_config {
 pub struct tw_retry_budget {
     _opaque: [u8; 0],
 }
+
+// SAFETY:
+// - A live handle points to a `RetryBudget` made by `tw_retry_budget_new`,
+//   only ever used through shared references (its state is atomic).
+unsafe impl Handle for tw_retry_budget {
+    type Rust = RetryBudget;
+}
+
+// SAFETY:
+// - `tw_retry_budget_new` is the only maker, through `box_into_out`.
+unsafe impl Boxed for tw_retry_budget {}
 
 /// Fills `*out` with the default budget config (20% of calls over 10 s,
 /// at least 10 retries per second). `out` must not be NULL.
@@ -263,10 +288,9 @@ pub unsafe extern "C" fn tw_retry_budget_new(
             Ok(c) => c,
             Err(e) => return config_error("tw_retry_budget_new", e),
         };
-        let raw = Box::into_raw(Box::new(RetryBudget::new(config))).cast::<tw_retry_budget>();
         // SAFETY:
-        // - Non-null (checked), writable (the caller's guarantee).
-        unsafe { out.write(raw) };
+        // - `out` is non-null (checked) and writable (the caller's guarantee).
+        unsafe { box_into_out(out, RetryBudget::new(config)) };
         tw_status::Ok
     })
 }
@@ -279,22 +303,10 @@ pub unsafe extern "C" fn tw_retry_budget_new(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_retry_budget_free(budget: *mut tw_retry_budget) {
     ffi_body!("tw_retry_budget_free", on_panic = (); {
-        if !budget.is_null() {
-            // SAFETY:
-            // - From `Box::into_raw` in `tw_retry_budget_new`; not used again (caller).
-            drop(unsafe { Box::from_raw(budget.cast::<RetryBudget>()) });
-        }
+        // SAFETY:
+        // - NULL or a live handle from `tw_retry_budget_new`, not used again (caller).
+        unsafe { free_box(budget) }
     })
-}
-
-/// The budget behind a non-null handle.
-///
-/// # Safety
-/// `b` is a live handle from `tw_retry_budget_new`.
-unsafe fn budget_ref<'a>(b: *const tw_retry_budget) -> &'a RetryBudget {
-    // SAFETY:
-    // - A live handle points to a `RetryBudget`, used through shared references only.
-    unsafe { &*b.cast::<RetryBudget>() }
 }
 
 /// Counts one call (first attempts and retries alike), adding `ratio` of a
@@ -305,10 +317,8 @@ unsafe fn budget_ref<'a>(b: *const tw_retry_budget) -> &'a RetryBudget {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_retry_budget_deposit(budget: *const tw_retry_budget) -> tw_status {
     ffi_body!("tw_retry_budget_deposit"; {
-        let b = arg!("tw_retry_budget_deposit", budget);
-        // SAFETY:
-        // - Non-null (checked) and live (the caller's guarantee).
-        unsafe { budget_ref(b) }.deposit(&MonotonicClock);
+        let b = handle!("tw_retry_budget_deposit", budget);
+        b.deposit(&MonotonicClock);
         tw_status::Ok
     })
 }
@@ -324,10 +334,8 @@ pub unsafe extern "C" fn tw_retry_budget_deposit_at(
     now_ns: u64,
 ) -> tw_status {
     ffi_body!("tw_retry_budget_deposit_at"; {
-        let b = arg!("tw_retry_budget_deposit_at", budget);
-        // SAFETY:
-        // - Non-null (checked) and live (the caller's guarantee).
-        unsafe { budget_ref(b) }.deposit(&FixedClock(now_ns));
+        let b = handle!("tw_retry_budget_deposit_at", budget);
+        b.deposit(&FixedClock(now_ns));
         tw_status::Ok
     })
 }
@@ -342,10 +350,8 @@ pub unsafe extern "C" fn tw_retry_budget_deposit_at(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_retry_budget_try_withdraw(budget: *const tw_retry_budget) -> tw_status {
     ffi_body!("tw_retry_budget_try_withdraw"; {
-        let b = arg!("tw_retry_budget_try_withdraw", budget);
-        // SAFETY:
-        // - Non-null (checked) and live (the caller's guarantee).
-        if unsafe { budget_ref(b) }.try_withdraw(&MonotonicClock) { tw_status::Ok } else { tw_status::Rejected }
+        let b = handle!("tw_retry_budget_try_withdraw", budget);
+        if b.try_withdraw(&MonotonicClock) { tw_status::Ok } else { tw_status::Rejected }
     })
 }
 
@@ -359,10 +365,8 @@ pub unsafe extern "C" fn tw_retry_budget_try_withdraw_at(
     now_ns: u64,
 ) -> tw_status {
     ffi_body!("tw_retry_budget_try_withdraw_at"; {
-        let b = arg!("tw_retry_budget_try_withdraw_at", budget);
-        // SAFETY:
-        // - Non-null (checked) and live (the caller's guarantee).
-        let ok = unsafe { budget_ref(b) }.try_withdraw(&FixedClock(now_ns));
+        let b = handle!("tw_retry_budget_try_withdraw_at", budget);
+        let ok = b.try_withdraw(&FixedClock(now_ns));
         if ok { tw_status::Ok } else { tw_status::Rejected }
     })
 }
@@ -380,11 +384,37 @@ pub unsafe extern "C" fn tw_retry_budget_available_at(
     out: *mut u32,
 ) -> tw_status {
     ffi_body!("tw_retry_budget_available_at"; {
-        let b = arg!("tw_retry_budget_available_at", budget);
+        let b = handle!("tw_retry_budget_available_at", budget);
         let out = arg!("tw_retry_budget_available_at", out);
         // SAFETY:
-        // - Both non-null (checked); `b` live and `out` writable (the caller's guarantee).
-        unsafe { out.write(budget_ref(b).available_milli(&FixedClock(now_ns))) };
+        // - Non-null (checked), writable (the caller's guarantee).
+        unsafe { out.write(b.available_milli(&FixedClock(now_ns))) };
         tw_status::Ok
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_tw_jitter_value_is_pinned_to_its_core_variant() {
+        // The header's values, written out: they never change.
+        let pinned = [
+            (tw_jitter::None, 0, Jitter::None),
+            (tw_jitter::Full, 1, Jitter::Full),
+            (tw_jitter::Equal, 2, Jitter::Equal),
+            (tw_jitter::Decorrelated, 3, Jitter::Decorrelated),
+        ];
+        assert_eq!(pinned.len(), Jitter::ALL.len(), "a core mode without a tw_jitter value");
+        for (c, value, core) in pinned {
+            assert_eq!(c as u32, value, "TW_JITTER value of {core}");
+            assert_eq!(jitter_from_c(value), Some(core), "C {value} to core");
+            assert_eq!(jitter_to_c(core), value, "core {core} to C");
+            // TW_JITTER_<NAME> and the core's name agree.
+            assert_eq!(format!("{c:?}").to_lowercase(), core.as_str());
+        }
+        assert_eq!(jitter_from_c(4), None);
+        assert_eq!(jitter_from_c(u32::MAX), None);
+    }
 }
