@@ -532,6 +532,41 @@ impl Breaker {
         }
         self.deadlines.left(w, now, &self.config).map(Duration::from_nanos)
     }
+
+    /// The time left until an Open breaker lets its next call through as a
+    /// probe (the end of its cool-down or of its hold), and whether a hold
+    /// sets it; `None` when the breaker is not Open, or its wait has ended.
+    /// Reads what a refusal would say, without counting one.
+    ///
+    /// # Examples
+    /// ```
+    /// use core::time::Duration;
+    /// use tripwire::{Breaker, BreakerConfig, ManualClock, Outcome};
+    ///
+    /// let clock = ManualClock::new(0);
+    /// let config = BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_secs(5)).build()?;
+    /// let breaker = Breaker::new(config);
+    /// assert_eq!(breaker.open_left(&clock), None);
+    /// let ticket = breaker.try_acquire(&clock).expect("closed");
+    /// breaker.record(ticket, Outcome::Failure, &clock);
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(breaker.open_left(&clock), Some((Duration::from_secs(4), false)));
+    /// breaker.open_for(Duration::from_secs(9), &clock);
+    /// assert_eq!(breaker.open_left(&clock), Some((Duration::from_secs(9), true)));
+    /// clock.advance(Duration::from_secs(9));
+    /// assert_eq!(breaker.open_left(&clock), None);
+    /// assert_eq!(breaker.snapshot().rejected, 0);
+    /// # Ok::<(), tripwire::ConfigError>(())
+    /// ```
+    pub fn open_left(&self, clock: &impl Clock) -> Option<(Duration, bool)> {
+        let now = clock.now();
+        // Acquire: as in `try_acquire`, for the deadline read below.
+        let w = Word(self.word.load(Ordering::Acquire));
+        if w.state() != State::Open {
+            return None;
+        }
+        self.deadlines.left(w, now, &self.config).map(|left| (Duration::from_nanos(left), w.held()))
+    }
 }
 
 /// What attaching to a breaker in memory someone else wrote found wrong.

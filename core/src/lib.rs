@@ -74,6 +74,10 @@
 //!   [`tower::BulkheadLayer`] and [`tower::BulkheadService`];
 //!   [`tower::RetryLayer`] and [`tower::RetryService`] (retries with a
 //!   budget, stopping at a breaker's refusal).
+//! - Fleet (feature `fleet`): [`fleet::Fleet`] shares joined breakers'
+//!   trips, holds and closes with the other hosts of a fleet through Redis,
+//!   in the background, with one probe for the whole fleet under a lease;
+//!   messages signed with HMAC-SHA256.
 //! - Metrics: [`Registry`] of named breakers, exported by
 //!   [`Registry::prometheus`] (text format, written by [`prometheus`]'s
 //!   row writers, which bindings call too) and `Registry::publish_metrics`
@@ -142,6 +146,8 @@ mod bulkhead_async;
 mod events;
 #[cfg(feature = "std")]
 mod fallback;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "metrics")]
@@ -196,6 +202,8 @@ pub use assessment::Assessment;
 pub use events::StateChange;
 #[cfg(feature = "std")]
 pub use fallback::{Served, StaleCache, StalePolicy, StaleSnapshot, StaleStats};
+#[cfg(feature = "fleet")]
+pub use fleet::{Fleet, FleetConfig};
 #[cfg(feature = "std")]
 pub use named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
 #[cfg(feature = "std")]
