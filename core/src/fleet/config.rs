@@ -294,7 +294,8 @@ mod tests {
             "reconnect_max"
         );
         assert_eq!(field(builder().reconnect(Duration::ZERO, Duration::from_secs(1))), "reconnect_min");
-        let msg = std::string::ToString::to_string(&builder().lease_lead(Duration::ZERO).build().unwrap_err());
+        let msg =
+            std::string::ToString::to_string(&builder().lease_lead(Duration::ZERO).build().unwrap_err());
         assert_eq!(msg, "fleet setting `lease_lead`: must be from 1 ms to 60 s");
     }
 
