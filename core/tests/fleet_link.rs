@@ -210,9 +210,12 @@ fn a_name_joins_once_and_fits_a_message() {
 
 #[test]
 fn a_core_breaker_without_listeners_joins_by_name_and_is_looked_at() {
-    let Some(url) = redis_url("a_core_breaker_without_listeners_joins_by_name_and_is_looked_at") else { return };
+    let Some(url) = redis_url("a_core_breaker_without_listeners_joins_by_name_and_is_looked_at") else {
+        return;
+    };
     let ns = namespace("core");
-    let config = BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_secs(2)).build().unwrap();
+    let config =
+        BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_secs(2)).build().unwrap();
     let core = Arc::new(tripwire::Breaker::new(config));
     let fc = Fleet::new(FleetConfig::builder(&url, &ns, *KEY).build().unwrap()).unwrap();
     fc.join_core("exchange", core.clone(), tripwire::MonotonicClock).unwrap();

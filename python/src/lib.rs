@@ -15,6 +15,7 @@
 //!   writer, so the families are a Rust `Registry`'s).
 //! - [`shared`]: breakers in a memory-mapped file (`Breaker.shared`).
 //! - [`bulkhead::Bulkhead`]: a cap on calls in flight.
+//! - [`fleet::Fleet`]: the core's fleet link over Redis, for named breakers.
 //! - [`budget::RetryBudget`], [`backoff::Backoff`]: the core's retry budget
 //!   and backoff; [`retry::RetryPolicy`] and [`retry::RetryRun`]: the
 //!   core's retry loop, whose decisions `tripwire.retry`
@@ -36,6 +37,7 @@ mod clock;
 mod config;
 mod core_breaker;
 mod errors;
+mod fleet;
 mod guarded;
 mod registry;
 mod retry;
@@ -60,6 +62,7 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<backoff::Backoff>()?;
     m.add_class::<retry::RetryPolicy>()?;
     m.add_class::<retry::RetryRun>()?;
+    m.add_class::<fleet::Fleet>()?;
     m.add_function(wrap_pyfunction!(registry::prometheus_text, m)?)?;
     m.add_function(wrap_pyfunction!(registry::breaker_names, m)?)?;
     m.add_function(wrap_pyfunction!(args::seconds_or_none, m)?)?;
@@ -86,6 +89,7 @@ mod tests {
             ("Ticket", align_of::<breaker::Ticket>()),
             ("RetryBudget", align_of::<budget::RetryBudget>()),
             ("Bulkhead", align_of::<bulkhead::Bulkhead>()),
+            ("Fleet", align_of::<fleet::Fleet>()),
             ("ManualClock", align_of::<clock::ManualClock>()),
             ("Guarded", align_of::<guarded::Guarded>()),
             ("RetryPolicy", align_of::<retry::RetryPolicy>()),
