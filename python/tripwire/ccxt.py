@@ -467,7 +467,7 @@ class GuardedExchange:
         if self.is_async:
 
             @functools.wraps(guarded)
-            async def stale_async(*args: Any, **kwargs: Any) -> Cached:
+            async def stale_async(*args: Any, **kwargs: Any) -> Cached[Any]:
                 try:
                     value = await guarded(*args, **kwargs)
                 except Exception as exc:
@@ -481,7 +481,7 @@ class GuardedExchange:
         else:
 
             @functools.wraps(guarded)
-            def stale(*args: Any, **kwargs: Any) -> Cached:
+            def stale(*args: Any, **kwargs: Any) -> Cached[Any]:
                 try:
                     value = guarded(*args, **kwargs)
                 except Exception as exc:
