@@ -57,8 +57,17 @@ struct Issued {
 
 impl Model {
     fn cooldown(&self, reopens: u32) -> u64 {
-        let grown = self.open_timeout as f64 * self.growth.powi(reopens as i32);
-        (grown as u64).min(self.open_timeout_max)
+        // Integer arithmetic (the growth factors here are whole numbers):
+        // exact, where `powi` may round differently from one build to the
+        // next (miri perturbs it).
+        let (max, mut t) = (u128::from(self.open_timeout_max), u128::from(self.open_timeout));
+        for _ in 0..reopens {
+            if t >= max {
+                break;
+            }
+            t *= self.growth as u128;
+        }
+        t.min(max) as u64
     }
 
     /// The time left until the deadline, if it lies within the limit of
