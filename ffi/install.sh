@@ -49,7 +49,7 @@ if [ -n "${CARGO_TARGET_DIR:-}" ]; then
 fi
 cd "$(dirname "$0")/.."
 
-version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p;T;q' Cargo.toml)
 target_dir=$(cargo metadata --format-version 1 --no-deps --color never |
   sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 if [ -z "$target_dir" ]; then
@@ -75,7 +75,8 @@ shared="$target_dir/release/libtripwire_ffi.so"
 if [ "$prelink" = 1 ]; then
   ld=${LD:-ld}
   objcopy=${OBJCOPY:-objcopy}
-  if ! "$ld" --version 2>/dev/null | grep -q '^GNU ld'; then
+  ld_version=$("$ld" --version 2>/dev/null || true)
+  if ! grep -q '^GNU ld' <<<"$ld_version"; then
     echo "install.sh: --prelink-static needs GNU ld (binutils) as \$LD; $ld is not" >&2
     exit 1
   fi

@@ -36,18 +36,22 @@ fail() {
 # got the library: `static` (no libtripwire.so needed) or `shared` (loaded
 # from PREFIX/lib, found through the program's RPATH/RUNPATH).
 run_as() {
-  local kind=$1 program=$2 out
+  local kind=$1 program=$2 out dynamic loaded
   out=$("$program") || fail "$program failed (exit $?)"
+  # Each tool's output is read in full before grep sees it: `tool | grep -q`
+  # under pipefail fails when grep's early exit kills the tool with SIGPIPE.
+  dynamic=$(readelf -d "$program")
   case $out in *"tripwire $version"*) ;; *) fail "$program printed: $out" ;; esac
   if [ "$kind" = static ]; then
-    if readelf -d "$program" | grep -q 'NEEDED.*libtripwire'; then
-      fail "$program is meant to be static but needs: $(readelf -d "$program" | grep NEEDED)"
+    if grep -q 'NEEDED.*libtripwire' <<<"$dynamic"; then
+      fail "$program is meant to be static but needs: $(grep NEEDED <<<"$dynamic")"
     fi
   else
-    readelf -d "$program" | grep -q 'NEEDED.*\[libtripwire\.so\.0\]' ||
+    grep -q 'NEEDED.*\[libtripwire\.so\.0\]' <<<"$dynamic" ||
       fail "$program does not need libtripwire.so.0"
-    LD_TRACE_LOADED_OBJECTS=1 "$program" | grep -q "=> $prefix/lib/libtripwire.so.0 " ||
-      fail "$program does not load $prefix/lib/libtripwire.so.0: $(LD_TRACE_LOADED_OBJECTS=1 "$program")"
+    loaded=$(LD_TRACE_LOADED_OBJECTS=1 "$program")
+    grep -q "=> $prefix/lib/libtripwire.so.0 " <<<"$loaded" ||
+      fail "$program does not load $prefix/lib/libtripwire.so.0: $loaded"
   fi
   echo "ok: $kind ${program#"$work"/}: $out"
 }
