@@ -9,7 +9,7 @@
 
 use core::time::Duration;
 
-use tripwire::{BreakerConfig, RollingWindow};
+use tripwire::{BreakerConfig, RollingWindow, duration_ns};
 
 use crate::handle::handle;
 use crate::status::{arg, fail, ffi_body, tw_status};
@@ -94,16 +94,16 @@ pub(crate) fn from_core(c: &BreakerConfig) -> tw_breaker_config {
     tw_breaker_config {
         failure_threshold: c.failure_threshold(),
         half_open_max: c.half_open_max(),
-        open_timeout_ns: nanos(c.open_timeout()),
-        open_timeout_max_ns: nanos(c.open_timeout_max()),
+        open_timeout_ns: duration_ns(c.open_timeout()),
+        open_timeout_max_ns: duration_ns(c.open_timeout_max()),
         open_timeout_growth: c.open_timeout_growth(),
         open_timeout_jitter: c.open_timeout_jitter(),
         jitter_seed: c.jitter_seed(),
         half_open_successes: c.half_open_successes(),
         count_successes: c.count_successes().into(),
-        window_bucket_ns: nanos(c.window().1),
+        window_bucket_ns: duration_ns(c.window().1),
         failure_rate: c.failure_rate(),
-        slow_call_ns: nanos(c.slow_call()),
+        slow_call_ns: duration_ns(c.slow_call()),
         slow_rate: c.slow_rate(),
         window_buckets: c.window().0,
         min_calls: c.min_calls(),
@@ -175,10 +175,6 @@ pub(crate) fn to_core(c: &tw_breaker_config, fn_name: &str) -> Result<BreakerCon
         b = b.count_window(calls);
     }
     b.build().map_err(|e| fail(tw_status::InvalidConfig, format_args!("{fn_name}: {e}")))
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Fills `*out` with the default config: 5 consecutive failures trip the

@@ -5,15 +5,11 @@ use core::time::Duration;
 
 use tripwire::{
     Backoff, BackoffConfig, FixedClock, Jitter, MonotonicClock, RetryBudget, RetryBudgetConfig,
-    RetryConfigError,
+    RetryConfigError, duration_ns,
 };
 
 use crate::handle::{Boxed, Handle, box_into_out, free_box, handle};
 use crate::status::{arg, fail, ffi_body, tw_status};
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
 
 fn config_error(fn_name: &str, e: RetryConfigError) -> tw_status {
     fail(tw_status::InvalidConfig, format_args!("{fn_name}: {e}"))
@@ -68,8 +64,8 @@ fn jitter_from_c(value: u32) -> Option<Jitter> {
 
 fn backoff_from_core(c: &BackoffConfig) -> tw_backoff_config {
     tw_backoff_config {
-        base_ns: nanos(c.base()),
-        cap_ns: nanos(c.cap()),
+        base_ns: duration_ns(c.base()),
+        cap_ns: duration_ns(c.cap()),
         factor: c.factor(),
         seed: c.seed(),
         jitter: jitter_to_c(c.jitter()),
@@ -192,7 +188,7 @@ pub unsafe extern "C" fn tw_backoff_next_delay(backoff: *mut tw_backoff, delay_n
         let d = backoff.next_delay();
         // SAFETY:
         // - Non-null (checked), writable (the caller's guarantee).
-        unsafe { delay_ns.write(nanos(d)) };
+        unsafe { delay_ns.write(duration_ns(d)) };
         tw_status::Ok
     })
 }
@@ -256,7 +252,7 @@ pub unsafe extern "C" fn tw_retry_budget_config_default(out: *mut tw_retry_budge
         let cfg = tw_retry_budget_config {
             ratio: c.ratio(),
             min_retries_per_sec: c.min_retries_per_sec(),
-            ttl_ns: nanos(c.ttl()),
+            ttl_ns: duration_ns(c.ttl()),
         };
         // SAFETY:
         // - Non-null (checked), writable (the caller's guarantee).

@@ -119,7 +119,7 @@ pub struct tw_rejection {
 }
 
 pub(crate) fn rejection_to_c(r: Rejected) -> tw_rejection {
-    let retry_after_ns = r.retry_after.map_or(u64::MAX, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    let retry_after_ns = r.retry_after.map_or(u64::MAX, tripwire::duration_ns);
     tw_rejection { state: r.state.into(), retry_after_ns }
 }
 

@@ -596,6 +596,32 @@ impl Breaker {
         Self::manual(slf, t);
     }
 
+    /// Holds the breaker open for `seconds` (at most the breaker's
+    /// `max_hold`, one hour), as a server's `Retry-After` asks: every call is
+    /// refused with the time left, and the first call after the hold is a
+    /// probe. True when this placed the hold or made it longer; False when
+    /// a hold at least as long is in place, `seconds` is 0, or an
+    /// operator's `force_open()` / `disable()` rules (a hold never ends
+    /// those).
+    fn hold(slf: &Bound<'_, Self>, seconds: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let d = crate::args::seconds("seconds", seconds)?;
+        let this = slf.get();
+        Ok(match this.core().open_for(d, &this.clock) {
+            Some(t) => {
+                Self::notify(slf, t);
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// Seconds left on the hold in place (`hold()`), or None when the
+    /// breaker is not held or the hold has ended.
+    #[getter]
+    fn hold_left(&self) -> Option<f64> {
+        self.core().hold_left(&self.clock).map(|d| d.as_secs_f64())
+    }
+
     /// Permits every call and never trips, still counting, until `reset()`.
     fn disable(slf: &Bound<'_, Self>) {
         let t = slf.get().core().disable();

@@ -56,7 +56,7 @@ pub(crate) fn seconds_to_ns(arg: &str, seconds: f64) -> PyResult<u64> {
 /// A number of seconds as the clock's nanoseconds (saturating).
 fn nanos(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
     let d = crate::args::seconds(arg, v)?;
-    Ok(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    Ok(tripwire::duration_ns(d))
 }
 
 /// A clock that only moves when told to, for tests and simulations: pass it

@@ -6,48 +6,18 @@ use core::time::Duration;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use pyo3::types::PyTuple;
 use tripwire::{BreakerConfig, BreakerConfigBuilder};
 
-use crate::clock::seconds_to_ns;
+use crate::args;
 
-fn type_name(v: &Bound<'_, PyAny>) -> String {
-    v.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+/// An `int` argument the core keeps as a `u32`; the core checks its range
+/// (its message names the field), so any `u32` passes here.
+fn count(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<u32> {
+    args::count("breaker", arg, v, 0)
 }
 
-/// An `int` argument that the core keeps as a `u32`.
-pub(crate) fn count(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<u32> {
-    if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
-        return Err(PyTypeError::new_err(format!("{arg} must be an int, got {}", type_name(v))));
-    }
-    let n: i128 = v.extract()?;
-    u32::try_from(n).map_err(|_| {
-        PyValueError::new_err(format!("invalid breaker config: {arg} = {n}, expected a positive int"))
-    })
-}
-
-/// A float argument (an `int` is accepted too).
-pub(crate) fn number(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<f64> {
-    if v.is_instance_of::<PyBool>() || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>()) {
-        return Err(PyTypeError::new_err(format!("{arg} must be a number, got {}", type_name(v))));
-    }
-    v.extract()
-}
-
-/// A duration in seconds: an int, a float or a `datetime.timedelta`.
-pub(crate) fn seconds(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
-    let s = if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
-        number(arg, v)?
-    } else if v.hasattr("total_seconds")? && type_name(v) == "timedelta" {
-        v.call_method0("total_seconds")?.extract()?
-    } else {
-        return Err(PyTypeError::new_err(format!(
-            "{arg} must be a number of seconds (int, float or timedelta), got {}",
-            type_name(v)
-        )));
-    };
-    Ok(Duration::from_nanos(seconds_to_ns(arg, s)?))
-}
+use args::{number, seconds};
 
 /// The breaker's config arguments as Python passed them; `None` (or
 /// Python's `None`) leaves the core's default.

@@ -10,7 +10,8 @@
 //!   process or in a shared mapping; [`state`]: states' names.
 //! - [`errors`]: raising the exceptions of `tripwire/_errors.py`;
 //!   [`aio`]: the asyncio helpers of `tripwire/_aio.py`.
-//! - [`args`]: the argument checks, for the Python modules too.
+//! - [`args`]: the argument checks, for the Python modules too;
+//!   [`http`]: the core's reading of `Retry-After` and reset headers.
 //! - [`registry`]: named breakers, bulkheads and stale caches and their
 //!   Prometheus export (the core's writer, so the families are a Rust
 //!   `Registry`'s); [`stale_stats::StaleStats`]: a Python stale cache's
@@ -42,6 +43,7 @@ mod config;
 mod core_breaker;
 mod errors;
 mod guarded;
+mod http;
 mod registry;
 mod retry;
 mod shared;
@@ -73,6 +75,7 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(args::seconds_or_none, m)?)?;
     m.add_function(wrap_pyfunction!(args::exception_classes, m)?)?;
     m.add_function(wrap_pyfunction!(args::manual_clock, m)?)?;
+    m.add_function(wrap_pyfunction!(http::retry_after, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     let _ = py;
     Ok(())

@@ -21,7 +21,7 @@ impl Snapshot {
     }
 
     /// The counters by name, in the order `as_dict` and `repr` show them.
-    fn counters(&self) -> [(&'static str, u64); 7] {
+    fn counters(&self) -> [(&'static str, u64); 8] {
         let c = &self.counts;
         [
             ("calls", c.calls()),
@@ -31,6 +31,7 @@ impl Snapshot {
             ("rejected", c.rejected),
             ("slow", c.slow),
             ("transitions", c.transitions),
+            ("capped_holds", c.capped_holds),
         ]
     }
 }
@@ -71,6 +72,12 @@ impl Snapshot {
     #[getter]
     fn transitions(&self) -> u64 {
         self.counts.transitions
+    }
+
+    /// Holds longer than the breaker's `max_hold`, cut to it.
+    #[getter]
+    fn capped_holds(&self) -> u64 {
+        self.counts.capped_holds
     }
 
     /// Calls admitted and recorded: successes + failures + ignored.

@@ -320,6 +320,7 @@ def test_properties_and_repr(make_breaker, clock):
         "rejected": 0,
         "slow": 0,
         "transitions": 0,
+        "capped_holds": 0,
         "calls": 0,
         "state": "closed",
     }
@@ -405,3 +406,37 @@ def test_reset_is_the_cores_reset(make_breaker, clock):
     after = b.snapshot()
     assert (after.failures, after.rejected) == (before.failures + 2, before.rejected + 1)
     assert after.transitions == before.transitions + 4 == len(heard)  # reset, trip, reset, reset
+
+
+def test_a_hold_refuses_every_call_for_its_length_then_probes(make_breaker, clock):
+    seen = []
+    b = make_breaker(open_timeout=1.0, name="held", on_state_change=lambda _b, f, t: seen.append((f, t)))
+    assert b.hold_left is None
+    assert b.hold(7.0) is True
+    assert b.state == "open" and b.hold_left == pytest.approx(7.0)
+    assert b.hold(3.0) is False, "a shorter hold leaves the longer one"
+    assert b.hold(0) is False
+    clock.advance(2.5)
+    with pytest.raises(tripwire.CircuitOpenError) as info:
+        b.call(lambda: pytest.fail("must not be called"))
+    assert info.value.retry_after == pytest.approx(4.5) and info.value.state == "open"
+    assert b.hold(10.0) is True and b.hold_left == pytest.approx(10.0)
+    clock.advance(10.0)
+    assert b.hold_left is None
+    assert b.call(lambda: 1) == 1, "the first call after the hold is a probe"
+    assert b.state == "closed"
+    assert seen[0] == ("closed", "open") and seen[-1] == ("half_open", "closed")
+
+
+def test_a_hold_is_capped_and_never_ends_an_operators_state(make_breaker, clock):
+    b = make_breaker()
+    assert b.hold(10**400) is True
+    assert b.hold_left == pytest.approx(3600.0), "at most an hour"
+    assert b.snapshot().capped_holds == 1
+    b.force_open()
+    assert b.hold(5.0) is False and b.state == "forced_open"
+    b.disable()
+    assert b.hold(5.0) is False and b.state == "disabled"
+    for bad, error in ((-1.0, ValueError), (float("nan"), ValueError), ("5", TypeError), (True, TypeError)):
+        with pytest.raises(error, match="seconds"):
+            b.hold(bad)

@@ -125,19 +125,37 @@ def test_maintenance_and_a_hanging_exchange_are_failures(env: Env) -> None:
     assert g.breaker.state == "open" and g.breaker.snapshot().failures == 2
 
 
-def test_a_429_carries_retry_after_to_the_caller(env: Env) -> None:
+def test_a_429_holds_the_breaker_for_the_servers_wait(env: Env) -> None:
     # The 7 s the server asks for end past the retry's 1 s deadline: not
-    # waited for; the caller learns the wait.
-    g = env.guard(retry={**QUICK, "deadline": 1.0})
+    # waited for; the caller learns the wait. The exchange is up, so nothing
+    # counts as its failure, but the breaker refuses every call until the
+    # wait ends, without sending it.
     for mode in (fx.RATE_LIMITED, fx.BANNED):
+        g = env.guard(retry={**QUICK, "deadline": 1.0})
         env.fake.mode = mode
+        hits = env.fake.hits(BOOK)
         started = time.monotonic()
         with pytest.raises(ccxt.DDoSProtection) as info:
             env.run(g.fetch_order_book, "BTC/USDT")
         assert info.value.retry_after == 7.0
         assert time.monotonic() - started < 0.9
-    assert env.fake.hits(BOOK) == 2
-    assert g.breaker.snapshot().failures == 2
+        left = g.breaker.hold_left
+        assert g.breaker.state == "open" and left is not None and 6.0 < left <= 7.0
+        assert g.breaker.snapshot().failures == 0
+        with pytest.raises(ExchangeCircuitOpen) as refused:
+            env.run(g.fetch_order_book, "BTC/USDT")
+        assert refused.value.retry_after is not None and 6.0 < refused.value.retry_after <= 7.0
+        assert env.fake.hits(BOOK) == hits + 1
+
+
+def test_a_429_without_a_wait_holds_for_the_open_timeout(env: Env) -> None:
+    g = env.guard(retry=False, breaker={"open_timeout": 12.0})
+    env.fake.script = lambda r: (fx.RATE_LIMITED, None)
+    with pytest.raises(ccxt.DDoSProtection) as info:
+        env.run(g.fetch_order_book, "BTC/USDT")
+    assert getattr(info.value, "retry_after", None) is None
+    left = g.breaker.hold_left
+    assert left is not None and 11.0 < left <= 12.0
 
 
 def test_a_retry_after_is_the_retry_pause_exactly(fake: fx.FakeExchange) -> None:
@@ -380,7 +398,15 @@ def test_retry_after_headers_are_read_as_the_core_reads_them() -> None:
     assert read({"x-ratelimit-reset": "1700000045"}, now=now) == 45.0
     assert read({"x-ratelimit-reset": "1600000000"}, now=now) == 0.0
     assert read({"Retry-After": "5", "X-RateLimit-Reset": "50"}) == 5.0
-    assert read({"Retry-After": "9" * 40}) == float("9" * 40)
+    # Too large to hold: as long as can be (the breaker caps it); a sign or
+    # a fraction is no HTTP number.
+    assert read({"Retry-After": "9" * 40}) == float(2**64 - 1)
+    for bad in ("+5", "5.0"):
+        assert read({"Retry-After": bad}) is None, bad
+    # Any mapping, any case; a pair that is no header is skipped.
+    assert read({"Retry-After": "7", "bad name": "x", "x": "\n"}) == 7.0
+    with pytest.raises(TypeError, match="headers must be a mapping"):
+        read([("Retry-After", "7")])  # type: ignore[arg-type]
     assert read(None) is None and read({}) is None and read({"Content-Type": "x"}) is None
 
 

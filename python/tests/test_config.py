@@ -147,6 +147,18 @@ HUGE = 10**400  # beyond a float, beyond any C integer
         (lambda: tripwire.StaleCache(policies=3), TypeError, r"policies must be a dict"),
         (lambda: tripwire.StaleCache(policies={"k": -1}), ValueError, r"policies\['k'\] must be a finite"),
         (lambda: tripwire.StaleCache(fallback_on=3), TypeError, r"fallback_on must be an exception class"),
+        (lambda: tripwire.Breaker(failure_threshold=HUGE), ValueError, r"invalid breaker config: failure_threshold = 1000"),
+        (lambda: tripwire.Breaker(failure_threshold=-1), ValueError, r"invalid breaker config: failure_threshold = -1"),
+        (lambda: tripwire.Breaker(failure_threshold=0), ValueError, r"failure_threshold"),
+        (lambda: tripwire.Breaker(failure_threshold=True), TypeError, r"failure_threshold must be an int, got bool"),
+        (lambda: tripwire.Breaker(half_open_max=2**64), ValueError, r"half_open_max = 18446744073709551616"),
+        (lambda: tripwire.Breaker(count_window=HUGE), ValueError, r"count_window = 1000"),
+        (lambda: tripwire.Breaker(window=(HUGE, 1.0)), ValueError, r"window_buckets = 1000"),
+        (lambda: tripwire.Breaker(window=(4, HUGE)), ValueError, r"window"),
+        (lambda: tripwire.Breaker(window=(4, True)), TypeError, r"window_bucket_width must be a number of seconds"),
+        (lambda: tripwire.Breaker(open_timeout=-HUGE), ValueError, r"open_timeout must be a finite, non-negative"),
+        (lambda: tripwire.Breaker(open_timeout=True), TypeError, r"open_timeout must be a number of seconds"),
+        (lambda: tripwire.Breaker(failure_rate=HUGE), ValueError, r"failure_rate = 1000.*too large for a float"),
     ],
 )
 def test_every_bad_argument_is_a_type_or_value_error_naming_it(make, error, pattern):

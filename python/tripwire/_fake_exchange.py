@@ -125,7 +125,8 @@ class FakeExchange:
     ``latency``: seconds before each answer. ``retry_after``: the
     ``Retry-After`` of a 429 or 418 (seconds; whole ones are sent as an
     integer, as servers do). ``script``: picks the mode of each request
-    (overrides ``mode``), optionally with its ``Retry-After``.
+    (overrides ``mode``), optionally with its ``Retry-After`` (None: no
+    such header).
     """
 
     api_key = "tripwire-fake-key"
@@ -136,7 +137,7 @@ class FakeExchange:
         *,
         latency: float = 0.0,
         retry_after: float = 1.0,
-        script: Optional[Callable[[Request], Union[str, Tuple[str, float]]]] = None,
+        script: Optional[Callable[[Request], Union[str, Tuple[str, Optional[float]]]]] = None,
     ) -> None:
         if not latency >= 0:
             raise ValueError(f"latency must be >= 0 seconds, got {latency!r}")
@@ -325,7 +326,9 @@ class FakeExchange:
             return None
         if await self._pause(self.latency):
             return None
-        after = (("Retry-After", str(int(wait)) if float(wait).is_integer() else f"{wait:g}"),)
+        after: Tuple[Tuple[str, str], ...] = (
+            () if wait is None else (("Retry-After", str(int(wait)) if float(wait).is_integer() else f"{wait:g}"),)
+        )
         if mode == MAINTENANCE:
             return Response(503, MAINTENANCE_BODY)
         if mode == UNAVAILABLE:

@@ -2,7 +2,7 @@
 
 import asyncio
 
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from os import PathLike
 from types import TracebackType
 from typing import Any, Generic, Literal, TypeVar, final, overload
@@ -34,6 +34,7 @@ __all__ = [
     "__version__",
     "_exception_classes",
     "_manual_clock",
+    "_retry_after",
     "_seconds_or_none",
     "breaker_names",
     "prometheus_text",
@@ -64,6 +65,9 @@ class Snapshot:
     def slow(self) -> int: ...
     @property
     def transitions(self) -> int: ...
+    @property
+    def capped_holds(self) -> int:
+        """Holds longer than the breaker's ``max_hold``, cut to it."""
     @property
     def calls(self) -> int: ...
     @property
@@ -191,6 +195,16 @@ class Breaker:
     @property
     def clock(self) -> ManualClock | None: ...
     def snapshot(self) -> Snapshot: ...
+    def hold(self, seconds: Seconds) -> bool:
+        """Holds the breaker open for ``seconds`` (at most one hour), as a
+        server's ``Retry-After`` asks: every call is refused with the time
+        left, and the first call after the hold is a probe. True when this
+        placed the hold or made it longer; False when a hold at least as
+        long is in place, ``seconds`` is 0, or ``force_open()`` /
+        ``disable()`` rules."""
+    @property
+    def hold_left(self) -> float | None:
+        """Seconds left on the hold in place, or None."""
     def force_open(self) -> None: ...
     def disable(self) -> None: ...
     def reset(self) -> None:
@@ -396,3 +410,4 @@ def breaker_names() -> list[str]:
 def _seconds_or_none(arg: str, value: object) -> float | None: ...
 def _exception_classes(arg: str, value: object) -> tuple[type[BaseException], ...]: ...
 def _manual_clock(value: object) -> ManualClock | None: ...
+def _retry_after(headers: Mapping[Any, object] | None, now: Seconds | None = None) -> float | None: ...

@@ -37,7 +37,7 @@ that matches (the exception's class first, then its bases in order):
 | ccxt exception | verdict | retried |
 | --- | --- | --- |
 | ``NetworkError``, ``RequestTimeout``, ``ExchangeNotAvailable``, ``OnMaintenance``, other ``OperationFailed`` | failure | yes |
-| ``RateLimitExceeded``, ``DDoSProtection`` (429, 418) | hold: a failure whose ``retry_after`` is the server's ``Retry-After`` | after ``retry_after`` |
+| ``RateLimitExceeded``, ``DDoSProtection`` (429, 418) | hold: the breaker refuses every call for the server's ``Retry-After`` (its ``open_timeout`` when none is sent), and the error's ``retry_after`` says how long | after ``retry_after`` |
 | ``AuthenticationError``, ``PermissionDenied``, ``InsufficientFunds``, ``InvalidOrder``, ``BadSymbol``, ``BadRequest`` | ignored: the caller's fault | never |
 | ``InvalidNonce`` (a ``NetworkError``: the local clock is off, the exchange is fine) | ignored | never |
 | any other ``ExchangeError``, and every non-ccxt exception | ignored: the exchange answered | never |
@@ -77,10 +77,9 @@ import contextvars
 import functools
 import inspect
 import re
-import time
-from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Dict, Literal, Mapping, Optional, Tuple, Type, Union
 
+from . import _tripwire
 from ._errors import CircuitOpenError, TripwireError
 from ._fallback import Cached, StaleCache
 from ._retry import Retry
@@ -184,37 +183,14 @@ def group_of(name: str) -> Optional[Group]:
 
 # -- Retry-After -----------------------------------------------------------------
 
-#: Reset headers this large are Unix times, not delays (as GitHub sends).
-_UNIX_TIME_FROM = 1_000_000_000
-_DIGITS = re.compile(r"\d+")
-
-
 def retry_after_from_headers(headers: Optional[Mapping[str, Any]], now: Optional[float] = None) -> Optional[float]:
-    """The wait a response asks for, in seconds, read as the core reads it:
-    ``Retry-After`` (whole seconds, or an HTTP date), else
-    ``RateLimit-Reset``, else ``X-RateLimit-Reset`` (seconds, or a Unix time
-    when that large). None when no header says, or none can be read; a
-    date or reset already past is 0. ``now``: the Unix time (tests)."""
-    if not headers:
-        return None
-    lower = {str(k).lower(): str(v).strip() for k, v in headers.items()}
-    wall = time.time() if now is None else now
-    value = lower.get("retry-after")
-    if value is not None:
-        if _DIGITS.fullmatch(value):
-            return float(int(value))
-        try:
-            at = parsedate_to_datetime(value).timestamp()
-        except (TypeError, ValueError, IndexError, OverflowError):
-            at = None
-        if at is not None:
-            return max(at - wall, 0.0)
-    for name in ("ratelimit-reset", "x-ratelimit-reset"):
-        value = lower.get(name)
-        if value is not None and _DIGITS.fullmatch(value):
-            secs = int(value)
-            return float(secs) if secs < _UNIX_TIME_FROM else max(secs - wall, 0.0)
-    return None
+    """The wait a response asks for, in seconds, read by the core
+    (``tripwire::http::retry_after``): ``Retry-After`` (whole seconds, or an
+    HTTP date), else ``RateLimit-Reset``, else ``X-RateLimit-Reset``
+    (seconds, or a Unix time when that large). None when no header says, or
+    none can be read; a date or reset already past is 0. ``now``: the Unix
+    time dates are measured from (default: the wall clock)."""
+    return _tripwire._retry_after(headers, now)
 
 
 #: The headers of the response the current call (thread or task) received
@@ -350,14 +326,19 @@ class GuardedExchange:
         return self._groups.get(method) or group_of(method)
 
     def _settle(self, breaker: Breaker, ticket: Ticket, exc: BaseException) -> None:
-        """Records how an admitted call that raised ``exc`` ended, and gives
-        a hold its ``retry_after``."""
+        """Records how an admitted call that raised ``exc`` ended. A hold
+        is recorded as the core settles backpressure: ignored (the exchange
+        is up, it asked for less traffic), and the breaker held open for the
+        server's wait (its ``open_timeout`` when no header says), which the
+        error carries as ``retry_after``."""
         verdict = self.verdict(exc)
         if verdict == HOLD:
-            wait = retry_after_from_headers(_response_headers.get())
-            if wait is not None:
-                exc.retry_after = min(wait, self._max_retry_after)  # type: ignore[attr-defined]
-            breaker._record(ticket, "failure")
+            breaker._record(ticket, "ignored")
+            asked = retry_after_from_headers(_response_headers.get())
+            wait = breaker.open_timeout if asked is None else min(asked, self._max_retry_after)
+            breaker.hold(wait)
+            if asked is not None:
+                exc.retry_after = wait  # type: ignore[attr-defined]
         else:
             breaker._record(ticket, "failure" if verdict == FAILURE else "ignored")
 

@@ -20,7 +20,6 @@ use crossbeam_utils::CachePadded;
 
 use core::time::Duration;
 
-use crate::breaker::config::duration_ns;
 use crate::breaker::config::{BreakerConfig, COUNT_SUCCESSES, COUNTED, TIMED, WINDOWED};
 use crate::breaker::cooldown::cooldown_ns;
 use crate::breaker::counters::{Counters, Event, Snapshot};
@@ -29,6 +28,7 @@ use crate::breaker::state::{self, Admission, State, Word};
 use crate::breaker::ticket::{Kind, Outcome, Refused, Rejected, Ticket, Transition};
 use crate::breaker::window::{self, Window};
 use crate::clock::Clock;
+use crate::clock::duration_ns;
 use crate::sync::{AtomicU64, Ordering};
 
 /// `Result<Ticket, Refused>` as two integers: a ticket is (start time,

@@ -4,6 +4,8 @@
 use core::fmt;
 use core::time::Duration;
 
+use crate::clock::duration_ns;
+
 /// The largest consecutive-failure threshold: the count has 16 bits in the
 /// state word.
 pub const MAX_FAILURE_THRESHOLD: u32 = 0xFFFF;
@@ -445,12 +447,6 @@ pub(crate) const fn reciprocal(width_ns: u64) -> u64 {
     }
     let r = (1u128 << 64) / width_ns as u128;
     if r > u64::MAX as u128 { u64::MAX } else { r as u64 }
-}
-
-#[inline]
-/// A duration in nanoseconds, saturating at `u64::MAX` (584 years).
-pub(crate) fn duration_ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// The rolling window the rate conditions (`failure_rate`, `slow_rate`,

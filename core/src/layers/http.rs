@@ -11,10 +11,11 @@
 //! A timeout or a connection error is a failure; a call the caller
 //! cancelled is ignored (the pipeline and the tower services do both).
 //!
-//! No header value panics: every number is parsed as a `u64` or refused,
-//! and every sum is a saturating one on durations. A server may still ask
-//! for any wait up to `u64::MAX` seconds; the breaker caps what it honours
-//! (see `BreakerConfigBuilder::max_hold`).
+//! No header value panics: a number is digits only (no sign, no fraction)
+//! or it is refused, one too large for a `u64` saturates, and every sum is
+//! a saturating one on durations. A server may so ask for any wait up to
+//! `u64::MAX` seconds; the breaker caps what it honours (see
+//! `BreakerConfigBuilder::max_hold`).
 
 use core::time::Duration;
 use std::time::SystemTime;
@@ -78,25 +79,58 @@ pub fn assess_response<B>(response: &Response<B>) -> Assessment {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    if let Some(d) = headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after) {
+    retry_after_at(headers, SystemTime::now())
+}
+
+/// [`retry_after`] as of the wall-clock time `now`, which dates and Unix
+/// times are measured from (for replaying recorded responses, and for
+/// bindings that take the time from their caller).
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use std::time::SystemTime;
+/// use http::HeaderMap;
+/// use tripwire::http::retry_after_at;
+///
+/// let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+/// let mut headers = HeaderMap::new();
+/// headers.insert("x-ratelimit-reset", "1700000045".parse()?);
+/// assert_eq!(retry_after_at(&headers, now), Some(Duration::from_secs(45)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    if let Some(d) =
+        headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| parse_retry_after(v, now))
+    {
         return Some(d);
     }
     const RESETS: [HeaderName; 2] =
         [HeaderName::from_static("ratelimit-reset"), HeaderName::from_static("x-ratelimit-reset")];
     RESETS.iter().find_map(|name| {
-        let secs: u64 = headers.get(name)?.to_str().ok()?.trim().parse().ok()?;
-        Some(reset_in(secs, SystemTime::now()))
+        let secs = whole_seconds(headers.get(name)?.to_str().ok()?)?;
+        Some(reset_in(secs, now))
     })
 }
 
 /// A `Retry-After` value: delay-seconds or an HTTP date.
-fn parse_retry_after(v: &str) -> Option<Duration> {
-    let v = v.trim();
-    if let Ok(secs) = v.parse::<u64>() {
+fn parse_retry_after(v: &str, now: SystemTime) -> Option<Duration> {
+    if let Some(secs) = whole_seconds(v) {
         return Some(Duration::from_secs(secs));
     }
-    let at = httpdate::parse_http_date(v).ok()?;
-    Some(at.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
+    let at = httpdate::parse_http_date(v.trim()).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Whole seconds as HTTP writes them (`1*DIGIT`: no sign, no fraction),
+/// saturating at `u64::MAX`: a number too large to hold is a very long
+/// wait, which the breaker's `max_hold` caps, not an unreadable header.
+fn whole_seconds(v: &str) -> Option<u64> {
+    let v = v.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(v.parse().unwrap_or(u64::MAX))
 }
 
 /// Values this large are Unix times (after 2001), not delays.
@@ -191,8 +225,16 @@ mod tests {
         let secs = |v: &str, name: &'static str| retry_after(&headers(&[(name, v)]));
         assert_eq!(secs("99999999999", "retry-after"), Some(Duration::from_secs(99_999_999_999)));
         assert_eq!(secs("18446744073709551615", "retry-after"), Some(Duration::from_secs(u64::MAX)));
-        assert_eq!(secs("18446744073709551616", "retry-after"), None, "beyond u64: unreadable");
-        assert_eq!(secs("-1", "ratelimit-reset"), None);
+        let forever = Some(Duration::from_secs(u64::MAX));
+        assert_eq!(secs("18446744073709551616", "retry-after"), forever, "beyond u64: as long as can be");
+        assert_eq!(secs(&"9".repeat(400), "retry-after"), forever);
+        // A reset that large is a Unix time: all of it that is still ahead.
+        assert!(secs(&"9".repeat(400), "ratelimit-reset").unwrap() > Duration::from_secs(u64::MAX - (1 << 40)));
+        for unreadable in ["-1", "+5", "1.5", "7 s", "0x10", "", " "] {
+            for name in ["retry-after", "ratelimit-reset", "x-ratelimit-reset"] {
+                assert_eq!(secs(unreadable, name), None, "{name}: {unreadable:?}");
+            }
+        }
         // Unix times far beyond what `SystemTime` holds: a very long wait, not a panic.
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         assert_eq!(reset_in(1 << 63, now), Duration::from_secs((1 << 63) - 1_700_000_000));
