@@ -36,6 +36,9 @@
 //!   backoff, budget, and a [`Classify`] (any `Fn(&E) -> `[`Verdict`], or
 //!   [`RetryAll`]); [`RetryPolicy::next`] → [`Next`]. A [`Refusal`] (a
 //!   breaker's [`Rejected`], a [`BulkheadFull`]) is never retried.
+//! - [`refusal`]: the [`RefusedBy`] (breaker, bulkhead, [`DeadlinePassed`])
+//!   anywhere in an error's `source()` chain, with its `retry_after`: "was
+//!   I refused, and for how long?" in one call, from any layer's error.
 //! - [`RetryLoop`]: those decisions one step at a time (start an attempt;
 //!   after a failure, the wait or the [`RetryError`] that ends the loop),
 //!   on the caller's clock, for a caller that runs attempts and waits
@@ -114,6 +117,7 @@ extern crate std;
 mod breaker;
 mod bulkhead;
 mod clock;
+mod refusal;
 mod retry;
 mod sync;
 
@@ -123,6 +127,7 @@ mod layers;
 pub use breaker::*;
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, FixedClock, ManualClock, duration_ns};
+pub use refusal::{DeadlinePassed, RefusedBy, refusal};
 pub use retry::*;
 
 #[cfg(feature = "std")]

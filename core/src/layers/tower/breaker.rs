@@ -10,9 +10,11 @@ use tower_service::Service;
 
 use crate::breaker::permit::CallError;
 use crate::clock::Clock;
+use crate::layers::assessment::Assessment;
 use crate::layers::clock::MonotonicClock;
 use crate::layers::named::{NamedBreaker, OwnedNamedPermit};
-use crate::layers::tower::classify::{ClassifyResult, HttpClassifier};
+use crate::layers::tower::classify::{ClassifyResult, HttpClassifier, ServiceError};
+use crate::refusal::refusal;
 
 /// Wraps services in a [`BreakerService`] sharing one breaker.
 ///
@@ -99,6 +101,7 @@ impl<S, K, C: Clock> BreakerService<S, K, C> {
 impl<S, Req, K, C> Service<Req> for BreakerService<S, K, C>
 where
     S: Service<Req>,
+    S::Error: ServiceError,
     K: ClassifyResult<S::Response, S::Error> + Clone,
     C: Clock,
 {
@@ -156,6 +159,7 @@ impl<F, K, C: Clock> fmt::Debug for ResponseFuture<F, K, C> {
 impl<F, Res, Err, K, C> Future for ResponseFuture<F, K, C>
 where
     F: Future<Output = Result<Res, Err>>,
+    Err: ServiceError,
     K: ClassifyResult<Res, Err>,
     C: Clock,
 {
@@ -170,7 +174,12 @@ where
             StateProj::Running { future, permit, classifier } => {
                 let result = core::task::ready!(future.poll(cx));
                 if let Some(p) = permit.take() {
-                    p.settle(classifier.classify(&result));
+                    p.settle(match &result {
+                        // An inner guard refused the call: it never reached the
+                        // dependency, so it says nothing of it.
+                        Err(e) if refusal(e).is_some() => Assessment::Ignored,
+                        _ => classifier.classify(&result),
+                    });
                 }
                 Poll::Ready(result.map_err(CallError::Inner))
             }

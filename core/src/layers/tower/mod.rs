@@ -16,5 +16,5 @@ mod retry;
 
 pub use breaker::{BreakerLayer, BreakerService, ResponseFuture};
 pub use bulkhead::{BulkheadError, BulkheadFuture, BulkheadLayer, BulkheadService};
-pub use classify::{ClassifyResult, HttpClassifier};
+pub use classify::{ClassifyResult, HttpClassifier, ServiceError};
 pub use retry::{RetryLayer, RetryService};

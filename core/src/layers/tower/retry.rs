@@ -11,12 +11,11 @@ use std::sync::Arc;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::breaker::ticket::Rejected;
-use crate::bulkhead::BulkheadFull;
 use crate::layers::assessment::Assessment;
 use crate::layers::retry::future::retry_async;
 use crate::layers::timeout::Timer;
-use crate::layers::tower::classify::{ClassifyResult, HttpClassifier};
+use crate::layers::tower::classify::{ClassifyResult, HttpClassifier, ServiceError};
+use crate::refusal::refusal;
 use crate::retry::budget::RetryBudget;
 use crate::retry::error::RetryError;
 use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
@@ -25,7 +24,7 @@ use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
 ///
 /// Put it outside a [`BreakerLayer`](crate::layers::tower::BreakerLayer): a
 /// breaker's refusal (any error whose [`source`](core::error::Error::source)
-/// chain holds a [`Rejected`] or a [`BulkheadFull`]) ends the retries at
+/// chain holds a [`Rejected`](crate::Rejected) or a [`BulkheadFull`](crate::BulkheadFull): see [`refusal`](crate::refusal)) ends the retries at
 /// once, and so does anything the classifier does not call a failure.
 ///
 /// # Examples
@@ -114,16 +113,8 @@ enum Attempt<Res, Err> {
 
 impl<Res, Err: core::error::Error + 'static> Refusal for Attempt<Res, Err> {
     fn is_refusal(&self) -> bool {
-        let Attempt::Error { error, .. } = self else { return false };
-        let mut cause: Option<&(dyn core::error::Error + 'static)> = Some(error);
-        while let Some(e) = cause {
-            // A guard's refusal, here or further down the chain?
-            if e.is::<Rejected>() || e.is::<BulkheadFull>() {
-                return true;
-            }
-            cause = e.source();
-        }
-        false
+        // A guard's refusal, here or further down the chain?
+        matches!(self, Attempt::Error { error, .. } if refusal(error).is_some())
     }
 }
 
@@ -163,7 +154,7 @@ where
     S: Service<Req> + Clone + Send + 'static,
     S::Future: Send,
     S::Response: Send,
-    S::Error: core::error::Error + Send + 'static,
+    S::Error: ServiceError + Send,
     Req: Clone + Send + 'static,
     K: ClassifyResult<S::Response, S::Error> + Clone + Send + Sync + 'static,
     Tm: Timer + Clone + Send + Sync + 'static,
