@@ -70,7 +70,8 @@
 //!   [`Elapsed`]; [`TokioTimer`] (feature `tokio`).
 //! - Stale fallback: [`StaleCache`] with a [`StalePolicy`] per endpoint,
 //!   [`Served`] values with their age, [`StaleStats`].
-//! - HTTP (feature `http`): [`http::assess`] (5xx fail, 429/418 push back
+//! - HTTP (feature `http`): [`http::assess`] and, for a client's result,
+//!   [`http::assess_result`] (5xx fail, 429/418 push back
 //!   until `Retry-After`, other 4xx are ignored), [`http::retry_after`].
 //! - `tower` (feature `tower`): [`tower::BreakerLayer`] and
 //!   [`tower::BreakerService`], judging responses with a

@@ -25,7 +25,7 @@ impl<Res, Err, F: Fn(&Result<Res, Err>) -> Assessment> ClassifyResult<Res, Err> 
     }
 }
 
-/// HTTP responses through [`http::assess_response`](crate::layers::http::assess_response)
+/// HTTP responses through [`http::assess_result`](crate::layers::http::assess_result)
 /// (5xx fail, 429/418 hold the breaker open until `Retry-After`, other 4xx
 /// are ignored); any `Err` (connection refused, reset, timed out) is a
 /// failure.
@@ -34,10 +34,7 @@ pub struct HttpClassifier;
 
 impl<B, Err> ClassifyResult<http::Response<B>, Err> for HttpClassifier {
     fn classify(&self, result: &Result<http::Response<B>, Err>) -> Assessment {
-        match result {
-            Ok(response) => crate::layers::http::assess_response(response),
-            Err(_) => Assessment::Failure,
-        }
+        crate::layers::http::assess_result(result)
     }
 }
 
