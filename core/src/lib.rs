@@ -75,10 +75,13 @@
 //!   until `Retry-After`, other 4xx are ignored), [`http::retry_after`].
 //! - `tower` (feature `tower`): [`tower::BreakerLayer`] and
 //!   [`tower::BreakerService`], judging responses with a
-//!   [`tower::ClassifyResult`] ([`tower::HttpClassifier`] by default);
-//!   [`tower::BulkheadLayer`] and [`tower::BulkheadService`];
+//!   [`tower::ClassifyResult`] ([`tower::HttpClassifier`] by default, a
+//!   closure in a [`tower::ClassifyFn`]) and counting an inner refusal as
+//!   ignored; [`tower::BulkheadLayer`] and [`tower::BulkheadService`];
 //!   [`tower::RetryLayer`] and [`tower::RetryService`] (retries with a
-//!   budget, stopping at a breaker's refusal).
+//!   budget, stopping at a refusal). The bounds they ask of the wrapped
+//!   service ([`tower::ServiceError`], [`tower::RetryRequest`]) and the
+//!   consequence of each order of layers are in the [`tower`] module docs.
 //! - Metrics: [`Registry`] of named breakers, exported by
 //!   [`Registry::prometheus`] (text format, written by [`prometheus`]'s
 //!   row writers, which bindings call too) and `Registry::publish_metrics`

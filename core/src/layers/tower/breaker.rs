@@ -13,10 +13,19 @@ use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::MonotonicClock;
 use crate::layers::named::{NamedBreaker, OwnedNamedPermit};
-use crate::layers::tower::classify::{ClassifyResult, HttpClassifier, ServiceError};
+use crate::layers::tower::classify::{ClassifyFn, ClassifyResult, HttpClassifier, ServiceError};
 use crate::refusal::refusal;
 
 /// Wraps services in a [`BreakerService`] sharing one breaker.
+///
+/// # Bounds
+/// The wrapped service's error implements [`ServiceError`]
+/// (`std::error::Error + 'static`), so that an inner guard's refusal in its
+/// `source()` chain is found and counted as ignored. Its response is what
+/// the classifier judges: an `http::Response<_>` for the default
+/// [`HttpClassifier`]; [`classify`](Self::classify) takes a closure for any
+/// other. The request may be anything. See the [module docs](super) for the
+/// order of layers.
 ///
 /// # Examples
 /// ```
@@ -57,8 +66,14 @@ impl<C: Clock> BreakerLayer<HttpClassifier, C> {
 }
 
 impl<K, C: Clock> BreakerLayer<K, C> {
-    /// The same layer with another classifier.
-    pub fn classify<K2>(self, classifier: K2) -> BreakerLayer<K2, C> {
+    /// The same layer judging results with `f`, for services whose
+    /// responses are not `http::Response`s or need other judgement.
+    pub fn classify<F>(self, f: F) -> BreakerLayer<ClassifyFn<F>, C> {
+        self.classifier(ClassifyFn(f))
+    }
+
+    /// The same layer with another [`ClassifyResult`].
+    pub fn classifier<K2>(self, classifier: K2) -> BreakerLayer<K2, C> {
         BreakerLayer { breaker: self.breaker, classifier }
     }
 }

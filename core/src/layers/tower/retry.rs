@@ -14,13 +14,25 @@ use tower_service::Service;
 use crate::layers::assessment::Assessment;
 use crate::layers::retry::future::retry_async;
 use crate::layers::timeout::Timer;
-use crate::layers::tower::classify::{ClassifyResult, HttpClassifier, ServiceError};
+use crate::layers::tower::classify::{
+    ClassifyFn, ClassifyResult, HttpClassifier, RetryRequest, ServiceError,
+};
 use crate::refusal::refusal;
 use crate::retry::budget::RetryBudget;
 use crate::retry::error::RetryError;
 use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
 
 /// Wraps services in a [`RetryService`].
+///
+/// # Bounds
+/// Each attempt sends a clone of the request on a clone of the service,
+/// from a boxed `Send` future: the request is a [`RetryRequest`]
+/// (`Clone + Send + 'static`; a streamed body must be buffered first), the
+/// service `Clone + Send + 'static` with `Send` futures and responses, its
+/// error a [`ServiceError`] (`std::error::Error + 'static`) and `Send`. The
+/// classifier judges the responses as for the breaker (`http::Response<_>`
+/// for the default [`HttpClassifier`]), and the timer is a
+/// [`Timer`](crate::Timer) such as [`TokioTimer`](crate::TokioTimer).
 ///
 /// Put it outside a [`BreakerLayer`](crate::layers::tower::BreakerLayer): a
 /// breaker's refusal (any error whose [`source`](core::error::Error::source)
@@ -75,9 +87,14 @@ impl<K, Tm> RetryLayer<K, Tm> {
         self
     }
 
-    /// The same layer with another classifier: only results it calls
+    /// The same layer judging results with `f`: only results it calls
     /// [`Assessment::Failure`] are retried.
-    pub fn classify<K2>(self, classifier: K2) -> RetryLayer<K2, Tm> {
+    pub fn classify<F>(self, f: F) -> RetryLayer<ClassifyFn<F>, Tm> {
+        self.classifier(ClassifyFn(f))
+    }
+
+    /// The same layer with another [`ClassifyResult`].
+    pub fn classifier<K2>(self, classifier: K2) -> RetryLayer<K2, Tm> {
         RetryLayer { policy: self.policy, budget: self.budget, classifier, timer: self.timer }
     }
 }
@@ -155,7 +172,7 @@ where
     S::Future: Send,
     S::Response: Send,
     S::Error: ServiceError + Send,
-    Req: Clone + Send + 'static,
+    Req: RetryRequest,
     K: ClassifyResult<S::Response, S::Error> + Clone + Send + Sync + 'static,
     Tm: Timer + Clone + Send + Sync + 'static,
     Tm::Sleep: Send,
