@@ -267,3 +267,42 @@ async fn a_breaker_outside_the_retries_counts_a_refused_request_as_no_failure() 
     assert_eq!((breaker.state(), s.failures, s.successes, s.ignored), (State::Closed, 0, 8, 12));
     assert_eq!(server.hits(), 8, "a refusal is never retried");
 }
+
+#[tokio::test]
+async fn an_inner_breakers_refusal_is_no_failure_for_an_outer_one() {
+    let server = Server::start().await;
+    // One breaker per endpoint, over one for the whole exchange.
+    let endpoint = breaker_of_five("tower/endpoint");
+    let exchange = breaker_of_five("tower/exchange");
+    let mut svc =
+        BreakerLayer::new(endpoint.clone()).layer(BreakerLayer::new(exchange.clone()).layer(client()));
+    exchange.force_open();
+    for _ in 0..10 {
+        let err = send(&mut svc, request(&server)).await.unwrap_err();
+        assert!(matches!(err, CallError::Inner(CallError::Rejected(_))), "{err:?}");
+        assert!(
+            matches!(tripwire::refusal(&err), Some(RefusedBy::Breaker(r)) if r.state == State::ForcedOpen)
+        );
+    }
+    let s = endpoint.snapshot();
+    assert_eq!((endpoint.state(), s.failures, s.ignored), (State::Closed, 0, 10));
+    assert_eq!(server.hits(), 0);
+}
+
+#[tokio::test]
+async fn a_bulkhead_outside_an_open_breaker_frees_its_slot_with_the_refusal() {
+    use tripwire::tower::{BulkheadError, BulkheadLayer};
+
+    let server = Server::start().await;
+    let breaker = breaker_of_five("tower/open-under-bulkhead");
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let mut svc =
+        BulkheadLayer::new(bulkhead.clone()).layer(BreakerLayer::new(breaker.clone()).layer(client()));
+    breaker.force_open();
+    for _ in 0..3 {
+        let err = send(&mut svc, request(&server)).await.unwrap_err();
+        assert!(matches!(err, BulkheadError::Inner(CallError::Rejected(_))), "{err:?}");
+        assert_eq!(bulkhead.in_flight(), 0, "the one slot is free again");
+    }
+    assert_eq!(bulkhead.snapshot().rejected, 0);
+}
