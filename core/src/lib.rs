@@ -79,7 +79,8 @@
 //!   closure in a [`tower::ClassifyFn`]) and counting an inner refusal as
 //!   ignored; [`tower::BulkheadLayer`] and [`tower::BulkheadService`];
 //!   [`tower::RetryLayer`] and [`tower::RetryService`] (retries with a
-//!   budget, stopping at a refusal). The bounds they ask of the wrapped
+//!   budget, stopping at a refusal); [`tower::TimeoutLayer`] and
+//!   [`tower::TimeoutService`] (per call, on a [`Timer`]). The bounds they ask of the wrapped
 //!   service ([`tower::ServiceError`], [`tower::RetryRequest`]) and the
 //!   consequence of each order of layers are in the [`tower`] module docs.
 //! - Metrics: [`Registry`] of named breakers, exported by

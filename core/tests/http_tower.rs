@@ -306,3 +306,56 @@ async fn a_bulkhead_outside_an_open_breaker_frees_its_slot_with_the_refusal() {
     }
     assert_eq!(bulkhead.snapshot().rejected, 0);
 }
+
+#[tokio::test]
+async fn a_timeout_inside_the_breaker_is_a_failure_and_outside_it_is_ignored() {
+    use tripwire::TokioTimer;
+    use tripwire::tower::{TimeoutError, TimeoutLayer};
+
+    let server = Server::start().await;
+    server.set(Mode::Hang);
+    let timeout = TimeoutLayer::new(Duration::from_millis(20), TokioTimer);
+
+    // breaker → timeout → call: each timed-out call is a failure of the dependency.
+    let breaker = breaker_of_five("tower/timeout-inside");
+    let mut svc = BreakerLayer::new(breaker.clone()).layer(timeout.layer(client()));
+    for _ in 0..5 {
+        let err = send(&mut svc, request(&server)).await.unwrap_err();
+        assert!(matches!(err, CallError::Inner(TimeoutError::Elapsed(_))), "{err:?}");
+        assert_eq!(tripwire::refusal(&err), None, "a timeout is no refusal");
+    }
+    assert_eq!((breaker.state(), breaker.snapshot().failures), (State::Open, 5));
+
+    // timeout → breaker → call: the breaker's future is dropped, the call ignored.
+    let breaker = breaker_of_five("tower/timeout-outside");
+    let mut svc = timeout.layer(BreakerLayer::new(breaker.clone()).layer(client()));
+    for _ in 0..5 {
+        let err = send(&mut svc, request(&server)).await.unwrap_err();
+        assert!(matches!(err, TimeoutError::Elapsed(_)), "{err:?}");
+    }
+    let s = breaker.snapshot();
+    assert_eq!((breaker.state(), s.failures, s.ignored), (State::Closed, 0, 5));
+
+    // An answer in time passes through.
+    server.set(Mode::Up);
+    assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn the_retry_layer_retries_a_timed_out_attempt() {
+    use tripwire::tower::{RetryLayer, TimeoutError, TimeoutLayer};
+    use tripwire::{BackoffConfig, RetryError, RetryPolicy, TokioTimer};
+
+    let server = Server::start().await;
+    server.set(Mode::Hang);
+    let backoff = BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff.build().unwrap()).build().unwrap();
+    let timeout = TimeoutLayer::new(Duration::from_millis(20), TokioTimer);
+    let mut svc = RetryLayer::new(policy, TokioTimer).layer(timeout.layer(client()));
+    let got = send(&mut svc, request(&server)).await;
+    assert!(
+        matches!(got, Err(RetryError::Exhausted { attempts: 3, last: TimeoutError::Elapsed(_) })),
+        "{got:?}"
+    );
+    assert_eq!(server.hits(), 3);
+}
