@@ -35,9 +35,12 @@ use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
 /// [`Timer`](crate::Timer) such as [`TokioTimer`](crate::TokioTimer).
 ///
 /// Put it outside a [`BreakerLayer`](crate::layers::tower::BreakerLayer): a
-/// breaker's refusal (any error whose [`source`](core::error::Error::source)
-/// chain holds a [`Rejected`](crate::Rejected) or a [`BulkheadFull`](crate::BulkheadFull): see [`refusal`](crate::refusal)) ends the retries at
-/// once, and so does anything the classifier does not call a failure.
+/// guard's refusal (any error whose [`source`](core::error::Error::source)
+/// chain holds a [`Rejected`](crate::Rejected), a
+/// [`BulkheadFull`](crate::BulkheadFull) or a
+/// [`DeadlinePassed`](crate::DeadlinePassed): see [`refusal`](crate::refusal))
+/// ends the retries at once, and so does anything the classifier does not
+/// call a failure.
 ///
 /// # Examples
 /// ```
