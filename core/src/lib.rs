@@ -36,6 +36,9 @@
 //!   backoff, budget, and a [`Classify`] (any `Fn(&E) -> `[`Verdict`], or
 //!   [`RetryAll`]); [`RetryPolicy::next`] → [`Next`]. A [`Refusal`] (a
 //!   breaker's [`Rejected`], a [`BulkheadFull`]) is never retried.
+//! - [`refusal`]: the [`RefusedBy`] (breaker, bulkhead, [`DeadlinePassed`])
+//!   anywhere in an error's `source()` chain, with its `retry_after`: "was
+//!   I refused, and for how long?" in one call, from any layer's error.
 //! - [`RetryLoop`]: those decisions one step at a time (start an attempt;
 //!   after a failure, the wait or the [`RetryError`] that ends the loop),
 //!   on the caller's clock, for a caller that runs attempts and waits
@@ -67,14 +70,19 @@
 //!   [`Elapsed`]; [`TokioTimer`] (feature `tokio`).
 //! - Stale fallback: [`StaleCache`] with a [`StalePolicy`] per endpoint,
 //!   [`Served`] values with their age, [`StaleStats`].
-//! - HTTP (feature `http`): [`http::assess`] (5xx fail, 429/418 push back
+//! - HTTP (feature `http`): [`http::assess`] and, for a client's result,
+//!   [`http::assess_result`] (5xx fail, 429/418 push back
 //!   until `Retry-After`, other 4xx are ignored), [`http::retry_after`].
 //! - `tower` (feature `tower`): [`tower::BreakerLayer`] and
 //!   [`tower::BreakerService`], judging responses with a
-//!   [`tower::ClassifyResult`] ([`tower::HttpClassifier`] by default);
-//!   [`tower::BulkheadLayer`] and [`tower::BulkheadService`];
+//!   [`tower::ClassifyResult`] ([`tower::HttpClassifier`] by default, a
+//!   closure in a [`tower::ClassifyFn`]) and counting an inner refusal as
+//!   ignored; [`tower::BulkheadLayer`] and [`tower::BulkheadService`];
 //!   [`tower::RetryLayer`] and [`tower::RetryService`] (retries with a
-//!   budget, stopping at a breaker's refusal).
+//!   budget, stopping at a refusal); [`tower::TimeoutLayer`] and
+//!   [`tower::TimeoutService`] (per call, on a [`Timer`]). The bounds they ask of the wrapped
+//!   service ([`tower::ServiceError`], [`tower::RetryRequest`]) and the
+//!   consequence of each order of layers are in the [`tower`] module docs.
 //! - Metrics: [`Registry`] of named breakers, exported by
 //!   [`Registry::prometheus`] (text format, written by [`prometheus`]'s
 //!   row writers, which bindings call too) and `Registry::publish_metrics`
@@ -114,6 +122,7 @@ extern crate std;
 mod breaker;
 mod bulkhead;
 mod clock;
+mod refusal;
 mod retry;
 mod sync;
 
@@ -123,6 +132,7 @@ mod layers;
 pub use breaker::*;
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, FixedClock, ManualClock, duration_ns};
+pub use refusal::{DeadlinePassed, RefusedBy, refusal};
 pub use retry::*;
 
 #[cfg(feature = "std")]

@@ -14,7 +14,9 @@ use support::{Mode, Server, client};
 use tower_layer::Layer;
 use tower_service::Service;
 use tripwire::tower::BreakerLayer;
-use tripwire::{Assessment, BreakerConfig, CallError, ManualClock, NamedBreaker, State};
+use tripwire::{
+    Assessment, BreakerConfig, Bulkhead, BulkheadFull, CallError, ManualClock, NamedBreaker, RefusedBy, State,
+};
 
 fn request(server: &Server) -> http::Request<Empty<Bytes>> {
     http::Request::get(server.url("/book")).body(Empty::new()).unwrap()
@@ -73,8 +75,9 @@ async fn a_429_holds_the_breaker_open_until_its_retry_after() {
     server.set(Mode::TooMany("3".into()));
     assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 429);
     server.set(Mode::Up);
-    let Err(CallError::Rejected(r)) = send(&mut svc, request(&server)).await else { panic!("admitted") };
-    assert_eq!(r.retry_after, Some(Duration::from_secs(3)));
+    let refused = send(&mut svc, request(&server)).await.unwrap_err();
+    let Some(RefusedBy::Breaker(r)) = tripwire::refusal(&refused) else { panic!("{refused:?}") };
+    assert_eq!((r.state, r.retry_after), (State::Open, Some(Duration::from_secs(3))));
     breaker.clock().advance(Duration::from_secs(3));
     assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 200);
     assert_eq!(breaker.state(), State::Closed);
@@ -105,7 +108,6 @@ async fn connection_errors_fail_and_dropped_futures_are_ignored() {
 
 #[tokio::test]
 async fn the_bulkhead_layer_refuses_beyond_its_cap_and_frees_slots_on_drop() {
-    use tripwire::Bulkhead;
     use tripwire::tower::{BulkheadError, BulkheadLayer};
 
     let server = Server::start().await;
@@ -162,4 +164,198 @@ async fn the_retry_layer_retries_5xx_stops_at_a_rejection_and_respects_its_budge
     // Requests that succeed pass straight through.
     server.set(Mode::Up);
     assert_eq!(send(&mut frugal, request(&server)).await.unwrap().status(), 200);
+}
+
+/// 20 calls at once, each on its own clone of `svc`: 8 that the server
+/// answers after 500 ms, and once those fill the bulkhead, 12 more.
+async fn twenty_at_once<S>(
+    svc: &S,
+    server: &Server,
+    bulkhead: &Bulkhead,
+) -> Vec<Result<S::Response, S::Error>>
+where
+    S: Service<http::Request<Empty<Bytes>>> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Response: Send + 'static,
+    S::Error: Send + 'static,
+{
+    server.set(Mode::Slow(Duration::from_millis(500)));
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..20 {
+        if n == 8 {
+            // Every slot taken, before the rest arrive.
+            while bulkhead.in_flight() < 8 {
+                tokio::task::yield_now().await;
+            }
+        }
+        let (mut svc, req) = (svc.clone(), request(server));
+        calls.spawn(async move { send(&mut svc, req).await });
+    }
+    calls.join_all().await
+}
+
+fn breaker_of_five(name: &str) -> Arc<NamedBreaker<ManualClock>> {
+    let config = BreakerConfig::builder().failure_threshold(5).build().unwrap();
+    Arc::new(NamedBreaker::with_clock(name, config, ManualClock::new(1)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_bulkhead_inside_the_breaker_is_no_failure_of_the_dependency() {
+    use tripwire::tower::{BulkheadError, BulkheadLayer};
+
+    let server = Server::start().await;
+    let breaker = breaker_of_five("tower/breaker-over-bulkhead");
+    let bulkhead = Arc::new(Bulkhead::new(8));
+    let svc = BreakerLayer::new(breaker.clone()).layer(BulkheadLayer::new(bulkhead.clone()).layer(client()));
+    let results = twenty_at_once(&svc, &server, &bulkhead).await;
+
+    let ok = results.iter().filter(|r| matches!(r, Ok(r) if r.status() == 200)).count();
+    let full = results.iter().filter(|r| matches!(r, Err(CallError::Inner(BulkheadError::Full(_))))).count();
+    assert_eq!((ok, full), (8, 12), "{results:?}");
+    let s = breaker.snapshot();
+    assert_eq!((breaker.state(), s.failures, s.successes, s.ignored), (State::Closed, 0, 8, 12));
+    assert_eq!(bulkhead.in_flight(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_bulkhead_outside_the_breaker_never_reaches_it() {
+    use tripwire::tower::{BulkheadError, BulkheadLayer};
+
+    let server = Server::start().await;
+    let breaker = breaker_of_five("tower/bulkhead-over-breaker");
+    let bulkhead = Arc::new(Bulkhead::new(8));
+    let svc = BulkheadLayer::new(bulkhead.clone()).layer(BreakerLayer::new(breaker.clone()).layer(client()));
+    let results = twenty_at_once(&svc, &server, &bulkhead).await;
+
+    let ok = results.iter().filter(|r| matches!(r, Ok(r) if r.status() == 200)).count();
+    let full = results.iter().filter(|r| matches!(r, Err(BulkheadError::Full(_)))).count();
+    assert_eq!((ok, full), (8, 12), "{results:?}");
+    let s = breaker.snapshot();
+    assert_eq!((breaker.state(), s.failures, s.successes, s.calls()), (State::Closed, 0, 8, 8));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_breaker_outside_the_retries_counts_a_refused_request_as_no_failure() {
+    use tripwire::tower::{BulkheadError, BulkheadLayer, RetryLayer};
+    use tripwire::{BackoffConfig, RetryError, RetryPolicy, TokioTimer};
+
+    let server = Server::start().await;
+    let breaker = breaker_of_five("tower/breaker-over-retry");
+    let bulkhead = Arc::new(Bulkhead::new(8));
+    let backoff = BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff.build().unwrap()).build().unwrap();
+    let inner =
+        RetryLayer::new(policy, TokioTimer).layer(BulkheadLayer::new(bulkhead.clone()).layer(client()));
+    let svc = BreakerLayer::new(breaker.clone()).layer(inner);
+    let results = twenty_at_once(&svc, &server, &bulkhead).await;
+
+    let ok = results.iter().filter(|r| matches!(r, Ok(r) if r.status() == 200)).count();
+    let full = results
+        .iter()
+        .filter(|r| {
+            matches!(
+                r,
+                Err(CallError::Inner(RetryError::Final { attempts: 1, error: BulkheadError::Full(_) }))
+            )
+        })
+        .count();
+    assert_eq!((ok, full), (8, 12), "{results:?}");
+    // The same question, asked of any layer's error in one call.
+    let refused = results.iter().filter_map(|r| tripwire::refusal(r.as_ref().err()?)).collect::<Vec<_>>();
+    assert_eq!(refused, vec![RefusedBy::Bulkhead(BulkheadFull { max: 8 }); 12]);
+    let s = breaker.snapshot();
+    assert_eq!((breaker.state(), s.failures, s.successes, s.ignored), (State::Closed, 0, 8, 12));
+    assert_eq!(server.hits(), 8, "a refusal is never retried");
+}
+
+#[tokio::test]
+async fn an_inner_breakers_refusal_is_no_failure_for_an_outer_one() {
+    let server = Server::start().await;
+    // One breaker per endpoint, over one for the whole exchange.
+    let endpoint = breaker_of_five("tower/endpoint");
+    let exchange = breaker_of_five("tower/exchange");
+    let mut svc =
+        BreakerLayer::new(endpoint.clone()).layer(BreakerLayer::new(exchange.clone()).layer(client()));
+    exchange.force_open();
+    for _ in 0..10 {
+        let err = send(&mut svc, request(&server)).await.unwrap_err();
+        assert!(matches!(err, CallError::Inner(CallError::Rejected(_))), "{err:?}");
+        assert!(
+            matches!(tripwire::refusal(&err), Some(RefusedBy::Breaker(r)) if r.state == State::ForcedOpen)
+        );
+    }
+    let s = endpoint.snapshot();
+    assert_eq!((endpoint.state(), s.failures, s.ignored), (State::Closed, 0, 10));
+    assert_eq!(server.hits(), 0);
+}
+
+#[tokio::test]
+async fn a_bulkhead_outside_an_open_breaker_frees_its_slot_with_the_refusal() {
+    use tripwire::tower::{BulkheadError, BulkheadLayer};
+
+    let server = Server::start().await;
+    let breaker = breaker_of_five("tower/open-under-bulkhead");
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let mut svc =
+        BulkheadLayer::new(bulkhead.clone()).layer(BreakerLayer::new(breaker.clone()).layer(client()));
+    breaker.force_open();
+    for _ in 0..3 {
+        let err = send(&mut svc, request(&server)).await.unwrap_err();
+        assert!(matches!(err, BulkheadError::Inner(CallError::Rejected(_))), "{err:?}");
+        assert_eq!(bulkhead.in_flight(), 0, "the one slot is free again");
+    }
+    assert_eq!(bulkhead.snapshot().rejected, 0);
+}
+
+#[tokio::test]
+async fn a_timeout_inside_the_breaker_is_a_failure_and_outside_it_is_ignored() {
+    use tripwire::TokioTimer;
+    use tripwire::tower::{TimeoutError, TimeoutLayer};
+
+    let server = Server::start().await;
+    server.set(Mode::Hang);
+    let timeout = TimeoutLayer::new(Duration::from_millis(20), TokioTimer);
+
+    // breaker → timeout → call: each timed-out call is a failure of the dependency.
+    let breaker = breaker_of_five("tower/timeout-inside");
+    let mut svc = BreakerLayer::new(breaker.clone()).layer(timeout.layer(client()));
+    for _ in 0..5 {
+        let err = send(&mut svc, request(&server)).await.unwrap_err();
+        assert!(matches!(err, CallError::Inner(TimeoutError::Elapsed(_))), "{err:?}");
+        assert_eq!(tripwire::refusal(&err), None, "a timeout is no refusal");
+    }
+    assert_eq!((breaker.state(), breaker.snapshot().failures), (State::Open, 5));
+
+    // timeout → breaker → call: the breaker's future is dropped, the call ignored.
+    let breaker = breaker_of_five("tower/timeout-outside");
+    let mut svc = timeout.layer(BreakerLayer::new(breaker.clone()).layer(client()));
+    for _ in 0..5 {
+        let err = send(&mut svc, request(&server)).await.unwrap_err();
+        assert!(matches!(err, TimeoutError::Elapsed(_)), "{err:?}");
+    }
+    let s = breaker.snapshot();
+    assert_eq!((breaker.state(), s.failures, s.ignored), (State::Closed, 0, 5));
+
+    // An answer in time passes through.
+    server.set(Mode::Up);
+    assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn the_retry_layer_retries_a_timed_out_attempt() {
+    use tripwire::tower::{RetryLayer, TimeoutError, TimeoutLayer};
+    use tripwire::{BackoffConfig, RetryError, RetryPolicy, TokioTimer};
+
+    let server = Server::start().await;
+    server.set(Mode::Hang);
+    let backoff = BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff.build().unwrap()).build().unwrap();
+    let timeout = TimeoutLayer::new(Duration::from_millis(20), TokioTimer);
+    let mut svc = RetryLayer::new(policy, TokioTimer).layer(timeout.layer(client()));
+    let got = send(&mut svc, request(&server)).await;
+    assert!(
+        matches!(got, Err(RetryError::Exhausted { attempts: 3, last: TimeoutError::Elapsed(_) })),
+        "{got:?}"
+    );
+    assert_eq!(server.hits(), 3);
 }

@@ -5,24 +5,32 @@
 use core::time::Duration;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tripwire::{Breaker, BreakerConfig, CallError, ManualClock, Outcome, State};
 
 struct Counting;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
 thread_local! {
-    /// Set on the thread under test only; a const initialiser, so reading
-    /// it inside the allocator never allocates.
+    /// Set on the thread under test only; const initialisers, so reading
+    /// them inside the allocator never allocates. Per thread, so that tests
+    /// running side by side do not count each other's allocations.
     static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
 }
 
 fn count() {
     if COUNTING.with(Cell::get) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        ALLOCATIONS.with(|a| a.set(a.get() + 1));
     }
+}
+
+/// Allocations by this thread while `f` runs.
+fn allocations_in(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.with(Cell::get);
+    COUNTING.with(|c| c.set(true));
+    f();
+    COUNTING.with(|c| c.set(false));
+    ALLOCATIONS.with(Cell::get) - before
 }
 
 // SAFETY: every method forwards to `System` with the caller's arguments
@@ -63,33 +71,75 @@ fn no_path_allocates() {
             .unwrap(),
     );
     let rounds = if cfg!(miri) { 5 } else { 100_000 };
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    COUNTING.with(|c| c.set(true));
-    for round in 0..rounds {
-        // Closed: successes, failures, a trip.
-        breaker.permit(&clock).unwrap().success();
-        for _ in 0..2 {
-            let _ = breaker.call(&clock, || Err::<(), _>("503"));
+    let allocated = allocations_in(|| {
+        for round in 0..rounds {
+            // Closed: successes, failures, a trip.
+            breaker.permit(&clock).unwrap().success();
+            for _ in 0..2 {
+                let _ = breaker.call(&clock, || Err::<(), _>("503"));
+            }
+            assert!(matches!(breaker.call(&clock, || Ok::<_, ()>(())), Err(CallError::Rejected(_))));
+            // Half-Open: one probe fails (re-open), then two succeed (close).
+            clock.advance(Duration::from_millis(10));
+            breaker.permit(&clock).unwrap().failure();
+            clock.advance(Duration::from_millis(10));
+            let (a, b) = (breaker.permit(&clock).unwrap(), breaker.permit(&clock).unwrap());
+            drop(a); // dropped unrecorded: ignored, frees its slot
+            b.success();
+            breaker.permit(&clock).unwrap().record(Outcome::Success);
+            assert_eq!(breaker.state(), State::Closed, "round {round}");
+            // Manual modes.
+            breaker.force_open();
+            let _ = breaker.try_acquire(&clock);
+            breaker.disable();
+            breaker.permit(&clock).unwrap().failure();
+            breaker.reset();
+            let _ = breaker.snapshot();
         }
-        assert!(matches!(breaker.call(&clock, || Ok::<_, ()>(())), Err(CallError::Rejected(_))));
-        // Half-Open: one probe fails (re-open), then two succeed (close).
-        clock.advance(Duration::from_millis(10));
-        breaker.permit(&clock).unwrap().failure();
-        clock.advance(Duration::from_millis(10));
-        let (a, b) = (breaker.permit(&clock).unwrap(), breaker.permit(&clock).unwrap());
-        drop(a); // dropped unrecorded: ignored, frees its slot
-        b.success();
-        breaker.permit(&clock).unwrap().record(Outcome::Success);
-        assert_eq!(breaker.state(), State::Closed, "round {round}");
-        // Manual modes.
-        breaker.force_open();
-        let _ = breaker.try_acquire(&clock);
-        breaker.disable();
-        breaker.permit(&clock).unwrap().failure();
-        breaker.reset();
-        let _ = breaker.snapshot();
-    }
-    COUNTING.with(|c| c.set(false));
-    let allocated = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    });
     assert_eq!(allocated, 0, "allocations over {rounds} rounds of every path");
+}
+
+/// A named breaker's transitions, each heard by two listeners, allocate
+/// nothing either: listeners run from the list itself, not from a copy.
+#[cfg(feature = "std")]
+#[test]
+fn transitions_heard_by_listeners_allocate_nothing() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tripwire::NamedBreaker;
+
+    let breaker = NamedBreaker::with_clock(
+        "exchange/rest",
+        BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_millis(1)).build().unwrap(),
+        ManualClock::new(0),
+    );
+    let heard = Arc::new(AtomicUsize::new(0));
+    for _ in 0..2 {
+        let heard = heard.clone();
+        breaker.on_state_change(move |c| {
+            assert!(!c.name.is_empty());
+            // Relaxed: listeners run on this thread, which reads the count after the loop.
+            heard.fetch_add(1, Ordering::Relaxed);
+        });
+    }
+    let rounds = if cfg!(miri) { 5 } else { 100_000 };
+    let allocated = allocations_in(|| {
+        for _ in 0..rounds {
+            // Closed -> Open -> Half-Open -> Closed, the same through a hold, then
+            // forced open, disabled, reset.
+            breaker.permit().unwrap().record(Outcome::Failure);
+            breaker.clock().advance(Duration::from_millis(2));
+            breaker.permit().unwrap().record(Outcome::Success);
+            breaker.open_for(Duration::from_millis(1));
+            breaker.clock().advance(Duration::from_millis(2));
+            breaker.permit().unwrap().record(Outcome::Success);
+            breaker.force_open();
+            breaker.disable();
+            breaker.reset();
+        }
+    });
+    assert_eq!(allocated, 0, "allocations over {rounds} rounds of transitions with listeners");
+    // Nine transitions a round, each heard by both listeners.
+    assert_eq!(heard.load(Ordering::Relaxed), 2 * 9 * rounds, "every listener heard every transition");
 }

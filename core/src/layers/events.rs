@@ -69,12 +69,21 @@ impl Listeners {
         if !self.any.load(Ordering::Relaxed) {
             return;
         }
-        // The clone is taken under the read lock, which ends with this
-        // statement: no listener runs while it is held.
-        let list = self.list.read().unwrap_or_else(PoisonError::into_inner).clone();
-        for listener in &list {
+        // One listener at a time, by index: the read lock is held only to
+        // take a reference on the next one (a count, not an allocation), so
+        // no listener runs under it and no copy of the list is made. The
+        // list only grows: a listener added meanwhile is heard too, or not.
+        let mut i = 0;
+        while let Some(listener) = self.nth(i) {
             listener(&change);
+            i += 1;
         }
+    }
+
+    /// The `i`-th listener, if there are that many; the read lock ends with
+    /// this call.
+    fn nth(&self, i: usize) -> Option<Listener> {
+        self.list.read().unwrap_or_else(PoisonError::into_inner).get(i).cloned()
     }
 }
 

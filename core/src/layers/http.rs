@@ -59,6 +59,29 @@ pub fn assess_response<B>(response: &Response<B>) -> Assessment {
     assess(response.status(), response.headers())
 }
 
+/// [`assess_response`] for a client's result, as the pipeline's
+/// `call_async_with` and the tower breaker take it: a response by its status
+/// and headers, any error (connection refused, reset, timed out) a failure.
+///
+/// # Examples
+/// ```
+/// use tripwire::Assessment;
+/// use tripwire::http::assess_result;
+///
+/// let busy: Result<_, std::io::Error> =
+///     Ok(http::Response::builder().status(503).body(()).unwrap());
+/// assert_eq!(assess_result(&busy), Assessment::Failure);
+/// let refused: Result<http::Response<()>, _> =
+///     Err(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+/// assert_eq!(assess_result(&refused), Assessment::Failure);
+/// ```
+pub fn assess_result<B, E>(result: &Result<Response<B>, E>) -> Assessment {
+    match result {
+        Ok(response) => assess_response(response),
+        Err(_) => Assessment::Failure,
+    }
+}
+
 /// The time a response asks the client to wait: `Retry-After` (delay in
 /// seconds, or an HTTP date), else `RateLimit-Reset` (seconds), else
 /// `X-RateLimit-Reset` / `X-Ratelimit-Reset` (seconds, or a Unix time in

@@ -8,6 +8,11 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 
 /// Sleeps for the async layer: timeouts and the waits between retries.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `tripwire::Timer`: the async layers sleep on one",
+    label = "a timer is needed here",
+    note = "pass `tripwire::TokioTimer` (feature `tokio`), or implement `Timer` for your runtime's sleep"
+)]
 pub trait Timer {
     /// The future [`sleep`](Self::sleep) returns.
     type Sleep: Future<Output = ()>;

@@ -2,6 +2,8 @@
 
 use core::fmt;
 
+use crate::refusal::DeadlinePassed;
+
 /// Why a retry loop stopped without a value. Every variant says how many
 /// attempts were made and carries the last error, if an attempt was made.
 ///
@@ -131,7 +133,11 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
 
 impl<E: core::error::Error + 'static> core::error::Error for RetryError<E> {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-        self.last_error().map(|e| e as _)
+        match self {
+            // No attempt was made: nothing reached the dependency.
+            RetryError::Deadline { attempts: 0, last: None } => Some(&DeadlinePassed),
+            _ => self.last_error().map(|e| e as _),
+        }
     }
 }
 

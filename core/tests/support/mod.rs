@@ -29,6 +29,8 @@ pub enum Mode {
     Hang,
     /// 429 with this `Retry-After` value.
     TooMany(String),
+    /// 200, after this long.
+    Slow(Duration),
 }
 
 /// A server on 127.0.0.1, on a port the OS chose; it stops with the runtime.
@@ -85,6 +87,10 @@ async fn answer(
         Mode::Hang => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             status(StatusCode::GATEWAY_TIMEOUT)
+        }
+        Mode::Slow(after) => {
+            tokio::time::sleep(after).await;
+            Response::new(Full::new(Bytes::from_static(b"bids/asks")))
         }
         Mode::TooMany(after) => {
             let mut r = status(StatusCode::TOO_MANY_REQUESTS);

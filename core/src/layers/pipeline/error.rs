@@ -6,6 +6,7 @@ use std::boxed::Box;
 
 use crate::breaker::ticket::Rejected;
 use crate::bulkhead::BulkheadFull;
+use crate::refusal::DeadlinePassed;
 
 /// Why a pipeline returned no value; each variant names the layer that
 /// answered.
@@ -118,7 +119,10 @@ impl<E: core::error::Error + 'static> core::error::Error for PipelineError<E> {
             PipelineError::BudgetExhausted { last, .. } | PipelineError::RetriesExhausted { last, .. } => {
                 Some(&**last)
             }
-            PipelineError::Deadline { last, .. } => last.as_deref().map(|l| l as _),
+            PipelineError::Deadline { last: Some(last), .. } => Some(&**last),
+            // No attempt was made: nothing reached the dependency.
+            PipelineError::Deadline { attempts: 0, last: None } => Some(&DeadlinePassed),
+            PipelineError::Deadline { last: None, .. } => None,
             PipelineError::Timeout(_) => None,
         }
     }

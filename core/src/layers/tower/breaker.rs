@@ -10,11 +10,22 @@ use tower_service::Service;
 
 use crate::breaker::permit::CallError;
 use crate::clock::Clock;
+use crate::layers::assessment::Assessment;
 use crate::layers::clock::MonotonicClock;
 use crate::layers::named::{NamedBreaker, OwnedNamedPermit};
-use crate::layers::tower::classify::{ClassifyResult, HttpClassifier};
+use crate::layers::tower::classify::{ClassifyFn, ClassifyResult, HttpClassifier, ServiceError};
+use crate::refusal::refusal;
 
 /// Wraps services in a [`BreakerService`] sharing one breaker.
+///
+/// # Bounds
+/// The wrapped service's error implements [`ServiceError`]
+/// (`std::error::Error + 'static`), so that an inner guard's refusal in its
+/// `source()` chain is found and counted as ignored. Its response is what
+/// the classifier judges: an `http::Response<_>` for the default
+/// [`HttpClassifier`]; [`classify`](Self::classify) takes a closure for any
+/// other. The request may be anything. See the [module docs](super) for the
+/// order of layers.
 ///
 /// # Examples
 /// ```
@@ -55,8 +66,14 @@ impl<C: Clock> BreakerLayer<HttpClassifier, C> {
 }
 
 impl<K, C: Clock> BreakerLayer<K, C> {
-    /// The same layer with another classifier.
-    pub fn classify<K2>(self, classifier: K2) -> BreakerLayer<K2, C> {
+    /// The same layer judging results with `f`, for services whose
+    /// responses are not `http::Response`s or need other judgement.
+    pub fn classify<F>(self, f: F) -> BreakerLayer<ClassifyFn<F>, C> {
+        self.classifier(ClassifyFn(f))
+    }
+
+    /// The same layer with another [`ClassifyResult`].
+    pub fn classifier<K2>(self, classifier: K2) -> BreakerLayer<K2, C> {
         BreakerLayer { breaker: self.breaker, classifier }
     }
 }
@@ -99,6 +116,7 @@ impl<S, K, C: Clock> BreakerService<S, K, C> {
 impl<S, Req, K, C> Service<Req> for BreakerService<S, K, C>
 where
     S: Service<Req>,
+    S::Error: ServiceError,
     K: ClassifyResult<S::Response, S::Error> + Clone,
     C: Clock,
 {
@@ -156,6 +174,7 @@ impl<F, K, C: Clock> fmt::Debug for ResponseFuture<F, K, C> {
 impl<F, Res, Err, K, C> Future for ResponseFuture<F, K, C>
 where
     F: Future<Output = Result<Res, Err>>,
+    Err: ServiceError,
     K: ClassifyResult<Res, Err>,
     C: Clock,
 {
@@ -170,7 +189,12 @@ where
             StateProj::Running { future, permit, classifier } => {
                 let result = core::task::ready!(future.poll(cx));
                 if let Some(p) = permit.take() {
-                    p.settle(classifier.classify(&result));
+                    p.settle(match &result {
+                        // An inner guard refused the call: it never reached the
+                        // dependency, so it says nothing of it.
+                        Err(e) if refusal(e).is_some() => Assessment::Ignored,
+                        _ => classifier.classify(&result),
+                    });
                 }
                 Poll::Ready(result.map_err(CallError::Inner))
             }

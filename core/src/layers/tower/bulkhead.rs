@@ -13,6 +13,12 @@ use crate::bulkhead::{Bulkhead, BulkheadFull};
 
 /// Wraps services in a [`BulkheadService`] sharing one bulkhead.
 ///
+/// # Bounds
+/// None: any service, any request, response and error. Its
+/// [`BulkheadError`] implements `std::error::Error` when the inner error
+/// does, so a breaker or retry layer outside it can read it (see the
+/// [module docs](super) for the order of layers).
+///
 /// # Examples
 /// ```
 /// use std::sync::Arc;

@@ -1,6 +1,7 @@
-//! `tower` layers (feature `tower`): the breaker, the bulkhead and retries
-//! with a budget around any [`Service`](tower_service::Service), judging
-//! results with a response classifier.
+//! `tower` layers (feature `tower`): the breaker, the bulkhead, retries
+//! with a budget and per-call timeouts around a
+//! [`Service`](tower_service::Service), judging results with a
+//! [`ClassifyResult`] ([`HttpClassifier`] by default).
 //!
 //! Admission happens in `call`, never in `poll_ready`: a service that was
 //! made ready but never called holds no breaker permit and no bulkhead
@@ -8,13 +9,48 @@
 //! The response future owns the permit: dropped before it completes (the
 //! caller gave up, a timeout layer outside fired), it records the call as
 //! ignored.
+//!
+//! # What the layers ask of the service they wrap
+//! | layer | request | response | error |
+//! | --- | --- | --- | --- |
+//! | [`BulkheadLayer`] | any | any | any |
+//! | [`BreakerLayer`] | any | what its classifier judges: `http::Response<_>` for [`HttpClassifier`], anything for a closure given to `classify` | [`ServiceError`]: `std::error::Error + 'static` |
+//! | [`RetryLayer`] | [`RetryRequest`]: `Clone + Send + 'static` | as for the breaker, and `Send` | [`ServiceError`], and `Send` |
+//! | [`TimeoutLayer`] | any | any | any |
+//!
+//! The retried service is also `Clone + Send + 'static` with `Send`
+//! futures, and the retry layer's timer a [`Timer`](crate::Timer) such as
+//! [`TokioTimer`](crate::TokioTimer). tower's `BoxError`
+//! (`Box<dyn Error + Send + Sync>`, which `tower::timeout` yields) is not
+//! an `Error` itself: map it into a type that is, or use [`TimeoutLayer`],
+//! whose [`TimeoutError`] is one.
+//! A stack that misses a bound fails to compile with an error naming it
+//! (`ServiceError`, `RetryRequest`, `ClassifyResult`, `Timer`).
+//!
+//! # Order of the layers
+//! Outermost first: `a.layer(b.layer(call))` is a → b → call. A guard's refusal (an open breaker, a full bulkhead, a deadline
+//! before any attempt) is never counted as a failure of the dependency,
+//! in any order: a breaker counts an inner refusal as ignored, a retry
+//! layer never retries one, and [`refusal`](crate::refusal) finds it in
+//! any layer's error.
+//!
+//! | nesting | consequence |
+//! | --- | --- |
+//! | retry → breaker → bulkhead → call (the default, as in the [`Pipeline`](crate::Pipeline)) | each attempt is one outcome for the breaker; a refusal of the breaker or the bulkhead ends the retries at once ([`RetryError::Final`](crate::RetryError::Final) holding it) |
+//! | breaker → retry → … | one logical request is one outcome: a failure only once the retries ran out; an inner refusal that ended them is ignored |
+//! | breaker → bulkhead | the breaker admits, then the bulkhead; an open breaker refuses without taking a slot; a full bulkhead's [`BulkheadError::Full`] comes back inside [`CallError::Inner`](crate::CallError::Inner) and counts as ignored |
+//! | bulkhead → breaker | the bulkhead caps every call, including those the breaker refuses (a refusal frees its slot at once); a full bulkhead never reaches the breaker |
+//! | breaker → timeout → call | a timed-out call is the inner [`TimeoutError::Elapsed`], judged by the classifier: a failure with [`HttpClassifier`], retried by a retry layer outside |
+//! | timeout → breaker → call | a timeout outside drops the breaker's future: the call counts as ignored, not as a failure (put timeouts inside the breaker); around a retry layer, it bounds the whole request |
 
 mod breaker;
 mod bulkhead;
 mod classify;
 mod retry;
+mod timeout;
 
 pub use breaker::{BreakerLayer, BreakerService, ResponseFuture};
 pub use bulkhead::{BulkheadError, BulkheadFuture, BulkheadLayer, BulkheadService};
-pub use classify::{ClassifyResult, HttpClassifier};
+pub use classify::{ClassifyFn, ClassifyResult, HttpClassifier, RetryRequest, ServiceError};
 pub use retry::{RetryLayer, RetryService};
+pub use timeout::{TimeoutError, TimeoutFuture, TimeoutLayer, TimeoutService};

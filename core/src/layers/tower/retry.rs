@@ -11,22 +11,36 @@ use std::sync::Arc;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::breaker::ticket::Rejected;
-use crate::bulkhead::BulkheadFull;
 use crate::layers::assessment::Assessment;
 use crate::layers::retry::future::retry_async;
 use crate::layers::timeout::Timer;
-use crate::layers::tower::classify::{ClassifyResult, HttpClassifier};
+use crate::layers::tower::classify::{
+    ClassifyFn, ClassifyResult, HttpClassifier, RetryRequest, ServiceError,
+};
+use crate::refusal::refusal;
 use crate::retry::budget::RetryBudget;
 use crate::retry::error::RetryError;
 use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
 
 /// Wraps services in a [`RetryService`].
 ///
+/// # Bounds
+/// Each attempt sends a clone of the request on a clone of the service,
+/// from a boxed `Send` future: the request is a [`RetryRequest`]
+/// (`Clone + Send + 'static`; a streamed body must be buffered first), the
+/// service `Clone + Send + 'static` with `Send` futures and responses, its
+/// error a [`ServiceError`] (`std::error::Error + 'static`) and `Send`. The
+/// classifier judges the responses as for the breaker (`http::Response<_>`
+/// for the default [`HttpClassifier`]), and the timer is a
+/// [`Timer`](crate::Timer) such as [`TokioTimer`](crate::TokioTimer).
+///
 /// Put it outside a [`BreakerLayer`](crate::layers::tower::BreakerLayer): a
-/// breaker's refusal (any error whose [`source`](core::error::Error::source)
-/// chain holds a [`Rejected`] or a [`BulkheadFull`]) ends the retries at
-/// once, and so does anything the classifier does not call a failure.
+/// guard's refusal (any error whose [`source`](core::error::Error::source)
+/// chain holds a [`Rejected`](crate::Rejected), a
+/// [`BulkheadFull`](crate::BulkheadFull) or a
+/// [`DeadlinePassed`](crate::DeadlinePassed): see [`refusal`](crate::refusal))
+/// ends the retries at once, and so does anything the classifier does not
+/// call a failure.
 ///
 /// # Examples
 /// ```
@@ -76,9 +90,14 @@ impl<K, Tm> RetryLayer<K, Tm> {
         self
     }
 
-    /// The same layer with another classifier: only results it calls
+    /// The same layer judging results with `f`: only results it calls
     /// [`Assessment::Failure`] are retried.
-    pub fn classify<K2>(self, classifier: K2) -> RetryLayer<K2, Tm> {
+    pub fn classify<F>(self, f: F) -> RetryLayer<ClassifyFn<F>, Tm> {
+        self.classifier(ClassifyFn(f))
+    }
+
+    /// The same layer with another [`ClassifyResult`].
+    pub fn classifier<K2>(self, classifier: K2) -> RetryLayer<K2, Tm> {
         RetryLayer { policy: self.policy, budget: self.budget, classifier, timer: self.timer }
     }
 }
@@ -114,16 +133,8 @@ enum Attempt<Res, Err> {
 
 impl<Res, Err: core::error::Error + 'static> Refusal for Attempt<Res, Err> {
     fn is_refusal(&self) -> bool {
-        let Attempt::Error { error, .. } = self else { return false };
-        let mut cause: Option<&(dyn core::error::Error + 'static)> = Some(error);
-        while let Some(e) = cause {
-            // A guard's refusal, here or further down the chain?
-            if e.is::<Rejected>() || e.is::<BulkheadFull>() {
-                return true;
-            }
-            cause = e.source();
-        }
-        false
+        // A guard's refusal, here or further down the chain?
+        matches!(self, Attempt::Error { error, .. } if refusal(error).is_some())
     }
 }
 
@@ -163,8 +174,8 @@ where
     S: Service<Req> + Clone + Send + 'static,
     S::Future: Send,
     S::Response: Send,
-    S::Error: core::error::Error + Send + 'static,
-    Req: Clone + Send + 'static,
+    S::Error: ServiceError + Send,
+    Req: RetryRequest,
     K: ClassifyResult<S::Response, S::Error> + Clone + Send + Sync + 'static,
     Tm: Timer + Clone + Send + Sync + 'static,
     Tm::Sleep: Send,
