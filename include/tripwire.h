@@ -18,6 +18,12 @@
 #include <stdint.h>
 
 /**
+ * A `hold_ns` for a response that asked for less traffic without naming a
+ * wait: `tw_breaker_settle` holds for the breaker's `open_timeout_ns`.
+ */
+#define TW_HOLD_UNSPECIFIED UINT64_MAX
+
+/**
  * Major version of this header. With `TW_VERSION_MINOR` and
  * `TW_VERSION_PATCH`, the version of the library the header belongs to;
  * `tw_version()` is the version of the library a program loaded, so
@@ -458,6 +464,32 @@ typedef struct tw_bulkhead_stats {
 } tw_bulkhead_stats;
 
 /**
+ * What an HTTP response says about the dependency (`tw_http_assess`).
+ *
+ * | status | `outcome` | `hold_ns` |
+ * | --- | --- | --- |
+ * | 1xx, 2xx, 3xx | `TW_OUTCOME_SUCCESS` | 0 |
+ * | 5xx | `TW_OUTCOME_FAILURE` | 0 |
+ * | 429, 418: the server is up and asks for less traffic | `TW_OUTCOME_IGNORED` | the wait its headers name, or `TW_HOLD_UNSPECIFIED` |
+ * | other 4xx (the caller's fault) | `TW_OUTCOME_IGNORED` | 0 |
+ *
+ * Pass both fields to `tw_breaker_settle`.
+ */
+typedef struct tw_assessment {
+    /**
+     * The outcome to record for the call: a `tw_outcome`, as a `uint32_t`
+     * like `tw_breaker_record`'s.
+     */
+    uint32_t outcome;
+    /**
+     * How long the breaker should be held open, in nanoseconds: 0 for no
+     * hold, `TW_HOLD_UNSPECIFIED` (`UINT64_MAX`) for a 429 or 418 whose
+     * headers named no wait (the breaker's `open_timeout_ns` is used).
+     */
+    uint64_t hold_ns;
+} tw_assessment;
+
+/**
  * How a backoff spaces retries. Durations are `uint64_t` nanoseconds.
  * Start from `tw_backoff_config_default()`.
  */
@@ -783,6 +815,94 @@ enum tw_status tw_breaker_config_validate(const struct tw_breaker_config *config
  * writable `tw_breaker_config`.
  */
 enum tw_status tw_breaker_get_config(const struct tw_breaker *breaker, struct tw_breaker_config *out);
+
+/**
+ * Classifies an HTTP response by its status and the values of its
+ * `Retry-After`, `RateLimit-Reset` and `X-RateLimit-Reset` headers, as
+ * the Rust crate's `tripwire::http::assess` does (the table at
+ * `tw_assessment`). The wait is read from `Retry-After` (whole seconds or
+ * an HTTP date), else `RateLimit-Reset`, else `X-RateLimit-Reset` (seconds,
+ * or a Unix time when that large); a value that cannot be read is as if
+ * absent, and one too large saturates (the breaker caps every hold at its
+ * `max_hold`, one hour).
+ *
+ * `status` must be 100 to 999 (`TW_STATUS_INVALID_ARGUMENT` otherwise);
+ * each header pointer may be NULL (header absent); `assessment` must not
+ * be NULL. Reads the wall clock for dates and Unix times. Thread-safe.
+ *
+ * # Safety
+ * Each header pointer is NULL or a NUL-terminated string; `assessment` is
+ * NULL or writable.
+ */
+enum tw_status tw_http_assess(uint16_t status, const char *retry_after, const char *ratelimit_reset, const char *x_ratelimit_reset, struct tw_assessment *assessment);
+
+/**
+ * Holds the breaker open for `hold_ns` nanoseconds (at most its
+ * `max_hold`, one hour; longer asks are cut to it), as a server's
+ * `Retry-After` asks: every call is refused with the time left in
+ * `retry_after_ns`, and the first call after the hold is a probe.
+ *
+ * `*transition` (if not NULL) says whether this placed the hold or made it
+ * longer (`changed` true); nothing changes when a hold at least as long is
+ * in place, `hold_ns` is 0, or the breaker is forced open or disabled (a
+ * hold never ends an operator's mode). Reads `CLOCK_MONOTONIC`.
+ * `breaker` must not be NULL. Thread-safe.
+ *
+ * # Safety
+ * `breaker` is NULL or a live handle; `transition` is NULL or writable.
+ */
+enum tw_status tw_breaker_hold_for(const struct tw_breaker *breaker, uint64_t hold_ns, struct tw_transition *transition);
+
+/**
+ * `tw_breaker_hold_for` with the caller's clock (`now_ns`, as for
+ * `tw_breaker_try_acquire_at`).
+ *
+ * # Safety
+ * As for `tw_breaker_hold_for`.
+ */
+enum tw_status tw_breaker_hold_for_at(const struct tw_breaker *breaker, uint64_t now_ns, uint64_t hold_ns, struct tw_transition *transition);
+
+/**
+ * Writes to `*left_ns` the nanoseconds left on the hold in place, or 0
+ * when the breaker is not held (or the hold is over and the next call is a
+ * probe). Reads `CLOCK_MONOTONIC`. Neither pointer may be NULL.
+ * Thread-safe.
+ *
+ * # Safety
+ * `breaker` is NULL or a live handle; `left_ns` is NULL or writable.
+ */
+enum tw_status tw_breaker_hold_left(const struct tw_breaker *breaker, uint64_t *left_ns);
+
+/**
+ * `tw_breaker_hold_left` with the caller's clock.
+ *
+ * # Safety
+ * As for `tw_breaker_hold_left`.
+ */
+enum tw_status tw_breaker_hold_left_at(const struct tw_breaker *breaker, uint64_t now_ns, uint64_t *left_ns);
+
+/**
+ * Records an admitted call as an assessment says (`tw_http_assess`): its
+ * `outcome` (a `tw_outcome`), then, unless `hold_ns` is 0, a hold of
+ * `hold_ns` nanoseconds (the breaker's `open_timeout_ns` for
+ * `TW_HOLD_UNSPECIFIED`), as `tw_breaker_record` then
+ * `tw_breaker_hold_for` would. `*transition` (if not NULL) reports the
+ * hold's change if it made one, else the record's. An `outcome` that is
+ * no `tw_outcome` is `TW_STATUS_INVALID_ARGUMENT` and records nothing.
+ * `breaker` must not be NULL. Reads `CLOCK_MONOTONIC`. Thread-safe.
+ *
+ * # Safety
+ * `breaker` is NULL or a live handle; `transition` is NULL or writable.
+ */
+enum tw_status tw_breaker_settle(const struct tw_breaker *breaker, struct tw_ticket ticket, uint32_t outcome, uint64_t hold_ns, struct tw_transition *transition);
+
+/**
+ * `tw_breaker_settle` with the caller's clock.
+ *
+ * # Safety
+ * As for `tw_breaker_settle`.
+ */
+enum tw_status tw_breaker_settle_at(const struct tw_breaker *breaker, uint64_t now_ns, struct tw_ticket ticket, uint32_t outcome, uint64_t hold_ns, struct tw_transition *transition);
 
 /**
  * Fills `*out` with the default backoff config: 100 ms doubling up to

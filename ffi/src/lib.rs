@@ -57,6 +57,7 @@ mod breaker;
 mod bulkhead;
 mod config;
 mod handle;
+mod hold;
 mod retry;
 mod shared;
 mod status;
@@ -75,6 +76,10 @@ pub use bulkhead::{
 pub use config::{
     tw_breaker_config, tw_breaker_config_default, tw_breaker_config_validate, tw_breaker_get_config,
     tw_window_kind,
+};
+pub use hold::{
+    TW_HOLD_UNSPECIFIED, tw_assessment, tw_breaker_hold_for, tw_breaker_hold_for_at, tw_breaker_hold_left,
+    tw_breaker_hold_left_at, tw_breaker_settle, tw_breaker_settle_at, tw_http_assess,
 };
 pub use retry::{
     tw_backoff, tw_backoff_config, tw_backoff_config_default, tw_backoff_free, tw_backoff_new,

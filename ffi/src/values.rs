@@ -47,6 +47,15 @@ pub enum tw_outcome {
     Ignored = 2,
 }
 
+/// `o` as the `uint32_t` a `tw_outcome` is passed as.
+pub(crate) fn outcome_to_c(o: Outcome) -> u32 {
+    (match o {
+        Outcome::Success => tw_outcome::Success,
+        Outcome::Failure => tw_outcome::Failure,
+        Outcome::Ignored => tw_outcome::Ignored,
+    }) as u32
+}
+
 /// The core outcome for a `tw_outcome` passed as an integer; `None` for a
 /// value `tw_outcome` does not define.
 pub(crate) fn outcome_from_c(outcome: u32) -> Option<Outcome> {

@@ -102,7 +102,8 @@ pub fn assess_result<B, E>(result: &Result<Response<B>, E>) -> Assessment {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    retry_after_at(headers, SystemTime::now())
+    // The wall clock is read only for a date or a Unix time.
+    read_wait(headers, SystemTime::now)
 }
 
 /// [`retry_after`] as of the wall-clock time `now`, which dates and Unix
@@ -123,8 +124,12 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    read_wait(headers, || now)
+}
+
+fn read_wait(headers: &HeaderMap, now: impl Fn() -> SystemTime) -> Option<Duration> {
     if let Some(d) =
-        headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| parse_retry_after(v, now))
+        headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| parse_retry_after(v, &now))
     {
         return Some(d);
     }
@@ -132,17 +137,17 @@ pub fn retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> 
         [HeaderName::from_static("ratelimit-reset"), HeaderName::from_static("x-ratelimit-reset")];
     RESETS.iter().find_map(|name| {
         let secs = whole_seconds(headers.get(name)?.to_str().ok()?)?;
-        Some(reset_in(secs, now))
+        Some(if secs < UNIX_TIME_FROM { Duration::from_secs(secs) } else { reset_in(secs, now()) })
     })
 }
 
 /// A `Retry-After` value: delay-seconds or an HTTP date.
-fn parse_retry_after(v: &str, now: SystemTime) -> Option<Duration> {
+fn parse_retry_after(v: &str, now: impl Fn() -> SystemTime) -> Option<Duration> {
     if let Some(secs) = whole_seconds(v) {
         return Some(Duration::from_secs(secs));
     }
     let at = httpdate::parse_http_date(v.trim()).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+    Some(at.duration_since(now()).unwrap_or(Duration::ZERO))
 }
 
 /// Whole seconds as HTTP writes them (`1*DIGIT`: no sign, no fraction),
@@ -252,7 +257,9 @@ mod tests {
         assert_eq!(secs("18446744073709551616", "retry-after"), forever, "beyond u64: as long as can be");
         assert_eq!(secs(&"9".repeat(400), "retry-after"), forever);
         // A reset that large is a Unix time: all of it that is still ahead.
-        assert!(secs(&"9".repeat(400), "ratelimit-reset").unwrap() > Duration::from_secs(u64::MAX - (1 << 40)));
+        assert!(
+            secs(&"9".repeat(400), "ratelimit-reset").unwrap() > Duration::from_secs(u64::MAX - (1 << 40))
+        );
         for unreadable in ["-1", "+5", "1.5", "7 s", "0x10", "", " "] {
             for name in ["retry-after", "ratelimit-reset", "x-ratelimit-reset"] {
                 assert_eq!(secs(unreadable, name), None, "{name}: {unreadable:?}");

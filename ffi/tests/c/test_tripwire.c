@@ -435,6 +435,43 @@ static void test_bulkhead_backoff_budget(void) {
     CHECK(strncmp(tw_last_error_message(), "tw_retry_budget_new: invalid retry budget config: ttl", 53) == 0);
 }
 
+static void test_backpressure(void) {
+    /* A 429 with Retry-After: 7 from C strings, settled on the ticket of
+     * the call that got it: ignored, and the breaker held for 7 s. */
+    const uint64_t sec = 1000000000ull, now = 50 * sec;
+    tw_breaker_config c;
+    CHECK_STATUS(tw_breaker_config_default(&c), TW_STATUS_OK);
+    tw_breaker *b = NULL;
+    CHECK_STATUS(tw_breaker_new(&c, &b), TW_STATUS_OK);
+    tw_assessment a;
+    CHECK_STATUS(tw_http_assess(429, "7", NULL, "1", &a), TW_STATUS_OK);
+    CHECK(a.outcome == TW_OUTCOME_IGNORED && a.hold_ns == 7 * sec);
+    tw_ticket t;
+    CHECK_STATUS(tw_breaker_try_acquire_at(b, now, &t, NULL), TW_STATUS_OK);
+    tw_transition tr = {0};
+    CHECK_STATUS(tw_breaker_settle_at(b, now, t, a.outcome, a.hold_ns, &tr), TW_STATUS_OK);
+    CHECK(tr.changed && tr.from == TW_STATE_CLOSED && tr.to == TW_STATE_OPEN);
+    uint64_t left = 0;
+    CHECK_STATUS(tw_breaker_hold_left_at(b, now + 2 * sec, &left), TW_STATUS_OK);
+    CHECK(left == 5 * sec);
+    tw_rejection r;
+    CHECK_STATUS(tw_breaker_try_acquire_at(b, now + 2 * sec, &t, &r), TW_STATUS_REJECTED);
+    CHECK(r.state == TW_STATE_OPEN && r.retry_after_ns == 5 * sec);
+    /* No wait named: the cool-down. A 503 holds nothing. */
+    CHECK_STATUS(tw_http_assess(418, NULL, NULL, NULL, &a), TW_STATUS_OK);
+    CHECK(a.hold_ns == TW_HOLD_UNSPECIFIED);
+    CHECK_STATUS(tw_http_assess(503, "7", NULL, NULL, &a), TW_STATUS_OK);
+    CHECK(a.outcome == TW_OUTCOME_FAILURE && a.hold_ns == 0);
+    CHECK_STATUS(tw_http_assess(42, NULL, NULL, NULL, &a), TW_STATUS_INVALID_ARGUMENT);
+    CHECK_MESSAGE("tw_http_assess: status = 42, expected an HTTP status from 100 to 999");
+    /* An hour at most. */
+    CHECK_STATUS(tw_breaker_hold_for_at(b, now, UINT64_MAX - 1, &tr), TW_STATUS_OK);
+    CHECK(tr.changed);
+    CHECK_STATUS(tw_breaker_hold_left_at(b, now, &left), TW_STATUS_OK);
+    CHECK(left == 3600 * sec);
+    tw_breaker_free(b);
+}
+
 int main(void) {
     test_strings();
     test_config();
@@ -443,6 +480,7 @@ int main(void) {
     test_rolling_window();
     test_shared_regions();
     test_bulkhead_backoff_budget();
+    test_backpressure();
     if (failures != 0) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
