@@ -208,9 +208,7 @@ fn settling_a_429_records_it_as_ignored_and_holds() {
     let ok = assess(200, [None; 3]).unwrap();
     // SAFETY:
     // - A live handle; the transition pointer may be NULL.
-    assert_eq!(
-        unsafe { tw_breaker_settle_at(b.0, now, t, ok.outcome, ok.hold_ns, null_mut()) },
-        tw_status::Ok
-    );
+    let status = unsafe { tw_breaker_settle_at(b.0, now, t, ok.outcome, ok.hold_ns, null_mut()) };
+    assert_eq!(status, tw_status::Ok);
     assert_eq!(left_at(&b, now), 0);
 }
