@@ -106,6 +106,16 @@ inline bool set(std::error_code &ec, tw_status s) noexcept {
     ec = make_error_code(s);
     return s == TW_STATUS_OK;
 }
+/// A duration as the library's nanoseconds (a negative one is 0).
+inline std::uint64_t to_ns(std::chrono::nanoseconds d) noexcept {
+    return d.count() < 0 ? 0 : static_cast<std::uint64_t>(d.count());
+}
+/// The library's nanoseconds as a duration, saturating at nanoseconds::max().
+inline std::chrono::nanoseconds from_ns(std::uint64_t ns) noexcept {
+    using rep = std::chrono::nanoseconds::rep;
+    const auto max = static_cast<std::uint64_t>(std::chrono::nanoseconds::max().count());
+    return std::chrono::nanoseconds(static_cast<rep>(ns > max ? max : ns));
+}
 }  // namespace detail
 
 /// Breaker settings, starting from tw_breaker_config_default(). Checked when
@@ -141,7 +151,7 @@ public:
 
 private:
     static std::uint64_t ns(std::chrono::nanoseconds d) noexcept {
-        return d.count() < 0 ? 0 : static_cast<std::uint64_t>(d.count());
+        return detail::to_ns(d);
     }
     tw_breaker_config raw_;
 };
@@ -171,12 +181,7 @@ public:
     /// Why the call was refused (meaningful when it was).
     const tw_rejection &rejection() const noexcept { return rejection_; }
     /// Time until a probe may be admitted; nanoseconds::max() when forced open.
-    std::chrono::nanoseconds retry_after() const noexcept {
-        using rep = std::chrono::nanoseconds::rep;
-        const auto max = static_cast<std::uint64_t>(std::chrono::nanoseconds::max().count());
-        return std::chrono::nanoseconds(static_cast<rep>(
-            rejection_.retry_after_ns > max ? max : rejection_.retry_after_ns));
-    }
+    std::chrono::nanoseconds retry_after() const noexcept { return detail::from_ns(rejection_.retry_after_ns); }
 
 protected:
     permit_base() noexcept : ticket_{}, rejection_{} {}
@@ -225,6 +230,17 @@ public:
     tw_transition success() noexcept { return finish(outcome::success); }
     tw_transition failure() noexcept { return finish(outcome::failure); }
     tw_transition ignore() noexcept { return finish(outcome::ignored); }
+    /// Records what http_assess() made of the response (once): its outcome,
+    /// and a hold if the server asked for one (tw_breaker_settle).
+    tw_transition settle(const tw_assessment &a) noexcept {
+        tw_transition t{};
+        if (breaker_ != nullptr) {
+            // Cannot fail: the handle is live, and an outcome that is no
+            // tw_outcome records nothing.
+            tw_breaker_settle(std::exchange(breaker_, nullptr), ticket_, a.outcome, a.hold_ns, &t);
+        }
+        return t;
+    }
 
 private:
     friend class breaker;
@@ -275,6 +291,14 @@ public:
     tw_transition success_at(std::uint64_t now_ns) noexcept { return record_at(outcome::success, now_ns); }
     tw_transition failure_at(std::uint64_t now_ns) noexcept { return record_at(outcome::failure, now_ns); }
     tw_transition ignore() noexcept { return record_at(outcome::ignored, admitted_at_); }
+    /// permit::settle at `now_ns` on the caller's clock.
+    tw_transition settle_at(const tw_assessment &a, std::uint64_t now_ns) noexcept {
+        tw_transition t{};
+        if (breaker_ != nullptr) {
+            tw_breaker_settle_at(std::exchange(breaker_, nullptr), now_ns, ticket_, a.outcome, a.hold_ns, &t);
+        }
+        return t;
+    }
 
     /// The caller's time given to try_acquire_at().
     std::uint64_t admitted_at() const noexcept { return admitted_at_; }
@@ -387,6 +411,31 @@ public:
     tw_transition disable() const noexcept { return manual(tw_breaker_disable); }
     tw_transition reset() const noexcept { return manual(tw_breaker_reset); }
 
+    /// Holds the breaker open for `d` (at most an hour), as a server's
+    /// Retry-After asks (tw_breaker_hold_for); `changed` is false when a
+    /// hold at least as long is in place or an operator's mode rules.
+    tw_transition hold_for(std::chrono::nanoseconds d) const noexcept {
+        tw_transition t{};
+        tw_breaker_hold_for(handle_, detail::to_ns(d), &t);
+        return t;
+    }
+    tw_transition hold_for_at(std::uint64_t now_ns, std::chrono::nanoseconds d) const noexcept {
+        tw_transition t{};
+        tw_breaker_hold_for_at(handle_, now_ns, detail::to_ns(d), &t);
+        return t;
+    }
+    /// The time left on the hold in place; zero when not held.
+    std::chrono::nanoseconds hold_left() const noexcept {
+        std::uint64_t left = 0;
+        tw_breaker_hold_left(handle_, &left);
+        return detail::from_ns(left);
+    }
+    std::chrono::nanoseconds hold_left_at(std::uint64_t now_ns) const noexcept {
+        std::uint64_t left = 0;
+        tw_breaker_hold_left_at(handle_, now_ns, &left);
+        return detail::from_ns(left);
+    }
+
 private:
     breaker() noexcept = default;
 
@@ -424,6 +473,24 @@ private:
     const tw_breaker *handle_ = nullptr;
 };
 
+
+/// What an HTTP response says (tw_http_assess): pass it to
+/// permit::settle(). Header values may be nullptr (absent). Throws
+/// tripwire::error for a status outside 100..999.
+inline tw_assessment http_assess(std::uint16_t status, const char *retry_after = nullptr,
+                                 const char *ratelimit_reset = nullptr,
+                                 const char *x_ratelimit_reset = nullptr) {
+    tw_assessment a{};
+    detail::throw_if_failed(
+        make_error_code(tw_http_assess(status, retry_after, ratelimit_reset, x_ratelimit_reset, &a)));
+    return a;
+}
+inline tw_assessment http_assess(std::uint16_t status, const char *retry_after, const char *ratelimit_reset,
+                                 const char *x_ratelimit_reset, std::error_code &ec) noexcept {
+    tw_assessment a{};
+    ec = make_error_code(tw_http_assess(status, retry_after, ratelimit_reset, x_ratelimit_reset, &a));
+    return a;
+}
 
 /// A cap on calls in flight. Move-only; try_acquire() returns a slot that
 /// frees itself when destroyed.
@@ -513,7 +580,7 @@ public:
     std::chrono::nanoseconds next_delay() noexcept {
         std::uint64_t ns = 0;
         tw_backoff_next_delay(h_, &ns);
-        return std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(ns));
+        return detail::from_ns(ns);
     }
     void reset() noexcept { tw_backoff_reset(h_); }
 

@@ -315,12 +315,47 @@ static void test_bulkhead_backoff_budget() {
     CHECK(budget.try_withdraw());  // the default reserve allows retries at once
 }
 
+static void test_backpressure() {
+    constexpr std::uint64_t t0 = std::uint64_t{1} << 40;
+    tripwire::breaker b{tripwire::config{}};
+    tw_assessment a = tripwire::http_assess(429, "7");
+    CHECK(a.outcome == TW_OUTCOME_IGNORED && a.hold_ns == 7000000000u);
+    {
+        auto p = b.try_acquire_at(t0);
+        CHECK(p.settle_at(a, t0).to == TW_STATE_OPEN && !p);
+    }
+    CHECK(b.hold_left_at(t0 + 2000000000u) == 5s);
+    CHECK(!b.try_acquire_at(t0 + 1).operator bool());
+    CHECK(b.hold_for_at(t0, 9s).changed && b.hold_left_at(t0) == 9s);
+    CHECK(!b.hold_for_at(t0, 1s).changed);
+    CHECK(b.hold_left_at(t0 + 9000000000u) == 0ns);
+    CHECK(b.snapshot().ignored == 1 && b.snapshot().failures == 0);
+    // A success settles like a record.
+    {
+        auto p = b.try_acquire_at(t0 + 9000000000u);
+        CHECK(p && p.is_probe());
+        CHECK(p.settle_at(tripwire::http_assess(200), t0 + 9000000001u).to == TW_STATE_CLOSED);
+    }
+    bool threw = false;
+    try {
+        tripwire::http_assess(1000);
+    } catch (const tripwire::error &e) {
+        threw = e.code() == TW_STATUS_INVALID_ARGUMENT &&
+                std::strcmp(e.what(), "tw_http_assess: status = 1000, expected an HTTP status from 100 to 999") == 0;
+    }
+    CHECK(threw);
+    std::error_code ec;
+    tripwire::http_assess(0, nullptr, nullptr, nullptr, ec);
+    CHECK(ec == TW_STATUS_INVALID_ARGUMENT);
+}
+
 int main() {
     test_errors();
     test_permits();
     test_caller_clock();
     test_shared();
     test_bulkhead_backoff_budget();
+    test_backpressure();
     if (failures != 0) {
         std::fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
