@@ -174,7 +174,19 @@ pub(crate) fn to_core(c: &tw_breaker_config, fn_name: &str) -> Result<BreakerCon
     if let Some(calls) = count {
         b = b.count_window(calls);
     }
-    b.build().map_err(|e| fail(tw_status::InvalidConfig, format_args!("{fn_name}: {e}")))
+    b.build().map_err(|e| fail(tw_status::InvalidConfig, format_args!("{fn_name}: {}", e.renamed(c_field))))
+}
+
+/// The `tw_breaker_config` field a builder method sets: errors name the
+/// field a C caller wrote, with its value in nanoseconds.
+fn c_field(builder_method: &'static str) -> &'static str {
+    match builder_method {
+        "open_timeout" => "open_timeout_ns",
+        "open_timeout_max" => "open_timeout_max_ns",
+        "slow_call" => "slow_call_ns",
+        "window_bucket_width" => "window_bucket_ns",
+        same => same,
+    }
 }
 
 /// Fills `*out` with the default config: 5 consecutive failures trip the

@@ -93,13 +93,31 @@ fn defaults_match_the_core_and_validate() {
 #[test]
 fn bad_configs_name_the_field_its_value_and_the_range() {
     type Breakage = fn(&mut tw_breaker_config);
-    let cases: [(Breakage, &str); 6] = [
+    // Each message names the C field, with durations in nanoseconds.
+    let cases: [(Breakage, &str); 11] = [
         (|c| c.half_open_max = 0, "half_open_max = 0, expected 1 to 10"),
         (|c| c.failure_threshold = 0, "failure_threshold = 0, expected 1 to 65535"),
-        (|c| c.open_timeout_ns = 0, "open_timeout = 0ns, expected 1µs to 604800s"),
+        (|c| c.open_timeout_ns = 0, "open_timeout_ns = 0, expected 1000 to 604800000000000"),
         (|c| c.open_timeout_growth = f64::NAN, "open_timeout_growth = NaN, expected 1 to 1000"),
-        (|c| c.open_timeout_max_ns = 5, "open_timeout_max = 5ns, expected 1µs to 604800s"),
+        (|c| c.open_timeout_max_ns = 5, "open_timeout_max_ns = 5, expected 1000 to 604800000000000"),
+        (
+            |c| c.open_timeout_max_ns = 2_000_000_000,
+            "open_timeout_max_ns = 2000000000, expected at least open_timeout_ns (30000000000)",
+        ),
         (|c| c.count_successes = 2, "count_successes = 2, expected 0 to 1"),
+        (|c| c.window_bucket_ns = 0, "window_bucket_ns = 0, expected 1000000 to 3600000000000"),
+        (
+            |c| {
+                c.slow_call_ns = 0;
+                c.slow_rate = 0.5;
+            },
+            "slow_rate = 0.5, expected slow_call_ns to be set as well",
+        ),
+        (|c| c.slow_call_ns = 1, "slow_call_ns = 1, expected 1000 to 604800000000000"),
+        (
+            |c| c.failure_rate = 2.0,
+            "failure_rate = 2, expected a rate above 0 and at most 1 (0 turns it off)",
+        ),
     ];
     for (break_it, want) in cases {
         let mut c = default_config();

@@ -680,6 +680,69 @@ impl ConfigError {
     pub fn field(&self) -> &'static str {
         self.field
     }
+
+    /// This error as a binding's users read it: every field, the offending
+    /// one and any it is compared with, named through `rename` (a builder
+    /// method's name to, say, a C struct's field), and durations given in
+    /// whole nanoseconds, as a binding whose fields are `*_ns` takes them.
+    ///
+    /// # Examples
+    /// ```
+    /// use core::time::Duration;
+    /// use tripwire::BreakerConfig;
+    ///
+    /// let err = BreakerConfig::builder().open_timeout(Duration::ZERO).build().unwrap_err();
+    /// let c_name = |field: &'static str| if field == "open_timeout" { "open_timeout_ns" } else { field };
+    /// assert_eq!(
+    ///     err.renamed(c_name).to_string(),
+    ///     "invalid breaker config: open_timeout_ns = 0, expected 1000 to 604800000000000"
+    /// );
+    /// ```
+    pub fn renamed(&self, rename: fn(&'static str) -> &'static str) -> impl fmt::Display + '_ {
+        Described { err: self, rename, nanos: true }
+    }
+}
+
+/// A `ConfigError` shown with field names and duration units of a caller's
+/// choosing ([`ConfigError::renamed`]; `Display` uses the builder's).
+struct Described<'a> {
+    err: &'a ConfigError,
+    rename: fn(&'static str) -> &'static str,
+    nanos: bool,
+}
+
+impl Value {
+    fn show(self, f: &mut fmt::Formatter<'_>, nanos: bool) -> fmt::Result {
+        match self {
+            Value::Duration(ns) if nanos => write!(f, "{ns}"),
+            v => write!(f, "{v}"),
+        }
+    }
+}
+
+impl fmt::Display for Described<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (e, name, nanos) = (self.err, self.rename, self.nanos);
+        write!(f, "invalid breaker config: {} = ", name(e.field))?;
+        e.value.show(f, nanos)?;
+        f.write_str(", expected ")?;
+        match e.rule {
+            Rule::Range { min, max, max_inclusive } => {
+                f.write_str(if max_inclusive { "" } else { "at least " })?;
+                min.show(f, nanos)?;
+                f.write_str(if max_inclusive { " to " } else { " and below " })?;
+                max.show(f, nanos)
+            }
+            Rule::AtMost { field, value } | Rule::AtLeast { field, value } => {
+                let bound = if matches!(e.rule, Rule::AtMost { .. }) { "at most" } else { "at least" };
+                write!(f, "{bound} {} (", name(field))?;
+                value.show(f, nanos)?;
+                f.write_str(")")
+            }
+            Rule::Rate => f.write_str("a rate above 0 and at most 1 (0 turns it off)"),
+            Rule::Needs(other) => write!(f, "{} to be set as well", name(other)),
+        }
+    }
 }
 
 /// A config value as an error shows it (also used by the retry configs).
@@ -724,15 +787,7 @@ impl fmt::Display for Value {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid breaker config: {} = {}, expected ", self.field, self.value)?;
-        match self.rule {
-            Rule::Range { min, max, max_inclusive: true } => write!(f, "{min} to {max}"),
-            Rule::Range { min, max, max_inclusive: false } => write!(f, "at least {min} and below {max}"),
-            Rule::AtMost { field, value } => write!(f, "at most {field} ({value})"),
-            Rule::AtLeast { field, value } => write!(f, "at least {field} ({value})"),
-            Rule::Rate => f.write_str("a rate above 0 and at most 1 (0 turns it off)"),
-            Rule::Needs(other) => write!(f, "{other} to be set as well"),
-        }
+        fmt::Display::fmt(&Described { err: self, rename: |field| field, nanos: false }, f)
     }
 }
 

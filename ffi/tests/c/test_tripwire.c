@@ -118,8 +118,8 @@ static void test_config(void) {
     c = config_with_threshold(5, 10000000000ull);
     c.open_timeout_max_ns = 5000000000ull;
     CHECK_STATUS(tw_breaker_new(&c, &b), TW_STATUS_INVALID_CONFIG);
-    CHECK_MESSAGE("tw_breaker_new: invalid breaker config: open_timeout_max = 5s, expected at "
-                  "least open_timeout (10s)");
+    CHECK_MESSAGE("tw_breaker_new: invalid breaker config: open_timeout_max_ns = 5000000000, "
+                  "expected at least open_timeout_ns (10000000000)");
 
     c = config_with_threshold(5, 1000);
     c.open_timeout_jitter = 1.0;

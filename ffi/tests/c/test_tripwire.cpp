@@ -87,7 +87,7 @@ static void test_errors() {
         tripwire::config{}.open_timeout(0ns).validate();
     } catch (const tripwire::error &e) {
         thrown = true;
-        CHECK(std::string(e.what()).find("open_timeout = 0ns") != std::string::npos);
+        CHECK(std::string(e.what()).find("open_timeout_ns = 0, expected 1000 to") != std::string::npos);
     }
     CHECK(thrown);
 
