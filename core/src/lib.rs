@@ -75,6 +75,10 @@
 //!   [`tower::BulkheadLayer`] and [`tower::BulkheadService`];
 //!   [`tower::RetryLayer`] and [`tower::RetryService`] (retries with a
 //!   budget, stopping at a breaker's refusal).
+//! - Fleet (feature `fleet`): [`fleet::Fleet`] shares joined breakers'
+//!   trips, holds and closes with the other hosts of a fleet through Redis,
+//!   in the background, with one probe for the whole fleet under a lease;
+//!   messages signed with HMAC-SHA256.
 //! - Metrics: [`Registry`] of named breakers, exported by
 //!   [`Registry::prometheus`] (text format, written by [`prometheus`]'s
 //!   row writers, which bindings call too) and `Registry::publish_metrics`
