@@ -351,11 +351,17 @@ impl Publisher {
         if let Some(bytes) = state {
             match self.check_stored(&bytes, name, Kind::Opened) {
                 Ok((sender, good_for)) if sender != self.shared.id => {
-                    counters.add(Count::Received);
                     let left = u64::try_from(state_ttl)
                         .map_or(good_for, |ms| good_for.min(Duration::from_millis(ms)));
-                    if apply(|| m.breaker.hold(left)).is_some() {
-                        counters.add(Count::Applied);
+                    // Known already, to the millisecond Redis rounds to? (The
+                    // keys are read at the join and again once subscribed.)
+                    let known =
+                        m.breaker.open_left().is_some_and(|(l, _)| l + Duration::from_millis(1) >= left);
+                    if !known {
+                        counters.add(Count::Received);
+                        if apply(|| m.breaker.hold(left)).is_some() {
+                            counters.add(Count::Applied);
+                        }
                     }
                 }
                 Ok(_) => {}
