@@ -182,6 +182,15 @@ impl Counters {
         cell.store(u64::from(up), Ordering::Relaxed);
     }
 
+    pub(crate) fn is_up(&self, conn: Conn) -> bool {
+        let cell = match conn {
+            Conn::Publisher => &self.publisher_up,
+            Conn::Subscriber => &self.subscriber_up,
+        };
+        // Relaxed: see the module's Orderings.
+        cell.load(Ordering::Relaxed) != 0
+    }
+
     pub(crate) fn snapshot(&self) -> FleetSnapshot {
         // Relaxed: see the module's Orderings.
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);

@@ -46,8 +46,11 @@ struct Track {
 }
 
 impl Track {
-    fn new(m: &Member) -> Self {
-        Self { published: m.joined_at, resync: true, asked: None, won: None }
+    /// A breaker seen for the first time. Its keys are read now if the
+    /// subscriber is up; if not, they will be once it is (every breaker's
+    /// are, then), and reading them twice would count twice.
+    fn new(m: &Member, subscribed: bool) -> Self {
+        Self { published: m.joined_at, resync: subscribed, asked: None, won: None }
     }
 }
 
@@ -87,9 +90,11 @@ impl Publisher {
     /// One round over every joined breaker; returns how long to sleep.
     fn turn(&mut self) -> Duration {
         let now = Instant::now();
-        let mut resync_all = self.shared.take_resync();
+        // The subscriber asks for a resync once subscribed; a breaker keeps
+        // the request until this thread is connected to carry it out.
+        let resync_all = self.shared.take_resync();
         if self.conn.is_none() && now >= self.retry_at {
-            resync_all |= self.connect(now);
+            self.connect(now);
         }
         let mut wake = now + IDLE;
         if self.conn.is_none() {
@@ -97,7 +102,8 @@ impl Publisher {
         }
         for m in self.shared.members() {
             let name = m.breaker.name();
-            let mut track = self.tracks.remove(name).unwrap_or_else(|| Track::new(&m));
+            let subscribed = self.shared.counters.is_up(Conn::Subscriber);
+            let mut track = self.tracks.remove(name).unwrap_or_else(|| Track::new(&m, subscribed));
             track.resync |= resync_all;
             match self.step(&m, &mut track) {
                 Ok(Some(at)) => wake = wake.min(at),
@@ -109,8 +115,8 @@ impl Publisher {
         wake.saturating_duration_since(Instant::now())
     }
 
-    /// Tries to connect; returns whether it did.
-    fn connect(&mut self, now: Instant) -> bool {
+    /// Tries to connect.
+    fn connect(&mut self, now: Instant) {
         let counters = &self.shared.counters;
         match connect::open(&self.shared.client, &self.shared.config) {
             Ok(c) => {
@@ -125,12 +131,8 @@ impl Publisher {
                 for m in self.shared.members() {
                     m.signal.mark_dirty();
                 }
-                true
             }
-            Err(_) => {
-                self.retry_at = now + self.backoff.next_delay();
-                false
-            }
+            Err(_) => self.retry_at = now + self.backoff.next_delay(),
         }
     }
 
