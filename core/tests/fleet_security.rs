@@ -28,8 +28,7 @@ fn now_ms() -> u64 {
 /// A message as the documented layout has it, signed with `key` over the
 /// namespace and the bytes.
 fn message(
-    key: &[u8],
-    ns: &str,
+    (key, ns): (&[u8], &str),
     kind: u8,
     sender: u64,
     seq: u64,
@@ -95,8 +94,7 @@ fn garbage_forged_unsigned_altered_replayed_stale_and_future_messages_are_droppe
         publish(garbage);
     }
     publish(&message(
-        b"not the fleet's key, 32 bytes!!!",
-        &ns,
+        (b"not the fleet's key, 32 bytes!!!", &ns),
         OPENED,
         sender,
         1,
@@ -104,14 +102,14 @@ fn garbage_forged_unsigned_altered_replayed_stale_and_future_messages_are_droppe
         wait,
         "exchange",
     ));
-    let mut unsigned = message(KEY, &ns, OPENED, sender, 1, now_ms(), wait, "exchange");
+    let mut unsigned = message((KEY, &ns), OPENED, sender, 1, now_ms(), wait, "exchange");
     let tag_at = unsigned.len() - 32;
     unsigned[tag_at..].fill(0);
     publish(&unsigned);
-    let mut other_ns = message(KEY, "another-fleet", OPENED, sender, 1, now_ms(), wait, "exchange");
+    let mut other_ns = message((KEY, "another-fleet"), OPENED, sender, 1, now_ms(), wait, "exchange");
     publish(&other_ns);
     // The wait stretched from 10 s to a day, the tag left as it was.
-    other_ns = message(KEY, &ns, OPENED, sender, 1, now_ms(), wait, "exchange");
+    other_ns = message((KEY, &ns), OPENED, sender, 1, now_ms(), wait, "exchange");
     other_ns[28..36].copy_from_slice(&86_400_000_000u64.to_be_bytes());
     publish(&other_ns);
     let s = settle(&fleet, 8);
@@ -119,22 +117,22 @@ fn garbage_forged_unsigned_altered_replayed_stale_and_future_messages_are_droppe
     assert_eq!((s.received, s.applied, b.state()), (0, 0, State::Closed));
 
     // A genuine message is taken once; its replay is not.
-    let genuine = message(KEY, &ns, OPENED, sender, 1, now_ms(), wait, "exchange");
+    let genuine = message((KEY, &ns), OPENED, sender, 1, now_ms(), wait, "exchange");
     publish(&genuine);
     settle(&fleet, 9);
     assert_eq!((fleet.snapshot().applied, b.state()), (1, State::Open));
     b.reset();
     publish(&genuine);
-    publish(&message(KEY, &ns, OPENED, sender, 2, now_ms() - 60_000, wait, "exchange"));
-    publish(&message(KEY, &ns, OPENED, sender, 3, now_ms() + 60_000, wait, "exchange"));
-    publish(&message(KEY, &ns, OPENED, sender, 4, u64::MAX, Duration::MAX, "exchange"));
-    publish(&message(KEY, &ns, OPENED, sender, 5, 0, wait, "exchange"));
+    publish(&message((KEY, &ns), OPENED, sender, 2, now_ms() - 60_000, wait, "exchange"));
+    publish(&message((KEY, &ns), OPENED, sender, 3, now_ms() + 60_000, wait, "exchange"));
+    publish(&message((KEY, &ns), OPENED, sender, 4, u64::MAX, Duration::MAX, "exchange"));
+    publish(&message((KEY, &ns), OPENED, sender, 5, 0, wait, "exchange"));
     let s = settle(&fleet, 14);
     assert_eq!(s.rejected(RejectReason::Replayed), 1, "{s:?}");
     assert_eq!((s.rejected(RejectReason::Stale), s.rejected(RejectReason::Future)), (2, 2), "{s:?}");
     assert_eq!((s.received, s.applied, b.state()), (1, 1, State::Closed));
     // Behind the sender's last number, though fresh: a replay too.
-    publish(&message(KEY, &ns, OPENED, sender, 1, now_ms(), wait, "exchange"));
+    publish(&message((KEY, &ns), OPENED, sender, 1, now_ms(), wait, "exchange"));
     let s = settle(&fleet, 15);
     assert_eq!((s.rejected(RejectReason::Replayed), b.state()), (2, State::Closed));
     assert!(b.try_acquire().is_ok());
@@ -149,7 +147,7 @@ fn forged_state_keys_and_leases_hold_no_breaker() {
         (format!("tripwire:fleet:{ns}:state:exchange"), format!("tripwire:fleet:{ns}:lease:exchange"));
     // A stale opened message (a genuine one, an hour old) kept for a minute;
     // and a lease no host of the fleet wrote.
-    let stale = message(KEY, &ns, OPENED, 7, 1, now_ms() - 3_600_000, Duration::from_secs(10), "exchange");
+    let stale = message((KEY, &ns), OPENED, 7, 1, now_ms() - 3_600_000, Duration::from_secs(10), "exchange");
     let _: () = raw.pset_ex(&state_key, stale, 60_000).unwrap();
     let _: () = raw.pset_ex(&lease_key, b"mine, all mine", 60_000).unwrap();
     let b = breaker(Duration::from_millis(200));
@@ -172,7 +170,7 @@ fn forged_state_keys_and_leases_hold_no_breaker() {
 
     // A lease signed for another breaker's key is no lease for this one.
     b.reset();
-    let moved = message(KEY, &ns, 4, 7, 1, now_ms(), Duration::from_secs(60), "another");
+    let moved = message((KEY, &ns), 4, 7, 1, now_ms(), Duration::from_secs(60), "another");
     let _: () = raw.pset_ex(&lease_key, moved, 60_000).unwrap();
     let t = b.try_acquire().unwrap();
     b.record(t, Outcome::Failure);

@@ -45,6 +45,9 @@ pub(crate) fn run(shared: Arc<Shared>) {
             connected_once = true;
             let subscribed = listen(&shared, &mut conn, &mut guard, &mut backoff);
             shared.counters.set_up(Conn::Subscriber, false);
+            // The server may be gone for the publisher too: it checks sooner
+            // while this connection is down.
+            shared.wake_publisher();
             if subscribed.is_ok() {
                 // Stopped.
                 return;

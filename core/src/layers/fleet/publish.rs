@@ -68,6 +68,8 @@ struct Publisher {
     conn: Option<Connection>,
     backoff: Backoff,
     retry_at: Instant,
+    /// When the connection last carried a command.
+    used_at: Instant,
     connected_once: bool,
     seq: u64,
     tracks: HashMap<Box<str>, Track>,
@@ -81,6 +83,7 @@ impl Publisher {
             conn: None,
             backoff,
             retry_at: Instant::now(),
+            used_at: Instant::now(),
             connected_once: false,
             seq: 0,
             tracks: HashMap::new(),
@@ -95,6 +98,8 @@ impl Publisher {
         let resync_all = self.shared.take_resync();
         if self.conn.is_none() && now >= self.retry_at {
             self.connect(now);
+        } else if self.conn.is_some() && self.quiet(now) && self.ping().is_err() {
+            self.lost();
         }
         let mut wake = now + IDLE;
         if self.conn.is_none() {
@@ -113,6 +118,18 @@ impl Publisher {
             self.tracks.insert(Box::from(name), track);
         }
         wake.saturating_duration_since(Instant::now())
+    }
+
+    /// Whether the connection has gone long enough without a command to be
+    /// pinged: a second, or a tenth of one while the subscriber is down
+    /// (the server may be gone for both).
+    fn quiet(&self, now: Instant) -> bool {
+        let every = if self.shared.counters.is_up(Conn::Subscriber) { IDLE } else { IDLE / 10 };
+        now.saturating_duration_since(self.used_at) >= every
+    }
+
+    fn ping(&mut self) -> RedisResult<()> {
+        redis::cmd("PING").exec(self.conn()?)
     }
 
     /// Tries to connect.
@@ -378,7 +395,9 @@ impl Publisher {
         Ok(())
     }
 
+    /// The connection, for a command about to be sent.
     fn conn(&mut self) -> RedisResult<&mut Connection> {
+        self.used_at = Instant::now();
         self.conn.as_mut().ok_or_else(|| redis::RedisError::from((redis::ErrorKind::Io, "not connected")))
     }
 
