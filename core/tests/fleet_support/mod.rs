@@ -54,8 +54,13 @@ pub struct PrivateRedis {
 impl PrivateRedis {
     /// Starts one with these extra config arguments (e.g. `--requirepass`).
     pub fn start(args: &[&str]) -> Self {
-        let mut r =
-            Self { port: free_port(), args: args.iter().map(|s| s.to_string()).collect(), child: None };
+        Self::start_on(free_port(), args)
+    }
+
+    /// Starts one that listens on `port` (for arguments that move the
+    /// port, as TLS's do).
+    pub fn start_on(port: u16, args: &[&str]) -> Self {
+        let mut r = Self { port, args: args.iter().map(|s| s.to_string()).collect(), child: None };
         r.restart();
         r
     }
