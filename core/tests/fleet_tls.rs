@@ -104,7 +104,7 @@ fn the_link_runs_over_tls_and_refuses_an_unknown_root() {
     let config =
         BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_secs(2)).build().unwrap();
     let (a, b) = (
-        Arc::new(NamedBreaker::new("exchange", config.clone())),
+        Arc::new(NamedBreaker::new("exchange", config)),
         Arc::new(NamedBreaker::new("exchange", config)),
     );
     let hosts: Vec<Fleet> = [&a, &b]
