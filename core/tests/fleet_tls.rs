@@ -103,10 +103,8 @@ fn the_link_runs_over_tls_and_refuses_an_unknown_root() {
     let ns = namespace("tls");
     let config =
         BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_secs(2)).build().unwrap();
-    let (a, b) = (
-        Arc::new(NamedBreaker::new("exchange", config)),
-        Arc::new(NamedBreaker::new("exchange", config)),
-    );
+    let (a, b) =
+        (Arc::new(NamedBreaker::new("exchange", config)), Arc::new(NamedBreaker::new("exchange", config)));
     let hosts: Vec<Fleet> = [&a, &b]
         .iter()
         .map(|br| {
