@@ -207,3 +207,31 @@ fn a_name_joins_once_and_fits_a_message() {
     assert!(fleet.join(&long).is_err());
     assert!(Fleet::new(FleetConfig::builder("http://nowhere", "names", *KEY).build().unwrap()).is_err());
 }
+
+#[test]
+fn a_core_breaker_without_listeners_joins_by_name_and_is_looked_at() {
+    let Some(url) = redis_url("a_core_breaker_without_listeners_joins_by_name_and_is_looked_at") else {
+        return;
+    };
+    let ns = namespace("core");
+    let config =
+        BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_secs(2)).build().unwrap();
+    let core = Arc::new(tripwire::Breaker::new(config));
+    let fc = Fleet::new(FleetConfig::builder(&url, &ns, *KEY).build().unwrap()).unwrap();
+    fc.join_core("exchange", core.clone(), tripwire::MonotonicClock).unwrap();
+    assert!(fc.join_core("exchange", core.clone(), tripwire::MonotonicClock).is_err());
+    assert!(fc.wait_linked(Duration::from_secs(5)));
+    let named = breaker(Duration::from_secs(2));
+    let fnamed = host(FleetConfig::builder(&url, &ns, *KEY), &named);
+    // Its trip goes out though no listener hears it.
+    let clock = tripwire::MonotonicClock;
+    let t = core.try_acquire(&clock).unwrap();
+    core.record(t, Outcome::Failure, &clock);
+    wait_for(Duration::from_secs(2), || named.state() == State::Open).expect("the named breaker heard");
+    assert_eq!(fc.snapshot().sent, 1);
+    // The fleet's close comes back in, and is not echoed.
+    named.reset();
+    wait_for(Duration::from_secs(2), || core.state() == State::Closed).expect("the core breaker closed");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!((fc.snapshot().sent, fnamed.snapshot().received), (1, 1));
+}

@@ -17,7 +17,7 @@ use crate::sync::{AtomicU32, Ordering};
 use super::config::{FleetConfig, FleetError, check_name};
 use super::counters::{Counters, FleetSnapshot, LinkState};
 use super::keys::Keys;
-use super::member::{Joined, Member, Signal};
+use super::member::{AsBreaker, Core, Joined, Member, Signal};
 use super::sign::Signer;
 use super::{connect, listen, publish};
 
@@ -159,25 +159,53 @@ impl Fleet {
         &self,
         breaker: &Arc<NamedBreaker<C>>,
     ) -> Result<(), FleetError> {
-        let name = breaker.name();
+        self.add(breaker.name(), false, |signal| {
+            // Listening first, then the generation: a transition racing
+            // the join is taken as the state it joined with, unpublished.
+            breaker.listen(signal);
+            (breaker.clone(), breaker.breaker().generation())
+        })
+    }
+
+    /// Joins a core [`Breaker`](crate::Breaker) kept in a handle of its
+    /// owner's (as the Python and C bindings keep theirs) under `name`,
+    /// read on `clock` (the clock its callers pass; it must be the host's
+    /// monotonic time, or advance as fast). As [`join`](Self::join), but with
+    /// no listeners to hear its transitions, the link looks at it every
+    /// 5 ms instead: its news leaves up to that much later. The fleet's
+    /// states put into it reach none of its owner's listeners.
+    pub fn join_core<H: AsBreaker, C: Clock + Send + Sync + 'static>(
+        &self,
+        name: &str,
+        breaker: Arc<H>,
+        clock: C,
+    ) -> Result<(), FleetError> {
+        self.add(name, true, |_| {
+            let joined_at = breaker.as_breaker().generation();
+            (Arc::new(Core { name: Box::from(name), handle: breaker, clock }), joined_at)
+        })
+    }
+
+    /// Adds a member under `name`, once the name is known to be free:
+    /// `make` returns it (given its signal) and the generation it joins with.
+    fn add(
+        &self,
+        name: &str,
+        polled: bool,
+        make: impl FnOnce(Arc<Signal>) -> (Arc<dyn Joined>, u32),
+    ) -> Result<(), FleetError> {
         check_name(name)?;
         let mut members = self.shared.members.write().unwrap_or_else(PoisonError::into_inner);
         if members.contains_key(name) {
-            return Err(FleetError::Join {
-                name: String::from(name),
-                reason: "a breaker of that name joined already",
-            });
+            let reason = "a breaker of that name joined already";
+            return Err(FleetError::Join { name: String::from(name), reason });
         }
         let Some(publisher) = self.shared.publisher.get() else {
             unreachable!("set before the handle is returned")
         };
         let signal = Arc::new(Signal::new(publisher.clone()));
-        // A transition racing the join is taken as the state it joined
-        // with, unpublished.
-        breaker.listen(signal.clone());
-        let joined_at = breaker.breaker().generation();
-        let joined: Arc<dyn Joined> = breaker.clone();
-        members.insert(Box::from(name), Arc::new(Member { breaker: joined, signal, joined_at }));
+        let (breaker, joined_at) = make(signal.clone());
+        members.insert(Box::from(name), Arc::new(Member { breaker, signal, joined_at, polled }));
         drop(members);
         self.shared.wake_publisher();
         Ok(())

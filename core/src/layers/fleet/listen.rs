@@ -23,7 +23,6 @@ use crate::retry::backoff::Backoff;
 use super::connect;
 use super::counters::{Conn, Count, RejectReason};
 use super::handle::Shared;
-use super::member::apply;
 use super::message::{self, Kind};
 use super::publish::reconnect_backoff;
 use super::replay::{self, ReplayGuard, Unfresh};
@@ -130,12 +129,12 @@ pub(crate) fn receive(shared: &Shared, guard: &mut ReplayGuard, payload: &[u8]) 
     }
     counters.add(Count::Received);
     let Some(m) = shared.member(msg.name) else { return };
-    let changed = apply(|| match msg.kind {
-        Kind::Opened | Kind::Held => m.breaker.hold(msg.wait()),
-        Kind::Closed => m.breaker.close(),
+    let changed = match msg.kind {
+        Kind::Opened | Kind::Held => m.apply_hold(msg.wait()),
+        Kind::Closed => m.apply_close(),
         // Leases live in keys; one on the channel says nothing.
         Kind::Lease => None,
-    });
+    };
     if changed.is_some() {
         counters.add(Count::Applied);
         // A new wait, whose lease is to be asked for in time.

@@ -26,6 +26,9 @@ use core::time::Duration;
 use std::sync::Arc;
 use std::thread::Thread;
 
+use std::boxed::Box;
+
+use crate::breaker::Breaker;
 use crate::breaker::state::State;
 use crate::breaker::ticket::Transition;
 use crate::clock::Clock;
@@ -101,6 +104,60 @@ impl<C: Clock + Send + Sync + 'static> Joined for NamedBreaker<C> {
     }
 }
 
+/// A core [`Breaker`] kept in a handle of its owner's, as bindings keep
+/// theirs (in this process's memory, or in a shared mapping): what
+/// [`Fleet::join_core`](super::Fleet::join_core) takes.
+pub trait AsBreaker: Send + Sync + 'static {
+    /// The breaker.
+    fn as_breaker(&self) -> &Breaker;
+}
+
+impl AsBreaker for Breaker {
+    fn as_breaker(&self) -> &Breaker {
+        self
+    }
+}
+
+/// A core breaker joined by name, read on `clock`. It has no listeners: the
+/// publisher looks at its generation on every turn instead (see
+/// `publish::POLL`).
+pub(crate) struct Core<H, C> {
+    pub(crate) name: Box<str>,
+    pub(crate) handle: Arc<H>,
+    pub(crate) clock: C,
+}
+
+impl<H: AsBreaker, C: Clock + Send + Sync + 'static> Joined for Core<H, C> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn generation(&self) -> u32 {
+        self.handle.as_breaker().generation()
+    }
+
+    fn state(&self) -> State {
+        self.handle.as_breaker().state()
+    }
+
+    fn open_left(&self) -> Option<(Duration, bool)> {
+        self.handle.as_breaker().open_left(&self.clock)
+    }
+
+    fn hold(&self, d: Duration) -> Option<Transition> {
+        self.handle.as_breaker().open_for(d, &self.clock)
+    }
+
+    fn close(&self) -> Option<Transition> {
+        // As for a named breaker: an operator's state entered in the same
+        // instant may be closed.
+        let b = self.handle.as_breaker();
+        matches!(b.state(), State::Open | State::HalfOpen).then(|| b.reset())
+    }
+
+    fn listen(&self, _: Arc<Signal>) {}
+}
+
 /// The flags a joined breaker's listener sets for the publisher.
 #[derive(Debug)]
 pub(crate) struct Signal {
@@ -142,6 +199,12 @@ impl Signal {
         self.dirty.store(1, Ordering::Release);
     }
 
+    /// Records that the link itself made `generation`.
+    fn set_applied(&self, generation: u32) {
+        // Relaxed: see the module's Orderings.
+        self.applied.store(u64::from(generation) + 1, Ordering::Relaxed);
+    }
+
     /// Whether the link itself made `generation`.
     pub(crate) fn applied(&self, generation: u32) -> bool {
         // Relaxed: see the module's Orderings.
@@ -155,6 +218,25 @@ pub(crate) struct Member {
     pub(crate) signal: Arc<Signal>,
     /// The generation it had when it joined: not news to the fleet.
     pub(crate) joined_at: u32,
+    /// Whether it has no listener and is looked at on every turn instead.
+    pub(crate) polled: bool,
+}
+
+impl Member {
+    /// Holds it open for `d` as the link: the transition is the fleet's,
+    /// not news to publish.
+    pub(crate) fn apply_hold(&self, d: Duration) -> Option<Transition> {
+        let t = apply(|| self.breaker.hold(d))?;
+        self.signal.set_applied(t.generation);
+        Some(t)
+    }
+
+    /// Closes it (if Open or Half-Open) as the link.
+    pub(crate) fn apply_close(&self) -> Option<Transition> {
+        let t = apply(|| self.breaker.close())?;
+        self.signal.set_applied(t.generation);
+        Some(t)
+    }
 }
 
 impl core::fmt::Debug for Member {

@@ -53,4 +53,5 @@ mod sign;
 pub use config::{FleetConfig, FleetConfigBuilder, FleetError, MAX_NAMESPACE};
 pub use counters::{FleetSnapshot, LinkState, RejectReason};
 pub use handle::Fleet;
+pub use member::AsBreaker;
 pub use sign::MIN_KEY_LEN;

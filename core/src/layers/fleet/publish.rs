@@ -24,13 +24,18 @@ use super::connect;
 use super::counters::{Conn, Count, RejectReason};
 use super::handle::Shared;
 use super::lease::{self, ACQUIRE, RELEASE};
-use super::member::{Member, apply};
+use super::member::Member;
 use super::message::{self, Kind};
 use super::replay::{self, Unfresh};
 
 /// The longest sleep: lease deadlines and new members are looked at once a
 /// second at least.
 const IDLE: Duration = Duration::from_secs(1);
+
+/// The longest sleep while a breaker without listeners is joined
+/// ([`Fleet::join_core`](super::Fleet::join_core)): how late its
+/// transitions may be seen, on top of the link's own latency.
+pub(crate) const POLL: Duration = Duration::from_millis(5);
 
 /// What the publisher remembers of one joined breaker.
 #[derive(Debug)]
@@ -43,6 +48,8 @@ struct Track {
     asked: Option<u32>,
     /// The lease this host holds: the generation it was won in, and its value.
     won: Option<(u32, Vec<u8>)>,
+    /// The generation counted as dropped while unlinked, counted once.
+    dropped: Option<u32>,
 }
 
 impl Track {
@@ -50,7 +57,7 @@ impl Track {
     /// subscriber is up; if not, they will be once it is (every breaker's
     /// are, then), and reading them twice would count twice.
     fn new(m: &Member, subscribed: bool) -> Self {
-        Self { published: m.joined_at, resync: subscribed, asked: None, won: None }
+        Self { published: m.joined_at, resync: subscribed, asked: None, won: None, dropped: None }
     }
 }
 
@@ -106,6 +113,9 @@ impl Publisher {
             wake = wake.min(self.retry_at);
         }
         for m in self.shared.members() {
+            if m.polled {
+                wake = wake.min(now + POLL);
+            }
             let name = m.breaker.name();
             let subscribed = self.shared.counters.is_up(Conn::Subscriber);
             let mut track = self.tracks.remove(name).unwrap_or_else(|| Track::new(&m, subscribed));
@@ -164,10 +174,15 @@ impl Publisher {
     /// Resync, publication and lease for one breaker; returns when it
     /// next needs a turn, if at a set time.
     fn step(&mut self, m: &Member, t: &mut Track) -> RedisResult<Option<Instant>> {
+        // A transition flagged by a listener, or, without one, any turn.
+        let looked_at = m.signal.take_dirty() || m.polled;
         if self.conn.is_none() {
-            if m.signal.take_dirty() && self.news(m, t).is_some() {
+            if let Some((.., generation)) = self.news(m, t).filter(|_| looked_at)
+                && t.dropped != Some(generation)
+            {
                 // Published when the link is back (connecting marks every
                 // breaker dirty).
+                t.dropped = Some(generation);
                 self.shared.counters.add(Count::Dropped);
             }
             return Ok(None);
@@ -176,7 +191,7 @@ impl Publisher {
             self.resync(m)?;
             t.resync = false;
         }
-        if m.signal.take_dirty() {
+        if looked_at || m.signal.take_dirty() {
             self.publish(m, t).inspect_err(|_| self.shared.counters.add(Count::Dropped))?;
         }
         self.lease(m, t)
@@ -316,7 +331,7 @@ impl Publisher {
         let cfg = &self.shared.config;
         let hold = lease::loser_hold(ttl.min(msg.1), cfg.lease_lead, cfg.probe_timeout);
         counters.add(Count::LeaseLost);
-        if apply(|| m.breaker.hold(hold)).is_some() {
+        if m.apply_hold(hold).is_some() {
             counters.add(Count::Applied);
         }
     }
@@ -378,7 +393,7 @@ impl Publisher {
                         m.breaker.open_left().is_some_and(|(l, _)| l + Duration::from_millis(1) >= left);
                     if !known {
                         counters.add(Count::Received);
-                        if apply(|| m.breaker.hold(left)).is_some() {
+                        if m.apply_hold(left).is_some() {
                             counters.add(Count::Applied);
                         }
                     }
