@@ -931,7 +931,7 @@ enum tw_status tw_fleet_join(const struct tw_fleet *fleet, const char *name, con
  * # Safety
  * `fleet` is NULL or a live handle; `out` is NULL or writable.
  */
-enum tw_status tw_fleet_stats(const struct tw_fleet *fleet, struct tw_fleet_stats *out);
+enum tw_status tw_fleet_snapshot(const struct tw_fleet *fleet, struct tw_fleet_stats *out);
 
 /**
  * Stops the link's threads (within its I/O timeout) and frees the fleet;

@@ -233,8 +233,8 @@ pub unsafe extern "C" fn tw_fleet_join(
 /// # Safety
 /// `fleet` is NULL or a live handle; `out` is NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn tw_fleet_stats(fleet: *const tw_fleet, out: *mut tw_fleet_stats) -> tw_status {
-    const F: &str = "tw_fleet_stats";
+pub unsafe extern "C" fn tw_fleet_snapshot(fleet: *const tw_fleet, out: *mut tw_fleet_stats) -> tw_status {
+    const F: &str = "tw_fleet_snapshot";
     ffi_body!(F; {
         let (fleet, out) = (arg!(F, fleet), arg!(F, out));
         // SAFETY: non-null (checked) and live (the caller's guarantee).

@@ -77,7 +77,9 @@ pub use config::{
     tw_breaker_config, tw_breaker_config_default, tw_breaker_config_validate, tw_breaker_get_config,
     tw_window_kind,
 };
-pub use fleet::{tw_fleet, tw_fleet_free, tw_fleet_join, tw_fleet_new, tw_fleet_options, tw_fleet_stats};
+pub use fleet::{
+    tw_fleet, tw_fleet_free, tw_fleet_join, tw_fleet_new, tw_fleet_options, tw_fleet_snapshot, tw_fleet_stats,
+};
 pub use retry::{
     tw_backoff, tw_backoff_config, tw_backoff_config_default, tw_backoff_free, tw_backoff_new,
     tw_backoff_next_delay, tw_backoff_reset, tw_jitter, tw_retry_budget, tw_retry_budget_available_at,

@@ -45,7 +45,7 @@ fn breaker() -> *mut tw_breaker {
 fn stats(f: *const tw_fleet) -> tw_fleet_stats {
     let mut s = tw_fleet_stats::default();
     // SAFETY: a live handle and a writable struct.
-    assert_eq!(unsafe { tw_fleet_stats(f, &mut s) }, tw_status::Ok);
+    assert_eq!(unsafe { tw_fleet_snapshot(f, &mut s) }, tw_status::Ok);
     s
 }
 
@@ -85,7 +85,7 @@ fn bad_arguments_are_statuses_with_messages() {
         assert!(last_error().contains("joined already"), "{}", last_error());
         assert_eq!(tw_fleet_join(f, c"".as_ptr(), b), tw_status::InvalidArgument);
         assert_eq!(tw_fleet_join(f, null(), b), tw_status::NullArgument);
-        assert_eq!(tw_fleet_stats(f, null_mut()), tw_status::NullArgument);
+        assert_eq!(tw_fleet_snapshot(f, null_mut()), tw_status::NullArgument);
         assert_eq!(stats(f).publisher_up, 0);
         tw_fleet_free(f);
         tw_fleet_free(null_mut());
