@@ -112,21 +112,27 @@ impl Publisher {
         if self.conn.is_none() {
             wake = wake.min(self.retry_at);
         }
+        // Out of `self` while `step` borrows it; a name is allocated once,
+        // when its breaker is first seen.
+        let mut tracks = core::mem::take(&mut self.tracks);
         for m in self.shared.members() {
             if m.polled {
                 wake = wake.min(now + POLL);
             }
             let name = m.breaker.name();
-            let subscribed = self.shared.counters.is_up(Conn::Subscriber);
-            let mut track = self.tracks.remove(name).unwrap_or_else(|| Track::new(&m, subscribed));
+            if !tracks.contains_key(name) {
+                let subscribed = self.shared.counters.is_up(Conn::Subscriber);
+                tracks.insert(Box::from(name), Track::new(&m, subscribed));
+            }
+            let Some(track) = tracks.get_mut(name) else { continue };
             track.resync |= resync_all;
-            match self.step(&m, &mut track) {
+            match self.step(&m, track) {
                 Ok(Some(at)) => wake = wake.min(at),
                 Ok(None) => {}
                 Err(_) => self.lost(),
             }
-            self.tracks.insert(Box::from(name), track);
         }
+        self.tracks = tracks;
         wake.saturating_duration_since(Instant::now())
     }
 
