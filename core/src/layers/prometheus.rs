@@ -4,9 +4,9 @@
 //! families, labels and help texts.
 //!
 //! Each `write_*` function takes rows (a name and the counters read from
-//! one breaker, bulkhead or stale cache) and writes one family at a time,
-//! HELP and TYPE lines first, label values escaped. A family with no rows
-//! is left out. The writers allocate nothing; they write into any
+//! one breaker, bulkhead, stale cache or fleet link) and writes one family
+//! at a time, HELP and TYPE lines first, label values escaped. A family
+//! with no rows is left out. The writers allocate nothing; they write into any
 //! [`fmt::Write`], e.g. a `String`.
 //!
 //! # Examples
