@@ -68,6 +68,31 @@ fn a_hold_travels_with_its_length_and_a_close_ends_it_everywhere() {
 }
 
 #[test]
+fn a_hold_from_the_fleet_is_capped_by_the_local_max_hold() {
+    let Some(url) = redis_url("a_hold_from_the_fleet_is_capped_by_the_local_max_hold") else { return };
+    let ns = namespace("cap");
+    let a = breaker(Duration::from_secs(1));
+    // A host that accepts holds of at most 2 s, whatever the others ask.
+    let config = BreakerConfig::builder()
+        .failure_threshold(1)
+        .open_timeout(Duration::from_secs(1))
+        .max_hold(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let b = Arc::new(NamedBreaker::new("exchange", config));
+    let _fa = host(FleetConfig::builder(&url, &ns, *KEY), &a);
+    let fb = host(FleetConfig::builder(&url, &ns, *KEY), &b);
+    a.open_for(Duration::from_secs(60));
+    wait_for(Duration::from_secs(2), || b.state() == State::Open).expect("b held");
+    let left = b.hold_left().expect("a hold");
+    assert!(left > Duration::from_secs(1) && left <= Duration::from_secs(2), "{left:?}");
+    assert_eq!(b.snapshot().capped_holds, 1);
+    assert_eq!(fb.snapshot().applied, 1);
+    // a's own hold is its own: 60 s, under its default cap.
+    assert!(a.hold_left().unwrap() > Duration::from_secs(58));
+}
+
+#[test]
 fn a_late_joiner_learns_an_outage_in_progress_from_the_key() {
     let Some(url) = redis_url("a_late_joiner_learns_an_outage_in_progress_from_the_key") else { return };
     let ns = namespace("late");
