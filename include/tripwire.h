@@ -227,6 +227,13 @@ typedef struct tw_breaker tw_breaker;
 typedef struct tw_bulkhead tw_bulkhead;
 
 /**
+ * A link from this process's breakers to the other hosts of a fleet,
+ * through Redis. Opaque; made by `tw_fleet_new`, freed by `tw_fleet_free`.
+ * Every function taking a `const tw_fleet *` is thread-safe.
+ */
+typedef struct tw_fleet tw_fleet;
+
+/**
  * Retries allowed as a fraction of recent calls, shared by every caller of
  * one dependency. Opaque; made by `tw_retry_budget_new`, freed by
  * `tw_retry_budget_free`. Every function taking a
@@ -462,6 +469,103 @@ typedef struct tw_bulkhead_stats {
      */
     uint32_t peak_in_flight;
 } tw_bulkhead_stats;
+
+/**
+ * Optional settings of `tw_fleet_new`: a zero (or NULL) field keeps the
+ * default.
+ */
+typedef struct tw_fleet_options {
+    /**
+     * The ACL user (NUL-terminated), or NULL.
+     */
+    const char *username;
+    /**
+     * The password (`AUTH`, NUL-terminated), or NULL.
+     */
+    const char *password;
+    /**
+     * How long before a cool-down ends the lease is asked for (default 100 ms).
+     */
+    uint64_t lease_lead_ns;
+    /**
+     * How long a probe may take before another host probes (default 10 s).
+     */
+    uint64_t probe_timeout_ns;
+    /**
+     * How far apart hosts' wall clocks may be (default 5 s).
+     */
+    uint64_t max_skew_ns;
+    /**
+     * How long opening a connection may take (default 500 ms).
+     */
+    uint64_t connect_timeout_ns;
+    /**
+     * How long one command may take (default 500 ms).
+     */
+    uint64_t io_timeout_ns;
+} tw_fleet_options;
+
+/**
+ * A fleet link's counters at one moment.
+ */
+typedef struct tw_fleet_stats {
+    /**
+     * Messages published.
+     */
+    uint64_t sent;
+    /**
+     * Messages from other hosts, checked and taken.
+     */
+    uint64_t received;
+    /**
+     * Messages that could not be published (the link was down).
+     */
+    uint64_t dropped;
+    /**
+     * Received messages refused: not of the format.
+     */
+    uint64_t rejected_malformed;
+    /**
+     * Received messages refused: not signed with the fleet's key.
+     */
+    uint64_t rejected_signature;
+    /**
+     * Received messages refused: sent too long ago.
+     */
+    uint64_t rejected_stale;
+    /**
+     * Received messages refused: sent too far ahead of this host's clock.
+     */
+    uint64_t rejected_future;
+    /**
+     * Received messages refused: taken once already.
+     */
+    uint64_t rejected_replayed;
+    /**
+     * States of the fleet put into a local breaker.
+     */
+    uint64_t applied;
+    /**
+     * Probe leases won.
+     */
+    uint64_t leases_won;
+    /**
+     * Probe leases held by another host when asked for.
+     */
+    uint64_t leases_lost;
+    /**
+     * Connections made again.
+     */
+    uint64_t reconnects;
+    /**
+     * 1 while the publishing connection is up.
+     */
+    uint8_t publisher_up;
+    /**
+     * 1 while the subscribed connection is up.
+     */
+    uint8_t subscriber_up;
+} tw_fleet_stats;
 
 /**
  * What an HTTP response says about the dependency (`tw_http_assess`).
@@ -815,6 +919,61 @@ enum tw_status tw_breaker_config_validate(const struct tw_breaker_config *config
  * writable `tw_breaker_config`.
  */
 enum tw_status tw_breaker_get_config(const struct tw_breaker *breaker, struct tw_breaker_config *out);
+
+/**
+ * Makes a fleet link to the Redis at `url` (`redis://[user:pass@]host:port`)
+ * for the namespace `ns`, signing with the `key_len` bytes at `key` (at
+ * least 16, shared by every host), with `*options` (NULL: defaults), and
+ * writes its handle to `*out`. Connecting happens on the link's threads:
+ * this returns at once, whether Redis is up or not.
+ *
+ * Returns `TW_STATUS_INVALID_ARGUMENT` with a message naming the setting if
+ * one is out of range or the URL does not parse; `*out` is written only on
+ * success. `url`, `ns`, `key` and `out` must not be NULL. Thread-safe.
+ *
+ * # Safety
+ * `url` and `ns` are NULL or NUL-terminated strings; `key` is NULL or
+ * points to `key_len` readable bytes; `options` is NULL or points to a
+ * readable `tw_fleet_options` whose strings are NULL or NUL-terminated;
+ * `out` is NULL or points to a writable `tw_fleet *`.
+ */
+enum tw_status tw_fleet_new(const char *url, const char *ns, const uint8_t *key, size_t key_len, const struct tw_fleet_options *options, struct tw_fleet **out);
+
+/**
+ * Joins `breaker` to the fleet under `name` (1 to 255 bytes, NUL-terminated
+ * UTF-8): its trips, holds and closes go to the other hosts (looked at
+ * every 5 ms), and theirs come into it. The breaker's callers must read
+ * `CLOCK_MONOTONIC` (the plain calls, or `_at` calls with its time).
+ *
+ * The breaker (heap or shared memory) must stay alive until the fleet is
+ * freed: free the fleet first. Returns `TW_STATUS_INVALID_ARGUMENT` if the
+ * name is empty, too long, not UTF-8 or joined already. No pointer may be
+ * NULL. Thread-safe.
+ *
+ * # Safety
+ * `fleet` is NULL or a live handle; `name` is NULL or NUL-terminated;
+ * `breaker` is NULL or a live handle that outlives `fleet`.
+ */
+enum tw_status tw_fleet_join(const struct tw_fleet *fleet, const char *name, const struct tw_breaker *breaker);
+
+/**
+ * Writes the link's counters to `*out`. Neither pointer may be NULL.
+ * Thread-safe.
+ *
+ * # Safety
+ * `fleet` is NULL or a live handle; `out` is NULL or writable.
+ */
+enum tw_status tw_fleet_snapshot(const struct tw_fleet *fleet, struct tw_fleet_stats *out);
+
+/**
+ * Stops the link's threads (within its I/O timeout) and frees the fleet;
+ * the joined breakers go on as plain local breakers. NULL is allowed and
+ * does nothing. No other thread may use the handle meanwhile or after.
+ *
+ * # Safety
+ * `fleet` is NULL or a live handle from `tw_fleet_new`, not used again.
+ */
+void tw_fleet_free(struct tw_fleet *fleet);
 
 /**
  * Classifies an HTTP response by its status and the values of its

@@ -2,6 +2,8 @@
 //! and the error it fails with.
 #![allow(missing_docs, reason = "bench support, not an API")]
 
+pub mod redis;
+
 use core::fmt;
 
 /// The dependency every breaker guards: returns its argument, opaque to the

@@ -83,6 +83,10 @@
 //!   [`tower::TimeoutService`] (per call, on a [`Timer`]). The bounds they ask of the wrapped
 //!   service ([`tower::ServiceError`], [`tower::RetryRequest`]) and the
 //!   consequence of each order of layers are in the [`tower`] module docs.
+//! - Fleet (feature `fleet`): [`fleet::Fleet`] shares joined breakers'
+//!   trips, holds and closes with the other hosts of a fleet through Redis,
+//!   in the background, with one probe for the whole fleet under a lease;
+//!   messages signed with HMAC-SHA256.
 //! - Metrics: [`Registry`] of named breakers, exported by
 //!   [`Registry::prometheus`] (text format, written by [`prometheus`]'s
 //!   row writers, which bindings call too) and `Registry::publish_metrics`

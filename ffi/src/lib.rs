@@ -56,6 +56,7 @@
 mod breaker;
 mod bulkhead;
 mod config;
+mod fleet;
 mod handle;
 mod hold;
 mod retry;
@@ -76,6 +77,9 @@ pub use bulkhead::{
 pub use config::{
     tw_breaker_config, tw_breaker_config_default, tw_breaker_config_validate, tw_breaker_get_config,
     tw_window_kind,
+};
+pub use fleet::{
+    tw_fleet, tw_fleet_free, tw_fleet_join, tw_fleet_new, tw_fleet_options, tw_fleet_snapshot, tw_fleet_stats,
 };
 pub use hold::{
     TW_HOLD_UNSPECIFIED, tw_assessment, tw_breaker_hold_for, tw_breaker_hold_for_at, tw_breaker_hold_left,

@@ -70,6 +70,11 @@ impl Breaker {
         self.core.breaker()
     }
 
+    /// What a fleet joins: the core breaker, its clock and its name.
+    pub(crate) fn joinable(&self, py: Python<'_>) -> (Arc<CoreBreaker>, ClockSource, Py<PyAny>) {
+        (self.core.clone(), self.clock.clone(), self.name.clone_ref(py))
+    }
+
     /// Asks to make a call: a ticket, or `CircuitOpenError`.
     #[inline]
     pub(crate) fn acquire(slf: &Bound<'_, Self>) -> PyResult<tripwire::Ticket> {

@@ -20,6 +20,7 @@
 //! - [`bulkhead::Bulkhead`]: a cap on calls in flight;
 //!   [`bulkhead_wait::BulkheadWait`]: a coroutine's wait for a slot, woken
 //!   by a release.
+//! - [`fleet::Fleet`]: the core's fleet link over Redis, for named breakers.
 //! - [`budget::RetryBudget`], [`backoff::Backoff`]: the core's retry budget
 //!   and backoff; [`retry::RetryPolicy`] and [`retry::RetryRun`]: the
 //!   core's retry loop, whose decisions `tripwire.retry`
@@ -42,6 +43,7 @@ mod clock;
 mod config;
 mod core_breaker;
 mod errors;
+mod fleet;
 mod guarded;
 mod http;
 mod registry;
@@ -70,6 +72,7 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<backoff::Backoff>()?;
     m.add_class::<retry::RetryPolicy>()?;
     m.add_class::<retry::RetryRun>()?;
+    m.add_class::<fleet::Fleet>()?;
     m.add_function(wrap_pyfunction!(registry::prometheus_text, m)?)?;
     m.add_function(wrap_pyfunction!(registry::breaker_names, m)?)?;
     m.add_function(wrap_pyfunction!(args::seconds_or_none, m)?)?;
@@ -98,6 +101,7 @@ mod tests {
             ("RetryBudget", align_of::<budget::RetryBudget>()),
             ("Bulkhead", align_of::<bulkhead::Bulkhead>()),
             ("BulkheadWait", align_of::<bulkhead_wait::BulkheadWait>()),
+            ("Fleet", align_of::<fleet::Fleet>()),
             ("ManualClock", align_of::<clock::ManualClock>()),
             ("Guarded", align_of::<guarded::Guarded>()),
             ("RetryPolicy", align_of::<retry::RetryPolicy>()),

@@ -23,6 +23,7 @@ __all__ = [
     "Breaker",
     "Bulkhead",
     "BulkheadWait",
+    "Fleet",
     "Guarded",
     "ManualClock",
     "RetryBudget",
@@ -292,6 +293,31 @@ class StaleStats:
     def stale(self) -> None: ...
     def refused(self) -> None: ...
     def snapshot(self) -> dict[str, int]: ...
+
+@final
+class Fleet:
+    """A link from this process's named breakers to the other hosts of a fleet, through Redis."""
+
+    def __new__(
+        cls,
+        url: str,
+        namespace: str,
+        key: bytes | str,
+        *,
+        username: str | None = None,
+        password: str | None = None,
+        lease_lead: Seconds | None = None,
+        probe_timeout: Seconds | None = None,
+        max_skew: Seconds | None = None,
+        connect_timeout: Seconds | None = None,
+        io_timeout: Seconds | None = None,
+    ) -> Self: ...
+    def join(self, breaker: Breaker) -> None: ...
+    @property
+    def link_state(self) -> Literal["up", "partial", "down"]: ...
+    def wait_linked(self, timeout: Seconds) -> bool: ...
+    def snapshot(self) -> dict[str, int]: ...
+    def prometheus(self) -> str: ...
 
 @final
 class RetryBudget:

@@ -561,6 +561,23 @@ impl Breaker {
         }
         self.deadlines.left(w, now, &self.config).map(Duration::from_nanos)
     }
+
+    /// The time left until an Open breaker lets its next call through as a
+    /// probe (the end of its cool-down or of its hold), and whether a hold
+    /// sets it; `None` when the breaker is not Open, or its wait has ended.
+    /// Reads what a refusal would say, without counting one. What the fleet
+    /// publishes of a trip and when it asks for a probe lease: unlike
+    /// [`hold_left`](Self::hold_left), it sees a cool-down too.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    pub(crate) fn open_left(&self, clock: &impl Clock) -> Option<(Duration, bool)> {
+        let now = clock.now();
+        // Acquire: as in `try_acquire`, for the deadline read below.
+        let w = Word(self.word.load(Ordering::Acquire));
+        if w.state() != State::Open {
+            return None;
+        }
+        self.deadlines.left(w, now, &self.config).map(|left| (Duration::from_nanos(left), w.held()))
+    }
 }
 
 /// What attaching to a breaker in memory someone else wrote found wrong.
@@ -630,5 +647,34 @@ impl<C: Clock> Clock for KnownTime<'_, C> {
     #[inline]
     fn now(&self) -> u64 {
         self.now.unwrap_or_else(|| self.clock.now())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use core::time::Duration;
+
+    use crate::{Breaker, BreakerConfig, ManualClock, Outcome};
+
+    #[test]
+    fn open_left_sees_cool_downs_and_holds_without_counting_a_refusal() {
+        let clock = ManualClock::new(0);
+        let config = BreakerConfig::builder()
+            .failure_threshold(1)
+            .open_timeout(Duration::from_secs(5))
+            .build()
+            .unwrap();
+        let breaker = Breaker::new(config);
+        assert_eq!(breaker.open_left(&clock), None);
+        let ticket = breaker.try_acquire(&clock).expect("closed");
+        breaker.record(ticket, Outcome::Failure, &clock);
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(breaker.open_left(&clock), Some((Duration::from_secs(4), false)));
+        assert_eq!(breaker.hold_left(&clock), None, "a cool-down is no hold");
+        breaker.open_for(Duration::from_secs(9), &clock);
+        assert_eq!(breaker.open_left(&clock), Some((Duration::from_secs(9), true)));
+        clock.advance(Duration::from_secs(9));
+        assert_eq!(breaker.open_left(&clock), None);
+        assert_eq!(breaker.snapshot().rejected, 0);
     }
 }

@@ -1,13 +1,16 @@
 //! Everything that needs `std`, behind the one `std` gate: the host's
 //! clocks, named breakers and their events, waits for a bulkhead slot,
 //! the retry executors, timeouts, stale fallback, the pipeline, HTTP
-//! assessment, the registry and its exporters, and the `tower` layers.
+//! assessment, the registry and its exporters, the `tower` layers, and
+//! the fleet's link to Redis.
 
 pub(crate) mod assessment;
 pub(crate) mod bulkhead;
 pub(crate) mod clock;
 pub(crate) mod events;
 pub(crate) mod fallback;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "metrics")]
@@ -26,6 +29,8 @@ pub use assessment::Assessment;
 pub use clock::{CoarseClock, MonotonicClock};
 pub use events::StateChange;
 pub use fallback::{Served, StaleCache, StalePolicy, StaleSnapshot, StaleStats};
+#[cfg(feature = "fleet")]
+pub use fleet::{Fleet, FleetConfig};
 pub use named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
 pub use pipeline::{Nesting, Pipeline, PipelineBuilder, PipelineError};
 pub use registry::Registry;

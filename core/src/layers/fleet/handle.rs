@@ -1,0 +1,285 @@
+//! [`Fleet`]: the handle that owns the link's two threads, and what they
+//! share.
+
+use core::time::Duration;
+use std::boxed::Box;
+use std::collections::BTreeMap;
+use std::string::String;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::thread::{JoinHandle, Thread};
+use std::vec::Vec;
+
+use crate::clock::Clock;
+use crate::layers::clock::MonotonicClock;
+use crate::layers::named::NamedBreaker;
+use crate::sync::{AtomicU32, Ordering};
+
+use super::config::{FleetConfig, FleetError, check_name};
+use super::counters::{Counters, FleetSnapshot, LinkState};
+use super::keys::Keys;
+use super::member::{AsBreaker, Core, Joined, Member, Signal};
+use super::sign::Signer;
+use super::{connect, listen, publish};
+
+/// What the handle and the link's threads share.
+///
+/// # Orderings
+/// `stop` and `resync` are flags read by the link's threads in their
+/// loops; each is `Relaxed`, as it carries no data: a thread that sees one
+/// late sees it on its next turn, at most one poll later.
+pub(crate) struct Shared {
+    pub(crate) config: FleetConfig,
+    pub(crate) client: redis::Client,
+    pub(crate) signer: Signer,
+    pub(crate) keys: Keys,
+    /// This host's random id in the fleet's messages.
+    pub(crate) id: u64,
+    pub(crate) counters: Counters,
+    pub(crate) members: RwLock<BTreeMap<Box<str>, Arc<Member>>>,
+    publisher: OnceLock<Thread>,
+    stop: AtomicU32,
+    resync: AtomicU32,
+}
+
+impl Shared {
+    pub(crate) fn stopped(&self) -> bool {
+        // Relaxed: see the type's Orderings.
+        self.stop.load(Ordering::Relaxed) != 0
+    }
+
+    /// Asks the publisher to read every breaker's state and lease keys
+    /// again (the subscriber does, once subscribed: messages may have been
+    /// missed while it was not).
+    pub(crate) fn request_resync(&self) {
+        // Relaxed: see the type's Orderings.
+        self.resync.store(1, Ordering::Relaxed);
+        self.wake_publisher();
+    }
+
+    pub(crate) fn take_resync(&self) -> bool {
+        // Relaxed: see the type's Orderings.
+        self.resync.swap(0, Ordering::Relaxed) != 0
+    }
+
+    pub(crate) fn wake_publisher(&self) {
+        if let Some(t) = self.publisher.get() {
+            t.unpark();
+        }
+    }
+
+    /// The joined breakers, copied out of the lock.
+    pub(crate) fn members(&self) -> Vec<Arc<Member>> {
+        self.members.read().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
+    }
+
+    pub(crate) fn member(&self, name: &str) -> Option<Arc<Member>> {
+        self.members.read().unwrap_or_else(PoisonError::into_inner).get(name).cloned()
+    }
+}
+
+/// A link from this process's breakers to the other hosts of a fleet,
+/// through Redis.
+///
+/// [`join`](Self::join) a [`NamedBreaker`]; from then on its trips, holds
+/// and closes are published to the fleet, and the fleet's put into it.
+/// Two threads own the Redis connections (one publishes and holds leases,
+/// one is subscribed); the breaker's callers never wait for them. Dropping
+/// the handle stops both threads (within the configured I/O timeout) and
+/// leaves the joined breakers as plain local breakers.
+///
+/// # Examples
+/// ```no_run
+/// use std::sync::Arc;
+/// use tripwire::{BreakerConfig, NamedBreaker};
+/// use tripwire::fleet::{Fleet, FleetConfig};
+///
+/// let key = std::env::var("FLEET_KEY")?; // shared by every host, 32 random bytes
+/// let fleet = Fleet::new(FleetConfig::builder("redis://10.0.0.5:6379", "prod", key).build()?)?;
+/// let book = Arc::new(NamedBreaker::new("binance/orderbook", BreakerConfig::default()));
+/// fleet.join(&book)?;
+/// // Guard calls with `book` as always: no call touches Redis.
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Fleet {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl core::fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Fleet")
+            .field("namespace", &self.shared.config.namespace)
+            .field("id", &format_args!("{:016x}", self.shared.id))
+            .field("link", &self.link_state())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Fleet {
+    /// Starts the link's threads. Connecting happens on them: a Redis that
+    /// is down now is retried in the background, and this returns at once.
+    /// Fails only on settings that cannot work (a URL that does not parse).
+    pub fn new(config: FleetConfig) -> Result<Self, FleetError> {
+        let client = connect::client(&config)?;
+        let shared = Arc::new(Shared {
+            signer: Signer::new(&config.key, &config.namespace),
+            keys: Keys::new(&config.namespace),
+            id: random_id(),
+            client,
+            config,
+            counters: Counters::default(),
+            members: RwLock::default(),
+            publisher: OnceLock::new(),
+            stop: AtomicU32::new(0),
+            resync: AtomicU32::new(0),
+        });
+        let spawn = |s: Arc<Shared>, name: &str, run: fn(Arc<Shared>)| {
+            std::thread::Builder::new()
+                .name(String::from(name))
+                .spawn(move || run(s))
+                .map_err(|e| FleetError::Spawn(std::string::ToString::to_string(&e)))
+        };
+        let publisher = spawn(shared.clone(), "tripwire-fleet-pub", publish::run)?;
+        let _ = shared.publisher.set(publisher.thread().clone());
+        let mut fleet = Self { shared: shared.clone(), threads: std::vec![publisher] };
+        // On failure the drop stops the publisher.
+        fleet.threads.push(spawn(shared, "tripwire-fleet-sub", listen::run)?);
+        Ok(fleet)
+    }
+
+    /// Joins `breaker` to the fleet under its name: its trips, holds and
+    /// closes (made through the [`NamedBreaker`]) are published, and the
+    /// fleet's are put into it. Its current state is not news: it is not
+    /// published, and the fleet's current state for the name is read from
+    /// Redis (a late joiner learns of an outage in progress).
+    ///
+    /// Fails if the name is empty or longer than 255 bytes, or already
+    /// joined to this fleet.
+    pub fn join<C: Clock + Send + Sync + 'static>(
+        &self,
+        breaker: &Arc<NamedBreaker<C>>,
+    ) -> Result<(), FleetError> {
+        self.add(breaker.name(), false, |signal| {
+            // Listening first, then the generation: a transition racing
+            // the join is taken as the state it joined with, unpublished.
+            breaker.listen(signal);
+            (breaker.clone(), breaker.breaker().generation())
+        })
+    }
+
+    /// Joins a core [`Breaker`](crate::Breaker) kept in a handle of its
+    /// owner's (as the Python and C bindings keep theirs) under `name`,
+    /// read on `clock` (the clock its callers pass; it must be the host's
+    /// monotonic time, or advance as fast). As [`join`](Self::join), but with
+    /// no listeners to hear its transitions, the link looks at it every
+    /// 5 ms instead: its news leaves up to that much later. The fleet's
+    /// states put into it reach none of its owner's listeners.
+    pub fn join_core<H: AsBreaker, C: Clock + Send + Sync + 'static>(
+        &self,
+        name: &str,
+        breaker: Arc<H>,
+        clock: C,
+    ) -> Result<(), FleetError> {
+        self.add(name, true, |_| {
+            let joined_at = breaker.as_breaker().generation();
+            (Arc::new(Core { name: Box::from(name), handle: breaker, clock }), joined_at)
+        })
+    }
+
+    /// Adds a member under `name`, once the name is known to be free:
+    /// `make` returns it (given its signal) and the generation it joins with.
+    fn add(
+        &self,
+        name: &str,
+        polled: bool,
+        make: impl FnOnce(Arc<Signal>) -> (Arc<dyn Joined>, u32),
+    ) -> Result<(), FleetError> {
+        check_name(name)?;
+        let mut members = self.shared.members.write().unwrap_or_else(PoisonError::into_inner);
+        if members.contains_key(name) {
+            let reason = "a breaker of that name joined already";
+            return Err(FleetError::Join { name: String::from(name), reason });
+        }
+        let Some(publisher) = self.shared.publisher.get() else {
+            unreachable!("set before the handle is returned")
+        };
+        let signal = Arc::new(Signal::new(publisher.clone()));
+        let (breaker, joined_at) = make(signal.clone());
+        members.insert(Box::from(name), Arc::new(Member { breaker, signal, joined_at, polled }));
+        drop(members);
+        self.shared.wake_publisher();
+        Ok(())
+    }
+
+    /// The link's counters now.
+    pub fn snapshot(&self) -> FleetSnapshot {
+        self.shared.counters.snapshot()
+    }
+
+    /// Whether the link is up now.
+    pub fn link_state(&self) -> LinkState {
+        self.snapshot().link_state()
+    }
+
+    /// Waits until both connections are up, for at most `timeout`; returns
+    /// whether they are. For start-up and tests: nothing needs the link to
+    /// be up.
+    pub fn wait_linked(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if self.link_state() == LinkState::Up {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// The settings it was made with.
+    pub fn config(&self) -> &FleetConfig {
+        &self.shared.config
+    }
+
+    /// This host's id in the fleet's messages: random, new for each handle.
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// The counters in the Prometheus text format, labelled
+    /// `fleet="<namespace>"` (see [`prometheus::write_fleets`](crate::layers::prometheus::write_fleets)).
+    pub fn prometheus(&self) -> String {
+        let mut out = String::new();
+        // Writing to a `String` cannot fail.
+        let _ = crate::layers::prometheus::write_fleets(
+            &mut out,
+            &[(self.shared.config.namespace.as_str(), self.snapshot())],
+        );
+        out
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        // Relaxed: see `Shared`'s Orderings.
+        self.shared.stop.store(1, Ordering::Relaxed);
+        self.shared.wake_publisher();
+        for t in self.threads.drain(..) {
+            // A thread that panicked has nothing left to stop.
+            let _ = t.join();
+        }
+    }
+}
+
+/// A random id: the standard library's per-process random hash keys,
+/// mixed with the time and the process id, so that two handles, in one
+/// process or in two, never share one.
+fn random_id() -> u64 {
+    use core::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(super::replay::wall_ms());
+    h.write_u64(MonotonicClock.now());
+    h.write_u32(std::process::id());
+    h.finish()
+}

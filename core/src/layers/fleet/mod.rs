@@ -1,0 +1,57 @@
+//! Breakers that share what they learn across hosts, through Redis
+//! (feature `fleet`).
+//!
+//! Decisions stay local: a joined breaker admits and refuses calls with the
+//! same lock-free core, and no call touches a socket or a lock. News travels
+//! in the background: a [`Fleet`]'s two threads own the Redis connections,
+//! publish each joined breaker's trips, holds and closes, and put the other
+//! hosts' into it.
+//!
+//! - **Publish**: on a transition, the breaker's listener flags it and wakes
+//!   the publisher, which publishes "opened" (with the time until its
+//!   cool-down ends), "held" (a `Retry-After`, with the time until it ends)
+//!   or "closed" on the namespace's channel, and keeps the last one in a key
+//!   whose TTL is that wait, for hosts that join or reconnect later.
+//! - **Receive**: "opened" or "held" holds the local breaker of that name
+//!   open for the wait (`open_for`); "closed" closes it. Waits travel as
+//!   durations, never as one host's clock readings.
+//! - **One probe**: before a cool-down ends, each host asks for the
+//!   breaker's lease (`SET` if absent, with a TTL); the winner's breaker
+//!   probes, the others hold theirs until the lease ends. See `lease`.
+//! - **Faults**: every command is bounded by a timeout and runs on the
+//!   link's threads; a failed connection is made again with backoff and the
+//!   keys read again. While unlinked, each host is a plain local breaker.
+//! - **Security**: AUTH and ACL user and password, TLS (feature
+//!   `fleet-tls`); every message and lease is signed with HMAC-SHA256 over
+//!   a shared key; malformed, unsigned, stale, replayed and future messages
+//!   are dropped and counted ([`RejectReason`]).
+//!
+//! Counters: [`Fleet::snapshot`] → [`FleetSnapshot`], and
+//! [`Fleet::prometheus`].
+//!
+//! # Clocks
+//! A receiver holds its breaker for the wait a message carries, from when
+//! it arrives: the time in transit (about a millisecond on a LAN) is added
+//! to the wait, never taken from it. Hosts' wall clocks serve only to
+//! refuse stale and replayed messages: they must agree within
+//! [`max_skew`](FleetConfigBuilder::max_skew) (5 s by default), which NTP
+//! does with room to spare.
+
+mod config;
+mod connect;
+mod counters;
+mod handle;
+mod keys;
+mod lease;
+mod listen;
+mod member;
+mod message;
+mod publish;
+mod replay;
+mod sign;
+
+pub use config::{FleetConfig, FleetConfigBuilder, FleetError, MAX_NAMESPACE};
+pub use counters::{FleetSnapshot, LinkState, RejectReason};
+pub use handle::Fleet;
+pub use member::AsBreaker;
+pub use sign::MIN_KEY_LEN;

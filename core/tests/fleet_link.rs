@@ -1,0 +1,262 @@
+//! The fleet's link in one process: several `Fleet` handles (each its own
+//! host, with its own id and connections) on one Redis.
+#![cfg(feature = "fleet")]
+
+mod fleet_support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fleet_support::{KEY, PrivateRedis, free_port, namespace, redis_url, wait_for};
+use tripwire::fleet::{Fleet, FleetConfig, FleetConfigBuilder, LinkState};
+use tripwire::{BreakerConfig, NamedBreaker, Outcome, State};
+
+fn breaker(open_timeout: Duration) -> Arc<NamedBreaker> {
+    let config = BreakerConfig::builder().failure_threshold(1).open_timeout(open_timeout).build().unwrap();
+    Arc::new(NamedBreaker::new("exchange", config))
+}
+
+fn host(b: FleetConfigBuilder, joined: &Arc<NamedBreaker>) -> Fleet {
+    let fleet = Fleet::new(b.build().unwrap()).unwrap();
+    fleet.join(joined).unwrap();
+    assert!(fleet.wait_linked(Duration::from_secs(5)), "linked: {:?}", fleet.snapshot());
+    fleet
+}
+
+fn trip(b: &NamedBreaker) {
+    let t = b.try_acquire().expect("closed");
+    b.record(t, Outcome::Failure);
+    assert_eq!(b.state(), State::Open);
+}
+
+#[test]
+fn a_trip_on_one_host_holds_the_others_for_its_cool_down() {
+    let Some(url) = redis_url("a_trip_on_one_host_holds_the_others_for_its_cool_down") else { return };
+    let ns = namespace("trip");
+    let (a, b) = (breaker(Duration::from_secs(2)), breaker(Duration::from_secs(2)));
+    let fa = host(FleetConfig::builder(&url, &ns, *KEY), &a);
+    let fb = host(FleetConfig::builder(&url, &ns, *KEY), &b);
+    trip(&a);
+    let took = wait_for(Duration::from_secs(2), || b.state() == State::Open).expect("b opened");
+    let left = b.try_acquire().unwrap_err().retry_after.unwrap();
+    assert!(left <= Duration::from_secs(2) && left > Duration::from_millis(1500), "{left:?} after {took:?}");
+    assert!(b.hold_left().is_some(), "the fleet's state is a hold on the receiver");
+    let (sa, sb) = (fa.snapshot(), fb.snapshot());
+    assert_eq!((sa.sent, sb.received, sb.applied), (1, 1, 1), "{sa:?} {sb:?}");
+    // The receiver's hold is the fleet's, not news: it is not echoed back.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!((fb.snapshot().sent, fa.snapshot().received), (0, 0));
+    assert_eq!(fb.snapshot().rejected_total(), 0);
+}
+
+#[test]
+fn a_hold_travels_with_its_length_and_a_close_ends_it_everywhere() {
+    let Some(url) = redis_url("a_hold_travels_with_its_length_and_a_close_ends_it_everywhere") else {
+        return;
+    };
+    let ns = namespace("hold");
+    let (a, b) = (breaker(Duration::from_secs(1)), breaker(Duration::from_secs(1)));
+    let _fa = host(FleetConfig::builder(&url, &ns, *KEY), &a);
+    let _fb = host(FleetConfig::builder(&url, &ns, *KEY), &b);
+    a.open_for(Duration::from_secs(30));
+    wait_for(Duration::from_secs(2), || b.state() == State::Open).expect("b held");
+    let left = b.hold_left().unwrap();
+    assert!(left > Duration::from_secs(29) && left <= Duration::from_secs(30), "{left:?}");
+    a.reset();
+    wait_for(Duration::from_secs(2), || b.state() == State::Closed).expect("b closed");
+    assert!(b.try_acquire().is_ok());
+}
+
+#[test]
+fn a_hold_from_the_fleet_is_capped_by_the_local_max_hold() {
+    let Some(url) = redis_url("a_hold_from_the_fleet_is_capped_by_the_local_max_hold") else { return };
+    let ns = namespace("cap");
+    let a = breaker(Duration::from_secs(1));
+    // A host that accepts holds of at most 2 s, whatever the others ask.
+    let config = BreakerConfig::builder()
+        .failure_threshold(1)
+        .open_timeout(Duration::from_secs(1))
+        .max_hold(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let b = Arc::new(NamedBreaker::new("exchange", config));
+    let _fa = host(FleetConfig::builder(&url, &ns, *KEY), &a);
+    let fb = host(FleetConfig::builder(&url, &ns, *KEY), &b);
+    a.open_for(Duration::from_secs(60));
+    wait_for(Duration::from_secs(2), || b.state() == State::Open).expect("b held");
+    let left = b.hold_left().expect("a hold");
+    assert!(left > Duration::from_secs(1) && left <= Duration::from_secs(2), "{left:?}");
+    assert_eq!(b.snapshot().capped_holds, 1);
+    assert_eq!(fb.snapshot().applied, 1);
+    // a's own hold is its own: 60 s, under its default cap.
+    assert!(a.hold_left().unwrap() > Duration::from_secs(58));
+}
+
+#[test]
+fn a_late_joiner_learns_an_outage_in_progress_from_the_key() {
+    let Some(url) = redis_url("a_late_joiner_learns_an_outage_in_progress_from_the_key") else { return };
+    let ns = namespace("late");
+    let a = breaker(Duration::from_secs(3));
+    let fa = host(FleetConfig::builder(&url, &ns, *KEY), &a);
+    trip(&a);
+    wait_for(Duration::from_secs(2), || fa.snapshot().sent == 1).expect("published");
+    std::thread::sleep(Duration::from_millis(500));
+    let c = breaker(Duration::from_secs(3));
+    let fc = host(FleetConfig::builder(&url, &ns, *KEY), &c);
+    wait_for(Duration::from_secs(2), || c.state() == State::Open).expect("c learned");
+    let left = c.try_acquire().unwrap_err().retry_after.unwrap();
+    // What was left of a's cool-down when c read the key, never more.
+    assert!(left <= Duration::from_millis(2500) && left > Duration::from_millis(1500), "{left:?}");
+    assert_eq!((fc.snapshot().received, fc.snapshot().applied), (1, 1));
+}
+
+#[test]
+fn one_probe_for_the_fleet_when_a_cool_down_ends() {
+    let Some(url) = redis_url("one_probe_for_the_fleet_when_a_cool_down_ends") else { return };
+    let ns = namespace("probe");
+    let breakers: Vec<_> = (0..3).map(|_| breaker(Duration::from_millis(300))).collect();
+    let fleets: Vec<_> = breakers
+        .iter()
+        .map(|b| host(FleetConfig::builder(&url, &ns, *KEY).probe_timeout(Duration::from_secs(2)), b))
+        .collect();
+    for b in &breakers {
+        trip(b);
+    }
+    // Every host calls as fast as it likes for 1.2 s; a probe fails.
+    let start = Instant::now();
+    let mut probes = Vec::new();
+    while start.elapsed() < Duration::from_millis(1200) {
+        for (i, b) in breakers.iter().enumerate() {
+            if let Ok(t) = b.try_acquire() {
+                assert!(t.is_probe(), "only probes while the exchange is down");
+                probes.push((i, start.elapsed()));
+                b.record(t, Outcome::Failure);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Cool-downs of 300 ms in 1.2 s: three or four probes, each alone in its cool-down.
+    assert!((2..=4).contains(&probes.len()), "{probes:?}");
+    for w in probes.windows(2) {
+        assert!(w[1].1 - w[0].1 >= Duration::from_millis(250), "two probes in one cool-down: {probes:?}");
+    }
+    let won: u64 = fleets.iter().map(|f| f.snapshot().leases_won).sum();
+    let lost: u64 = fleets.iter().map(|f| f.snapshot().leases_lost).sum();
+    assert!(won >= probes.len() as u64 && lost >= 2, "won {won} lost {lost}");
+}
+
+#[test]
+fn unlinked_each_host_is_a_plain_local_breaker() {
+    let b = breaker(Duration::from_millis(100));
+    let nobody = format!("redis://127.0.0.1:{}", free_port());
+    let fleet = Fleet::new(FleetConfig::builder(nobody, "alone", *KEY).build().unwrap()).unwrap();
+    fleet.join(&b).unwrap();
+    assert!(!fleet.wait_linked(Duration::from_millis(300)));
+    assert_eq!(fleet.link_state(), LinkState::Down);
+    for _ in 0..1000 {
+        let t = b.try_acquire().unwrap();
+        b.record(t, Outcome::Success);
+    }
+    trip(&b);
+    std::thread::sleep(Duration::from_millis(150));
+    let probe = b.try_acquire().expect("a local probe after the cool-down");
+    b.record(probe, Outcome::Success);
+    assert_eq!(b.state(), State::Closed);
+    wait_for(Duration::from_secs(1), || fleet.snapshot().dropped >= 1).expect("the trip counted as dropped");
+    let s = fleet.snapshot();
+    assert_eq!((s.sent, s.received, s.publisher_up, s.subscriber_up), (0, 0, 0, 0), "{s:?}");
+    let start = Instant::now();
+    drop(fleet);
+    assert!(start.elapsed() < Duration::from_secs(1), "stopped in {:?}", start.elapsed());
+}
+
+#[test]
+fn password_and_acl_user_log_in_and_wrong_ones_stay_down() {
+    if redis_url("password_and_acl_user_log_in_and_wrong_ones_stay_down").is_none() {
+        return;
+    }
+    let redis = PrivateRedis::start(&[
+        "--requirepass",
+        "s3cret",
+        "--user",
+        "bot",
+        "on",
+        ">wonderland",
+        "~tripwire:*",
+        "&tripwire:*",
+        "+@all",
+    ]);
+    let ns = namespace("auth");
+    let (a, b, c) =
+        (breaker(Duration::from_secs(2)), breaker(Duration::from_secs(2)), breaker(Duration::from_secs(2)));
+    let fa = host(FleetConfig::builder(redis.url(), &ns, *KEY).password("s3cret"), &a);
+    let fb = host(FleetConfig::builder(redis.url(), &ns, *KEY).username("bot").password("wonderland"), &b);
+    let wrong =
+        Fleet::new(FleetConfig::builder(redis.url(), &ns, *KEY).password("guess").build().unwrap()).unwrap();
+    wrong.join(&c).unwrap();
+    trip(&a);
+    wait_for(Duration::from_secs(2), || b.state() == State::Open).expect("the ACL user heard");
+    assert!(!wrong.wait_linked(Duration::from_millis(500)));
+    assert_eq!((wrong.link_state(), c.state()), (LinkState::Down, State::Closed));
+    assert_eq!((fa.link_state(), fb.link_state()), (LinkState::Up, LinkState::Up));
+}
+
+#[test]
+fn the_counters_are_exported_for_prometheus() {
+    let Some(url) = redis_url("the_counters_are_exported_for_prometheus") else { return };
+    let ns = namespace("prom");
+    let a = breaker(Duration::from_secs(2));
+    let fa = host(FleetConfig::builder(&url, &ns, *KEY), &a);
+    trip(&a);
+    wait_for(Duration::from_secs(2), || fa.snapshot().sent == 1).expect("published");
+    let text = fa.prometheus();
+    for line in [
+        format!(r#"tripwire_fleet_link_state{{fleet="{ns}",state="up"}} 1"#),
+        format!(r#"tripwire_fleet_sent_total{{fleet="{ns}"}} 1"#),
+        format!(r#"tripwire_fleet_rejected_total{{fleet="{ns}",reason="signature"}} 0"#),
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
+}
+
+#[test]
+fn a_name_joins_once_and_fits_a_message() {
+    let fleet = Fleet::new(
+        FleetConfig::builder(format!("redis://127.0.0.1:{}", free_port()), "names", *KEY).build().unwrap(),
+    )
+    .unwrap();
+    let b = breaker(Duration::from_secs(1));
+    fleet.join(&b).unwrap();
+    assert!(fleet.join(&b).is_err());
+    let long = Arc::new(NamedBreaker::new("n".repeat(256), BreakerConfig::default()));
+    assert!(fleet.join(&long).is_err());
+    assert!(Fleet::new(FleetConfig::builder("http://nowhere", "names", *KEY).build().unwrap()).is_err());
+}
+
+#[test]
+fn a_core_breaker_without_listeners_joins_by_name_and_is_looked_at() {
+    let Some(url) = redis_url("a_core_breaker_without_listeners_joins_by_name_and_is_looked_at") else {
+        return;
+    };
+    let ns = namespace("core");
+    let config =
+        BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_secs(2)).build().unwrap();
+    let core = Arc::new(tripwire::Breaker::new(config));
+    let fc = Fleet::new(FleetConfig::builder(&url, &ns, *KEY).build().unwrap()).unwrap();
+    fc.join_core("exchange", core.clone(), tripwire::MonotonicClock).unwrap();
+    assert!(fc.join_core("exchange", core.clone(), tripwire::MonotonicClock).is_err());
+    assert!(fc.wait_linked(Duration::from_secs(5)));
+    let named = breaker(Duration::from_secs(2));
+    let fnamed = host(FleetConfig::builder(&url, &ns, *KEY), &named);
+    // Its trip goes out though no listener hears it.
+    let clock = tripwire::MonotonicClock;
+    let t = core.try_acquire(&clock).unwrap();
+    core.record(t, Outcome::Failure, &clock);
+    wait_for(Duration::from_secs(2), || named.state() == State::Open).expect("the named breaker heard");
+    assert_eq!(fc.snapshot().sent, 1);
+    // The fleet's close comes back in, and is not echoed.
+    named.reset();
+    wait_for(Duration::from_secs(2), || core.state() == State::Closed).expect("the core breaker closed");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!((fc.snapshot().sent, fnamed.snapshot().received), (1, 1));
+}

@@ -1,0 +1,279 @@
+//! `tw_fleet_*`: the core's fleet link (Rust `tripwire::fleet`) for C
+//! breakers. Everything it does is the Rust implementation's; this file
+//! checks pointers and strings, and turns counters into a C struct.
+
+use core::ffi::{CStr, c_char};
+use core::time::Duration;
+
+use tripwire::fleet::{AsBreaker, Fleet, FleetConfig, RejectReason};
+use tripwire::{Breaker, MonotonicClock};
+
+use crate::breaker::tw_breaker;
+use crate::status::{arg, fail, ffi_body, tw_status};
+
+/// A link from this process's breakers to the other hosts of a fleet,
+/// through Redis. Opaque; made by `tw_fleet_new`, freed by `tw_fleet_free`.
+/// Every function taking a `const tw_fleet *` is thread-safe.
+pub struct tw_fleet {
+    _opaque: [u8; 0],
+}
+
+/// Optional settings of `tw_fleet_new`: a zero (or NULL) field keeps the
+/// default.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct tw_fleet_options {
+    /// The ACL user (NUL-terminated), or NULL.
+    pub username: *const c_char,
+    /// The password (`AUTH`, NUL-terminated), or NULL.
+    pub password: *const c_char,
+    /// How long before a cool-down ends the lease is asked for (default 100 ms).
+    pub lease_lead_ns: u64,
+    /// How long a probe may take before another host probes (default 10 s).
+    pub probe_timeout_ns: u64,
+    /// How far apart hosts' wall clocks may be (default 5 s).
+    pub max_skew_ns: u64,
+    /// How long opening a connection may take (default 500 ms).
+    pub connect_timeout_ns: u64,
+    /// How long one command may take (default 500 ms).
+    pub io_timeout_ns: u64,
+}
+
+/// A fleet link's counters at one moment.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct tw_fleet_stats {
+    /// Messages published.
+    pub sent: u64,
+    /// Messages from other hosts, checked and taken.
+    pub received: u64,
+    /// Messages that could not be published (the link was down).
+    pub dropped: u64,
+    /// Received messages refused: not of the format.
+    pub rejected_malformed: u64,
+    /// Received messages refused: not signed with the fleet's key.
+    pub rejected_signature: u64,
+    /// Received messages refused: sent too long ago.
+    pub rejected_stale: u64,
+    /// Received messages refused: sent too far ahead of this host's clock.
+    pub rejected_future: u64,
+    /// Received messages refused: taken once already.
+    pub rejected_replayed: u64,
+    /// States of the fleet put into a local breaker.
+    pub applied: u64,
+    /// Probe leases won.
+    pub leases_won: u64,
+    /// Probe leases held by another host when asked for.
+    pub leases_lost: u64,
+    /// Connections made again.
+    pub reconnects: u64,
+    /// 1 while the publishing connection is up.
+    pub publisher_up: u8,
+    /// 1 while the subscribed connection is up.
+    pub subscriber_up: u8,
+}
+
+/// A C caller's breaker, which the caller keeps alive until the fleet is
+/// freed (`tw_fleet_join`'s contract).
+struct Borrowed(*const Breaker);
+
+// SAFETY:
+// - A `Breaker` is `Sync` (atomics only); `tw_fleet_join`'s caller
+//   guarantees the pointee outlives the fleet, whose threads are the only
+//   users of this pointer, and stop in `tw_fleet_free`.
+unsafe impl Send for Borrowed {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Borrowed {}
+
+impl AsBreaker for Borrowed {
+    fn as_breaker(&self) -> &Breaker {
+        // SAFETY:
+        // - Non-null and live until the fleet is freed (`tw_fleet_join`'s
+        //   contract); used through shared references only.
+        unsafe { &*self.0 }
+    }
+}
+
+/// A NUL-terminated UTF-8 argument as `&str`, or a failed status naming it.
+///
+/// # Safety
+/// `p` is non-null and points to a NUL-terminated string.
+unsafe fn text<'a>(f: &str, field: &str, p: *const c_char) -> Result<&'a str, tw_status> {
+    // SAFETY: the caller's guarantee.
+    let s = unsafe { CStr::from_ptr(p) };
+    s.to_str().map_err(|_| fail(tw_status::InvalidArgument, format_args!("{f}: `{field}` is not UTF-8")))
+}
+
+/// Makes a fleet link to the Redis at `url` (`redis://[user:pass@]host:port`)
+/// for the namespace `ns`, signing with the `key_len` bytes at `key` (at
+/// least 16, shared by every host), with `*options` (NULL: defaults), and
+/// writes its handle to `*out`. Connecting happens on the link's threads:
+/// this returns at once, whether Redis is up or not.
+///
+/// Returns `TW_STATUS_INVALID_ARGUMENT` with a message naming the setting if
+/// one is out of range or the URL does not parse; `*out` is written only on
+/// success. `url`, `ns`, `key` and `out` must not be NULL. Thread-safe.
+///
+/// # Safety
+/// `url` and `ns` are NULL or NUL-terminated strings; `key` is NULL or
+/// points to `key_len` readable bytes; `options` is NULL or points to a
+/// readable `tw_fleet_options` whose strings are NULL or NUL-terminated;
+/// `out` is NULL or points to a writable `tw_fleet *`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_fleet_new(
+    url: *const c_char,
+    ns: *const c_char,
+    key: *const u8,
+    key_len: usize,
+    options: *const tw_fleet_options,
+    out: *mut *mut tw_fleet,
+) -> tw_status {
+    const F: &str = "tw_fleet_new";
+    ffi_body!(F; {
+        let (url, ns, key, out) = (arg!(F, url), arg!(F, ns), arg!(F, key), arg!(F, out));
+        // SAFETY: non-null (checked) and NUL-terminated (the caller's guarantee).
+        let (url, ns) = match unsafe { (text(F, "url", url), text(F, "ns", ns)) } {
+            (Ok(u), Ok(n)) => (u, n),
+            (Err(s), _) | (_, Err(s)) => return s,
+        };
+        // SAFETY: non-null (checked), `key_len` readable bytes (caller).
+        let key = unsafe { core::slice::from_raw_parts(key, key_len) };
+        let mut b = FleetConfig::builder(url, ns, key);
+        if !options.is_null() {
+            // SAFETY: non-null (checked) and readable (the caller's guarantee).
+            let o = unsafe { &*options };
+            // SAFETY: each non-null string is NUL-terminated (the caller's guarantee).
+            let strings = unsafe { (opt_text(F, "options.username", o.username), opt_text(F, "options.password", o.password)) };
+            match strings {
+                (Ok(user), Ok(password)) => {
+                    if let Some(u) = user { b = b.username(u); }
+                    if let Some(p) = password { b = b.password(p); }
+                }
+                (Err(s), _) | (_, Err(s)) => return s,
+            }
+            let ns_or = |ns: u64| (ns != 0).then(|| Duration::from_nanos(ns));
+            if let Some(d) = ns_or(o.lease_lead_ns) { b = b.lease_lead(d); }
+            if let Some(d) = ns_or(o.probe_timeout_ns) { b = b.probe_timeout(d); }
+            if let Some(d) = ns_or(o.max_skew_ns) { b = b.max_skew(d); }
+            if let Some(d) = ns_or(o.connect_timeout_ns) { b = b.connect_timeout(d); }
+            if let Some(d) = ns_or(o.io_timeout_ns) { b = b.io_timeout(d); }
+        }
+        let fleet = match b.build().and_then(Fleet::new) {
+            Ok(f) => f,
+            Err(e) => return fail(tw_status::InvalidArgument, format_args!("{F}: {e}")),
+        };
+        let raw = Box::into_raw(Box::new(fleet)).cast::<tw_fleet>();
+        // SAFETY: `out` is non-null (checked) and writable (the caller's guarantee).
+        unsafe { out.write(raw) };
+        tw_status::Ok
+    })
+}
+
+/// As [`text`], for a string that may be NULL (`None`).
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string.
+unsafe fn opt_text<'a>(f: &str, field: &str, p: *const c_char) -> Result<Option<&'a str>, tw_status> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-null (checked); the caller's guarantee for the rest.
+    unsafe { text(f, field, p) }.map(Some)
+}
+
+/// The fleet behind a non-null handle.
+///
+/// # Safety
+/// `f` is a live handle from `tw_fleet_new`.
+unsafe fn fleet_ref<'a>(f: *const tw_fleet) -> &'a Fleet {
+    // SAFETY: a live handle points to a `Fleet` made by `tw_fleet_new`,
+    // used only through shared references until `tw_fleet_free`.
+    unsafe { &*f.cast::<Fleet>() }
+}
+
+/// Joins `breaker` to the fleet under `name` (1 to 255 bytes, NUL-terminated
+/// UTF-8): its trips, holds and closes go to the other hosts (looked at
+/// every 5 ms), and theirs come into it. The breaker's callers must read
+/// `CLOCK_MONOTONIC` (the plain calls, or `_at` calls with its time).
+///
+/// The breaker (heap or shared memory) must stay alive until the fleet is
+/// freed: free the fleet first. Returns `TW_STATUS_INVALID_ARGUMENT` if the
+/// name is empty, too long, not UTF-8 or joined already. No pointer may be
+/// NULL. Thread-safe.
+///
+/// # Safety
+/// `fleet` is NULL or a live handle; `name` is NULL or NUL-terminated;
+/// `breaker` is NULL or a live handle that outlives `fleet`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_fleet_join(
+    fleet: *const tw_fleet,
+    name: *const c_char,
+    breaker: *const tw_breaker,
+) -> tw_status {
+    const F: &str = "tw_fleet_join";
+    ffi_body!(F; {
+        let (fleet, name, breaker) = (arg!(F, fleet), arg!(F, name), arg!(F, breaker));
+        // SAFETY: non-null (checked), NUL-terminated (the caller's guarantee).
+        let name = match unsafe { text(F, "name", name) } {
+            Ok(n) => n,
+            Err(s) => return s,
+        };
+        let borrowed = std::sync::Arc::new(Borrowed(breaker.cast::<Breaker>()));
+        // SAFETY: non-null (checked) and live (the caller's guarantee).
+        match unsafe { fleet_ref(fleet) }.join_core(name, borrowed, MonotonicClock) {
+            Ok(()) => tw_status::Ok,
+            Err(e) => fail(tw_status::InvalidArgument, format_args!("{F}: {e}")),
+        }
+    })
+}
+
+/// Writes the link's counters to `*out`. Neither pointer may be NULL.
+/// Thread-safe.
+///
+/// # Safety
+/// `fleet` is NULL or a live handle; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_fleet_snapshot(fleet: *const tw_fleet, out: *mut tw_fleet_stats) -> tw_status {
+    const F: &str = "tw_fleet_snapshot";
+    ffi_body!(F; {
+        let (fleet, out) = (arg!(F, fleet), arg!(F, out));
+        // SAFETY: non-null (checked) and live (the caller's guarantee).
+        let s = unsafe { fleet_ref(fleet) }.snapshot();
+        let stats = tw_fleet_stats {
+            sent: s.sent,
+            received: s.received,
+            dropped: s.dropped,
+            rejected_malformed: s.rejected(RejectReason::Malformed),
+            rejected_signature: s.rejected(RejectReason::Signature),
+            rejected_stale: s.rejected(RejectReason::Stale),
+            rejected_future: s.rejected(RejectReason::Future),
+            rejected_replayed: s.rejected(RejectReason::Replayed),
+            applied: s.applied,
+            leases_won: s.leases_won,
+            leases_lost: s.leases_lost,
+            reconnects: s.reconnects,
+            publisher_up: s.publisher_up as u8,
+            subscriber_up: s.subscriber_up as u8,
+        };
+        // SAFETY: non-null (checked) and writable (the caller's guarantee).
+        unsafe { out.write(stats) };
+        tw_status::Ok
+    })
+}
+
+/// Stops the link's threads (within its I/O timeout) and frees the fleet;
+/// the joined breakers go on as plain local breakers. NULL is allowed and
+/// does nothing. No other thread may use the handle meanwhile or after.
+///
+/// # Safety
+/// `fleet` is NULL or a live handle from `tw_fleet_new`, not used again.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_fleet_free(fleet: *mut tw_fleet) {
+    ffi_body!("tw_fleet_free", on_panic = (); {
+        if !fleet.is_null() {
+            // SAFETY: a live handle comes from `Box::into_raw` in
+            // `tw_fleet_new`; the caller guarantees it is not used again.
+            drop(unsafe { Box::from_raw(fleet.cast::<Fleet>()) });
+        }
+    })
+}

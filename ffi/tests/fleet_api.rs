@@ -1,0 +1,134 @@
+//! `tw_fleet_*` called from Rust, as C would call it: NULL and bad
+//! arguments, the messages, and (with `TRIPWIRE_TEST_REDIS`) two fleet
+//! handles sharing a trip. Not under miri: the link's threads use sockets.
+#![cfg(not(miri))]
+
+use core::ffi::CStr;
+use core::ptr::{null, null_mut};
+use std::time::{Duration, Instant};
+
+use tripwire_ffi::*;
+
+const KEY: &[u8; 32] = b"0123456789abcdef0123456789abcdef";
+
+fn last_error() -> String {
+    // SAFETY: a NUL-terminated string valid until the next failing call.
+    unsafe { CStr::from_ptr(tw_last_error_message()) }.to_str().unwrap().to_owned()
+}
+
+fn new_fleet(
+    url: &CStr,
+    ns: &CStr,
+    key: &[u8],
+    options: *const tw_fleet_options,
+) -> Result<*mut tw_fleet, tw_status> {
+    let mut f = null_mut();
+    // SAFETY: every pointer is valid for the call.
+    let status = unsafe { tw_fleet_new(url.as_ptr(), ns.as_ptr(), key.as_ptr(), key.len(), options, &mut f) };
+    if status == tw_status::Ok { Ok(f) } else { Err(status) }
+}
+
+fn breaker() -> *mut tw_breaker {
+    let mut c = core::mem::MaybeUninit::<tw_breaker_config>::uninit();
+    let mut b = null_mut();
+    // SAFETY: valid pointers; the config is fully written on success.
+    unsafe {
+        assert_eq!(tw_breaker_config_default(c.as_mut_ptr()), tw_status::Ok);
+        let mut c = c.assume_init();
+        c.failure_threshold = 1;
+        c.open_timeout_ns = 5_000_000_000;
+        assert_eq!(tw_breaker_new(&c, &mut b), tw_status::Ok, "{}", last_error());
+    }
+    b
+}
+
+fn stats(f: *const tw_fleet) -> tw_fleet_stats {
+    let mut s = tw_fleet_stats::default();
+    // SAFETY: a live handle and a writable struct.
+    assert_eq!(unsafe { tw_fleet_snapshot(f, &mut s) }, tw_status::Ok);
+    s
+}
+
+#[test]
+fn bad_arguments_are_statuses_with_messages() {
+    let (url, ns) = (c"redis://127.0.0.1:1", c"ffi");
+    let mut f = null_mut();
+    // SAFETY: NULL arguments are checked before use.
+    let status = unsafe { tw_fleet_new(null(), ns.as_ptr(), KEY.as_ptr(), 32, null(), &mut f) };
+    assert_eq!(status, tw_status::NullArgument);
+    assert_eq!(last_error(), "tw_fleet_new: `url` is NULL");
+    assert_eq!(new_fleet(url, ns, b"short", null()), Err(tw_status::InvalidArgument));
+    assert!(last_error().contains("`key`"), "{}", last_error());
+    assert_eq!(new_fleet(c"http://nowhere", ns, KEY, null()), Err(tw_status::InvalidArgument));
+    let bad_utf8 = [0xFFu8, 0];
+    let options = tw_fleet_options {
+        username: bad_utf8.as_ptr().cast(),
+        password: null(),
+        lease_lead_ns: 0,
+        probe_timeout_ns: 0,
+        max_skew_ns: 0,
+        connect_timeout_ns: 0,
+        io_timeout_ns: 0,
+    };
+    assert_eq!(new_fleet(url, ns, KEY, &options), Err(tw_status::InvalidArgument));
+    assert_eq!(last_error(), "tw_fleet_new: `options.username` is not UTF-8");
+    let options = tw_fleet_options { username: null(), probe_timeout_ns: 1, ..options };
+    assert_eq!(new_fleet(url, ns, KEY, &options), Err(tw_status::InvalidArgument));
+    assert!(last_error().contains("probe_timeout"), "{}", last_error());
+
+    let f = new_fleet(url, ns, KEY, null()).unwrap();
+    let b = breaker();
+    // SAFETY: live handles; the breaker outlives the fleet (freed after).
+    unsafe {
+        assert_eq!(tw_fleet_join(f, c"exchange".as_ptr(), b), tw_status::Ok);
+        assert_eq!(tw_fleet_join(f, c"exchange".as_ptr(), b), tw_status::InvalidArgument);
+        assert!(last_error().contains("joined already"), "{}", last_error());
+        assert_eq!(tw_fleet_join(f, c"".as_ptr(), b), tw_status::InvalidArgument);
+        assert_eq!(tw_fleet_join(f, null(), b), tw_status::NullArgument);
+        assert_eq!(tw_fleet_snapshot(f, null_mut()), tw_status::NullArgument);
+        assert_eq!(stats(f).publisher_up, 0);
+        tw_fleet_free(f);
+        tw_fleet_free(null_mut());
+        tw_breaker_free(b);
+    }
+}
+
+#[test]
+fn a_trip_through_one_handle_refuses_calls_through_another() {
+    let Ok(url) = std::env::var("TRIPWIRE_TEST_REDIS") else {
+        eprintln!("SKIPPED: set TRIPWIRE_TEST_REDIS (.ci/run does) to run the linked C ABI fleet test");
+        return;
+    };
+    let url = std::ffi::CString::new(url).unwrap();
+    let ns = std::ffi::CString::new(format!("ffi-{}", std::process::id())).unwrap();
+    let (fa, fb) = (new_fleet(&url, &ns, KEY, null()).unwrap(), new_fleet(&url, &ns, KEY, null()).unwrap());
+    let (a, b) = (breaker(), breaker());
+    let wait = |f: &mut dyn FnMut() -> bool| {
+        let start = Instant::now();
+        while !f() {
+            assert!(start.elapsed() < Duration::from_secs(5), "timed out");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
+    // SAFETY: live handles; the breakers outlive the fleets (freed after).
+    unsafe {
+        assert_eq!(tw_fleet_join(fa, c"exchange".as_ptr(), a), tw_status::Ok);
+        assert_eq!(tw_fleet_join(fb, c"exchange".as_ptr(), b), tw_status::Ok);
+        wait(&mut || [fa, fb].iter().all(|&f| stats(f).publisher_up == 1 && stats(f).subscriber_up == 1));
+        let mut ticket = core::mem::zeroed::<tw_ticket>();
+        let mut rejection = core::mem::zeroed::<tw_rejection>();
+        assert_eq!(tw_breaker_try_acquire(a, &mut ticket, &mut rejection), tw_status::Ok);
+        assert_eq!(tw_breaker_record(a, ticket, tw_outcome::Failure as u32, null_mut()), tw_status::Ok);
+        wait(&mut || {
+            let mut state = tw_state::Closed;
+            tw_breaker_state(b, &mut state);
+            state == tw_state::Open
+        });
+        assert_eq!(tw_breaker_try_acquire(b, &mut ticket, &mut rejection), tw_status::Rejected);
+        assert_eq!((stats(fa).sent, stats(fb).received, stats(fb).applied), (1, 1, 1));
+        tw_fleet_free(fa);
+        tw_fleet_free(fb);
+        tw_breaker_free(a);
+        tw_breaker_free(b);
+    }
+}

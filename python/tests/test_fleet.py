@@ -1,0 +1,110 @@
+"""tripwire.Fleet: Python breakers on the Rust fleet link, across processes.
+
+Needs a Redis: TRIPWIRE_TEST_REDIS=redis://127.0.0.1:PORT (.ci/run sets it);
+the tests that link are skipped, saying so, without it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+import tripwire
+
+KEY = b"0123456789abcdef0123456789abcdef"
+REDIS = os.environ.get("TRIPWIRE_TEST_REDIS")
+needs_redis = pytest.mark.skipif(not REDIS, reason="set TRIPWIRE_TEST_REDIS (.ci/run does) to run the fleet tests")
+
+HOST = """
+import sys, time, tripwire
+url, ns = sys.argv[1], sys.argv[2]
+b = tripwire.Breaker(name="exchange", failure_threshold=1, open_timeout=5.0)
+fleet = tripwire.Fleet(url, ns, b"0123456789abcdef0123456789abcdef")
+fleet.join(b)
+assert fleet.wait_linked(5.0), fleet.snapshot()
+print("ready", flush=True)
+deadline = time.monotonic() + 5
+while b.state != "open" and time.monotonic() < deadline:
+    time.sleep(0.001)
+refused = 0
+for _ in range(50):
+    try:
+        with b:
+            pass
+    except tripwire.CircuitOpenError:
+        refused += 1
+print("done", b.state, refused, fleet.snapshot()["received"], flush=True)
+"""
+
+
+class Down(Exception):
+    pass
+
+
+@needs_redis
+def test_one_process_trips_and_two_others_refuse() -> None:
+    assert REDIS is not None
+    ns = f"py-{uuid.uuid4().hex}"
+    hosts = [
+        subprocess.Popen(
+            [sys.executable, "-c", HOST, REDIS, ns], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    for h in hosts:
+        assert h.stdout is not None
+        assert h.stdout.readline().strip() == "ready"
+    b = tripwire.Breaker(name="exchange", failure_threshold=1, open_timeout=5.0)
+    fleet = tripwire.Fleet(REDIS, ns, KEY)
+    fleet.join(b)
+    assert fleet.wait_linked(5.0)
+
+    @b
+    def call() -> None:
+        raise Down
+
+    with pytest.raises(Down):
+        call()
+    assert b.state == "open"
+    for h in hosts:
+        out, _ = h.communicate(timeout=10)
+        assert out.split() == ["done", "open", "50", "1"], out
+    assert fleet.snapshot()["sent"] == 1
+    assert 'tripwire_fleet_sent_total{fleet="' + ns + '"} 1' in fleet.prometheus()
+
+
+def test_bad_settings_are_value_and_type_errors() -> None:
+    with pytest.raises(ValueError, match="key"):
+        tripwire.Fleet("redis://127.0.0.1:1", "ns", b"short")
+    with pytest.raises(ValueError, match="namespace"):
+        tripwire.Fleet("redis://127.0.0.1:1", "a b", KEY)
+    with pytest.raises(ValueError, match="Redis"):
+        tripwire.Fleet("http://nowhere", "ns", KEY)
+    with pytest.raises(TypeError, match="key"):
+        tripwire.Fleet("redis://127.0.0.1:1", "ns", 42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        tripwire.Fleet("redis://127.0.0.1:1", "ns", KEY, probe_timeout=-1.0)
+
+
+def test_unlinked_a_joined_breaker_is_a_plain_local_one() -> None:
+    fleet = tripwire.Fleet("redis://127.0.0.1:1", "alone", KEY, connect_timeout=0.05)
+    b = tripwire.Breaker(name="exchange", failure_threshold=1, open_timeout=0.05)
+    fleet.join(b)
+    with pytest.raises(ValueError, match="name"):
+        fleet.join(tripwire.Breaker())
+    with pytest.raises(ValueError, match="joined already"):
+        fleet.join(b)
+    assert not fleet.wait_linked(0.2)
+    assert fleet.link_state == "down"
+    with pytest.raises(Down):
+        with b:
+            raise Down
+    time.sleep(0.1)
+    with b:
+        pass
+    assert b.state == "closed"
