@@ -106,7 +106,7 @@ impl Default for BreakerConfig {
             slow_call_ns: 0,
             failure_rate: 0.0,
             slow_rate: 0.0,
-            // 10, or fewer where the ring is smaller (loom models use 4 slots).
+            // 10, or fewer where the ring is smaller (loom models use 2 slots).
             window_buckets: if crate::breaker::window::MAX_BUCKETS < 10 {
                 crate::breaker::window::MAX_BUCKETS
             } else {
