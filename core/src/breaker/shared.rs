@@ -121,7 +121,7 @@ struct Header {
 /// ```
 ///
 /// # Size and alignment
-/// 4 KiB on x86-64 (most of it the striped counters and the two
+/// 4224 bytes on x86-64 (most of it the striped counters and the two
 /// rolling windows), aligned like the breaker (128 bytes there).
 #[repr(C)]
 pub struct SharedRegion {
