@@ -83,16 +83,9 @@
 use crossbeam_utils::CachePadded;
 
 use super::{Gen, Successes, Totals};
+use crate::breaker::config::MAX_BUCKETS;
 use crate::breaker::counters::stripe;
 use crate::sync::{AtomicU64, Ordering};
-
-/// The most buckets a window may have.
-#[cfg(not(loom))]
-pub const MAX_BUCKETS: u32 = 32;
-/// The most buckets a window may have (2 under loom, to keep models small:
-/// every clear of the ring is then 6 words).
-#[cfg(loom)]
-pub const MAX_BUCKETS: u32 = 2;
 
 /// Ring positions: a power of two, at least [`MAX_BUCKETS`].
 const SLOTS: usize = MAX_BUCKETS as usize;
