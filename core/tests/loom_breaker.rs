@@ -273,7 +273,7 @@ fn ignored_probe_frees_its_slot_for_a_concurrent_caller() {
     });
 }
 
-/// Guards: the CAS in `window::bump` (as a plain store, the rotation and
+/// Guards: the CAS in `TimeWindow::bump` (as a plain store, the rotation and
 /// a count racing it lose one of the two).
 ///
 /// A new window takes its first epoch without a clear, and loom's ring has
