@@ -17,7 +17,7 @@ use tripwire_benches::{Failed, failing, guarded};
 const LONG: Duration = Duration::from_secs(3600);
 
 // Breakers live on the heap, as in a service (an `Arc`, a static): on the
-// stack, a 3 KiB breaker next to the bench loop's locals times the stack
+// stack, a 4 KiB breaker next to the bench loop's locals times the stack
 // layout as much as the breaker.
 fn consecutive(count_successes: bool) -> Box<Breaker> {
     Box::new(Breaker::new(BreakerConfig::builder().count_successes(count_successes).build().unwrap()))

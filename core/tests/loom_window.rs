@@ -4,7 +4,7 @@
 //! window filing chunks and restarting under racing calls. Run with
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire --release --target-dir target/loom --test loom_window`.
 //!
-//! Under loom a time window has 4 slots and one stripe; a count window
+//! Under loom a time window has 2 slots and one stripe; a count window
 //! files chunks of 2 calls in a ring of 4.
 #![cfg(loom)]
 
@@ -28,10 +28,7 @@ fn time_window(min_calls: u32, failure_rate: f64) -> Breaker {
 }
 
 fn count_window(calls: u32, min_calls: u32, failure_rate: f64) -> Breaker {
-    // The time-based shape is validated in either mode; its default of 10
-    // buckets exceeds loom's 4.
-    let shape = BreakerConfig::builder().window(2, Duration::from_millis(1));
-    rates(shape.count_window(calls), min_calls, failure_rate)
+    rates(BreakerConfig::builder().count_window(calls), min_calls, failure_rate)
 }
 
 /// Records one outcome on a fresh ticket.
@@ -140,19 +137,19 @@ fn a_late_outcome_never_lands_in_a_newer_epoch() {
         let b = Arc::new(time_window(2, 0.8));
         assert_eq!(record(&b, Outcome::Success, &at(1)), None);
         let late = b.try_acquire(&at(1)).unwrap();
-        // Epoch 5 shares epoch 1's slot (4 slots): the window passes over it.
+        // Epoch 3 shares epoch 1's slot (2 slots): the window passes over it.
         let newer = {
             let b = b.clone();
-            thread::spawn(move || record(&b, Outcome::Failure, &at(5)))
+            thread::spawn(move || record(&b, Outcome::Failure, &at(3)))
         };
         assert_eq!(b.record(late, Outcome::Success, &at(1)), None);
         assert_eq!(newer.join().unwrap(), None);
-        // The window holds epoch 5's failure alone: one more failure makes
+        // The window holds epoch 3's failure alone: one more failure makes
         // a rate of 1 and trips it; with the late success counted in epoch
-        // 5 it would be 2 of 3, below 0.8.
+        // 3 it would be 2 of 3, below 0.8.
         assert!(
-            record(&b, Outcome::Failure, &at(5)).is_some(),
-            "a success from epoch 1 was counted in epoch 5"
+            record(&b, Outcome::Failure, &at(3)).is_some(),
+            "a success from epoch 1 was counted in epoch 3"
         );
     });
 }

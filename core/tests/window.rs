@@ -304,7 +304,8 @@ fn many_closes_in_one_epoch_never_bring_old_counts_back() {
     );
     let clock = ManualClock::new(7_000_000_000);
     assert_eq!(record_n(&b, 2, Outcome::Failure, &clock), None);
-    for i in 0..70_000u32 {
+    let switches: u32 = if cfg!(miri) { 300 } else { 70_000 };
+    for i in 0..switches {
         if i % 2 == 0 {
             b.reset();
         } else {
@@ -315,7 +316,7 @@ fn many_closes_in_one_epoch_never_bring_old_counts_back() {
     assert_eq!(record_n(&b, 2, Outcome::Failure, &clock), None, "two calls since the last close");
     assert_eq!(record_n(&b, 1, Outcome::Failure, &clock), Some(0));
     // Trip, probe, close, over and over within the epoch (1 µs cool-down).
-    for _ in 0..5_000 {
+    for _ in 0..if cfg!(miri) { 20 } else { 5_000 } {
         clock.advance(Duration::from_micros(1));
         let probe = b.try_acquire(&clock).unwrap();
         b.record(probe, Outcome::Success, &clock).unwrap();
@@ -346,11 +347,11 @@ fn successes_counted_in_a_window_reach_the_snapshot_exactly() {
     ] {
         let b = rate_breaker(builder.min_calls(5).failure_rate(0.9));
         let clock = ManualClock::new(0);
-        for i in 0..1_000u64 {
+        for i in 0..if cfg!(miri) { 60 } else { 1_000u64 } {
             let t = b.try_acquire(&clock).unwrap();
             b.record(t, if i % 10 == 0 { Outcome::Failure } else { Outcome::Success }, &clock);
             clock.advance(Duration::from_micros(300));
-            if i % 333 == 0 {
+            if i % 33 == 0 {
                 b.reset();
             }
             let s = b.snapshot();

@@ -29,6 +29,25 @@ pub const MAX_BUCKET_WIDTH: Duration = Duration::from_secs(3600);
 /// The largest `min_calls`.
 pub const MAX_MIN_CALLS: u32 = 1_000_000;
 
+// The window's shape limits live here, with the other limits the builder
+// checks; the windows size their rings from them (`window` depends on the
+// config, never the other way round).
+
+/// The most buckets a time-based window may have.
+#[cfg(not(loom))]
+pub const MAX_BUCKETS: u32 = 32;
+/// The most buckets a time-based window may have (2 under loom, to keep
+/// models small: every clear of the ring is then 6 words).
+#[cfg(loom)]
+pub const MAX_BUCKETS: u32 = 2;
+/// The largest count-based window, in calls.
+#[cfg(not(loom))]
+pub const MAX_COUNT_WINDOW: u32 = 1000;
+/// The largest count-based window, in calls (fewer under loom, where a
+/// window files chunks of 2 calls in a ring of 4).
+#[cfg(loom)]
+pub const MAX_COUNT_WINDOW: u32 = 6;
+
 /// Flag: successes are counted in the snapshot.
 pub(crate) const COUNT_SUCCESSES: u32 = 1;
 /// Flag: calls are timed (slow-call measurement).
@@ -108,12 +127,8 @@ impl Default for BreakerConfig {
             slow_call_ns: 0,
             failure_rate: 0.0,
             slow_rate: 0.0,
-            // 10, or fewer where the ring is smaller (loom models use 4 slots).
-            window_buckets: if crate::breaker::window::MAX_BUCKETS < 10 {
-                crate::breaker::window::MAX_BUCKETS
-            } else {
-                10
-            },
+            // 10, or fewer where the ring is smaller (loom models use 2 slots).
+            window_buckets: if MAX_BUCKETS < 10 { MAX_BUCKETS } else { 10 },
             window_calls: 0,
             min_calls: 10,
             failure_threshold: 5,
@@ -304,12 +319,7 @@ impl BreakerConfig {
                 MAX_FAILURE_THRESHOLD.into(),
             )?;
         }
-        check_range_u64(
-            "window_buckets",
-            c.window_buckets.into(),
-            1,
-            crate::breaker::window::MAX_BUCKETS.into(),
-        )?;
+        check_range_u64("window_buckets", c.window_buckets.into(), 1, MAX_BUCKETS.into())?;
         check_duration("window_bucket_width", c.window_bucket_ns, MIN_BUCKET_WIDTH, MAX_BUCKET_WIDTH)?;
         // Only a config read from a corrupted shared region can fail this.
         if c.window_recip != reciprocal(c.window_bucket_ns) {
@@ -321,12 +331,7 @@ impl BreakerConfig {
             });
         }
         if c.window_calls != 0 {
-            check_range_u64(
-                "count_window",
-                c.window_calls.into(),
-                1,
-                crate::breaker::window::MAX_COUNT_WINDOW.into(),
-            )?;
+            check_range_u64("count_window", c.window_calls.into(), 1, MAX_COUNT_WINDOW.into())?;
         }
         check_range_u64("min_calls", c.min_calls.into(), 1, MAX_MIN_CALLS.into())?;
         // A count-based window never holds more than its calls.
@@ -643,7 +648,7 @@ impl BreakerConfigBuilder {
     /// Validates and returns the config, or the first field that is wrong.
     pub fn build(mut self) -> Result<BreakerConfig, ConfigError> {
         if self.count_window == Some(0) {
-            let max = Value::Int(crate::breaker::window::MAX_COUNT_WINDOW.into());
+            let max = Value::Int(MAX_COUNT_WINDOW.into());
             return Err(ConfigError {
                 field: "count_window",
                 value: Value::Int(0),

@@ -17,9 +17,9 @@ pub(crate) mod window;
 
 pub use circuit::Breaker;
 pub use config::{
-    BreakerConfig, BreakerConfigBuilder, ConfigError, DEFAULT_MAX_HOLD, MAX_BUCKET_WIDTH,
-    MAX_FAILURE_THRESHOLD, MAX_GROWTH, MAX_HALF_OPEN, MAX_MIN_CALLS, MAX_OPEN_TIMEOUT, MIN_BUCKET_WIDTH,
-    MIN_OPEN_TIMEOUT, RollingWindow,
+    BreakerConfig, BreakerConfigBuilder, ConfigError, DEFAULT_MAX_HOLD, MAX_BUCKET_WIDTH, MAX_BUCKETS,
+    MAX_COUNT_WINDOW, MAX_FAILURE_THRESHOLD, MAX_GROWTH, MAX_HALF_OPEN, MAX_MIN_CALLS, MAX_OPEN_TIMEOUT,
+    MIN_BUCKET_WIDTH, MIN_OPEN_TIMEOUT, RollingWindow,
 };
 pub use counters::Snapshot;
 pub use permit::{CallError, Permit};
@@ -27,4 +27,3 @@ pub use permit::{CallError, Permit};
 pub use shared::{SharedError, SharedRegion};
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
-pub use window::{MAX_BUCKETS, MAX_COUNT_WINDOW};

@@ -66,6 +66,7 @@
 use crossbeam_utils::CachePadded;
 
 use super::{Gen, Successes, Totals};
+use crate::breaker::config::MAX_COUNT_WINDOW;
 use crate::sync::{AtomicU64, Ordering};
 
 /// Calls per chunk: two bits each in the cursor's 32 bits of marks.
@@ -74,18 +75,12 @@ const CHUNK: u32 = 16;
 /// Slots of the ring of filed chunks.
 #[cfg(not(loom))]
 const CHUNKS: usize = 64;
-/// The largest count-based window, in calls.
-#[cfg(not(loom))]
-pub const MAX_COUNT_WINDOW: u32 = 1000;
 
 // Under loom: small enough that models cross chunks in a few calls.
 #[cfg(loom)]
 const CHUNK: u32 = 2;
 #[cfg(loom)]
 const CHUNKS: usize = 4;
-/// The largest count-based window, in calls (fewer under loom).
-#[cfg(loom)]
-pub const MAX_COUNT_WINDOW: u32 = 6;
 
 const _: () = assert!(MAX_COUNT_WINDOW <= (CHUNKS as u32 - 1) * CHUNK);
 const _: () = assert!(CHUNK <= 16 && CHUNKS <= 64 && CHUNKS.is_power_of_two());

@@ -76,9 +76,6 @@ use crossbeam_utils::CachePadded;
 use crate::breaker::config::BreakerConfig;
 use crate::sync::{AtomicU64, Ordering};
 
-pub use count::MAX_COUNT_WINDOW;
-pub use time::MAX_BUCKETS;
-
 const STARTING: u64 = 1 << 32;
 
 /// The generation word for `generation`, starting or not.

@@ -33,7 +33,7 @@
 //! | bits    | field     | meaning |
 //! | ------- | --------- | ------- |
 //! | 0..45   | `epoch`   | `E`, the latest epoch counted since the window started (epochs of a `u64` clock stay below 2^45) |
-//! | 45..51  | `pending` | slots still to clear back from `E`: 0 (clean) to `SLOTS` (all) |
+//! | 45..51  | `pending` | slots still to clear back from `E`: 0 (clean) to `SLOTS` (all); 63 with `E` = 0: nothing counted yet (a new breaker) |
 //! | 51..64  | —         | reserved, 0 |
 //!
 //! Bucket word (successes, failures or slow calls):
@@ -42,6 +42,9 @@
 //! | ------- | --------- | ------- |
 //! | 0..51   | `count`   | outcomes in the slot's epoch, saturating at 2^51 − 1 |
 //! | 51..64  | `version` | incremented (wrapping) by every clear of the word |
+//!
+//! A new breaker's window has counted nothing and every word is zero: its
+//! first epoch is set without a clear.
 //!
 //! # Late outcomes
 //! A thread may read its clock, then record after others have moved `E`
@@ -80,15 +83,9 @@
 use crossbeam_utils::CachePadded;
 
 use super::{Gen, Successes, Totals};
+use crate::breaker::config::MAX_BUCKETS;
 use crate::breaker::counters::stripe;
 use crate::sync::{AtomicU64, Ordering};
-
-/// The most buckets a window may have.
-#[cfg(not(loom))]
-pub const MAX_BUCKETS: u32 = 32;
-/// The most buckets a window may have (fewer under loom, to keep models small).
-#[cfg(loom)]
-pub const MAX_BUCKETS: u32 = 4;
 
 /// Ring positions: a power of two, at least [`MAX_BUCKETS`].
 const SLOTS: usize = MAX_BUCKETS as usize;
@@ -104,6 +101,9 @@ const EPOCH_MASK: u64 = (1 << EPOCH_BITS) - 1;
 const PENDING_SHIFT: u32 = 45;
 const PENDING_MASK: u64 = 0x3F;
 const _: () = assert!(SLOTS as u64 <= PENDING_MASK);
+
+/// The control word of a window that has counted nothing yet.
+const UNSTARTED: u64 = PENDING_MASK << PENDING_SHIFT;
 
 const COUNT_BITS: u32 = 51;
 const COUNT_MAX: u64 = (1 << COUNT_BITS) - 1;
@@ -172,7 +172,7 @@ impl TimeWindow {
     #[inline]
     pub(crate) fn new() -> Self {
         Self {
-            ctl: CachePadded::new(AtomicU64::new(Ctl::new(0, 0).0)),
+            ctl: CachePadded::new(AtomicU64::new(UNSTARTED)),
             successes: core::array::from_fn(|_| CachePadded::new(ring())),
             failures: CachePadded::new(ring()),
             slow: ring(),
@@ -278,6 +278,11 @@ impl TimeWindow {
     #[cold]
     #[inline(never)]
     fn step(&self, c: Ctl, epoch: u64, folds: &Successes) {
+        // Nothing counted yet: every word is zero, nothing to clear.
+        if c.0 == UNSTARTED {
+            let _ = self.ctl.compare_exchange(c.0, Ctl::new(epoch, 0).0, Ordering::SeqCst, Ordering::SeqCst);
+            return;
+        }
         let pending = c.pending();
         // Clean, or clearing every slot: the window may move to `epoch` now.
         let target = if epoch > c.epoch() && (pending == 0 || pending == SLOTS as u64) {
@@ -299,6 +304,10 @@ impl TimeWindow {
     fn clear(&self, c: Ctl, folds: &Successes) {
         let pending = c.pending();
         for back in 0..pending {
+            // Done by another helper already? (Only saves work.)
+            if self.ctl.load(Ordering::SeqCst) != c.0 {
+                return;
+            }
             let slot = slot_of(c.epoch().wrapping_sub(back));
             for stripe in &self.successes {
                 if !self.clear_word(&stripe[slot], c, Some(folds)) {
@@ -322,9 +331,12 @@ impl TimeWindow {
     fn clear_word(&self, word: &AtomicU64, c: Ctl, folds: Option<&Successes>) -> bool {
         let mut w = word.load(Ordering::SeqCst);
         loop {
-            // Still clearing for `c`? Loaded after `w`, so a word emptied
-            // and then counted into again is never seen with `c` pending.
-            if self.ctl.load(Ordering::SeqCst) != c.0 {
+            // Counts in it, and the clear no longer pending? Then they are
+            // fresh: leave them. (Loaded after `w`, so a word emptied and
+            // counted into again is never seen with `c` pending.) An empty
+            // word is bumped whatever the control word says: that loses no
+            // count, and only makes a CAS against the older version fail.
+            if count(w) != 0 && self.ctl.load(Ordering::SeqCst) != c.0 {
                 return false;
             }
             match word.compare_exchange_weak(w, emptied(w), Ordering::SeqCst, Ordering::SeqCst) {
@@ -364,6 +376,9 @@ impl TimeWindow {
                 Gen::Retry => continue,
                 Gen::Stale => return None,
             }
+            if c.0 == UNSTARTED {
+                return Some(Totals::default());
+            }
             if c.pending() != 0 {
                 self.clear(c, folds);
                 continue;
@@ -402,7 +417,13 @@ impl TimeWindow {
     pub(crate) fn is_valid(&self) -> bool {
         // Relaxed: see `Window::is_valid`.
         let c = self.ctl.load(Ordering::Relaxed);
-        c >> PENDING_SHIFT <= SLOTS as u64
+        let words = || {
+            let stripes = self.successes.iter().flat_map(|s| s.iter());
+            stripes.chain(self.failures.iter()).chain(self.slow.iter())
+        };
+        // Relaxed: as above. Nothing counted yet means every word is zero.
+        (c == UNSTARTED && words().all(|w| w.load(Ordering::Relaxed) == 0))
+            || c >> PENDING_SHIFT <= SLOTS as u64
     }
 }
 
@@ -488,6 +509,7 @@ mod tests {
     #[test]
     fn a_clear_changes_every_word_it_passes_even_an_empty_one() {
         let (w, f) = (TimeWindow::new(), folds());
+        w.add(0, 4, false, false, &counting, &f);
         let before = w.failures[3].load(Ordering::Relaxed);
         w.add(3 + SLOTS as u64, 4, false, false, &counting, &f);
         assert_ne!(w.failures[3].load(Ordering::Relaxed), before);
@@ -523,6 +545,19 @@ mod tests {
         let once = || if retried.replace(true) { Gen::Counting } else { Gen::Retry };
         assert!(w.add(1, 4, true, false, &once, &f));
         assert_eq!(totals(&w, 4).failures, 1);
+    }
+
+    #[test]
+    fn a_new_window_takes_its_first_epoch_without_a_clear() {
+        let (w, f) = (TimeWindow::new(), folds());
+        assert_eq!(w.totals(4, &counting, &f), Some(Totals::default()));
+        assert!(w.add(1 << 40, 4, true, false, &counting, &f));
+        assert_eq!(w.failures[slot_of(1 << 40)].load(Ordering::Relaxed), 1, "version 0: no clear ran");
+        assert_eq!(totals(&w, 4), t(1, 1, 0));
+        // A garbage count behind a fresh control word is named.
+        let g = TimeWindow::new();
+        g.slow[SLOTS - 1].store(5, Ordering::Relaxed);
+        assert!(!g.is_valid());
     }
 
     #[test]
