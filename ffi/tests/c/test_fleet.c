@@ -7,6 +7,7 @@
  * -fsanitize=address,undefined, by ffi/tests/c_api.rs.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "check.h"
 #include "tripwire.h"
 
 #include <stdint.h>
@@ -15,28 +16,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static int failures = 0;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__,   \
-                    __LINE__, #cond, tw_last_error_message());                       \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
-
-#define CHECK_STATUS(call, want)                                                     \
-    do {                                                                             \
-        tw_status got_ = (call);                                                     \
-        if (got_ != (want)) {                                                        \
-            fprintf(stderr, "%s:%d: %s returned %s, expected %s; last error: %s\n",  \
-                    __FILE__, __LINE__, #call, tw_status_name(got_),                 \
-                    tw_status_name(want), tw_last_error_message());                  \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
 
 static const uint8_t KEY[] = "0123456789abcdef0123456789abcdef";
 #define KEY_LEN ((size_t)32)

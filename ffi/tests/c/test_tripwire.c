@@ -4,6 +4,7 @@
  * Built with -std=c11 -Wall -Wextra -Werror, plainly and with
  * -fsanitize=address,undefined, by ffi/tests/c_api.rs.
  */
+#include "check.h"
 #include "tripwire.h"
 
 #include <stdalign.h>
@@ -11,38 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures = 0;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__,   \
-                    __LINE__, #cond, tw_last_error_message());                       \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
-
-#define CHECK_STATUS(call, want)                                                     \
-    do {                                                                             \
-        tw_status got_ = (call);                                                     \
-        if (got_ != (want)) {                                                        \
-            fprintf(stderr, "%s:%d: %s returned %s, expected %s; last error: %s\n",  \
-                    __FILE__, __LINE__, #call, tw_status_name(got_),                 \
-                    tw_status_name(want), tw_last_error_message());                  \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
-
-#define CHECK_MESSAGE(want)                                                          \
-    do {                                                                             \
-        const char *got_ = tw_last_error_message();                                  \
-        if (strcmp(got_, (want)) != 0) {                                             \
-            fprintf(stderr, "%s:%d: message \"%s\", expected \"%s\"\n", __FILE__,    \
-                    __LINE__, got_, (want));                                         \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
 
 static tw_breaker_config config_with_threshold(uint32_t threshold, uint64_t open_timeout_ns) {
     tw_breaker_config c;
