@@ -12,7 +12,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 
 use crate::classify::exception_tuple;
-use crate::clock::{ManualClock, clock_arg, seconds_to_ns};
 
 /// The name of `v`'s type, for messages.
 pub(crate) fn type_name(v: &Bound<'_, PyAny>) -> String {
@@ -57,6 +56,18 @@ pub(crate) fn number(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<f64> {
     // Only an int beyond a float's range fails here.
     v.extract::<f64>()
         .map_err(|_| PyValueError::new_err(format!("{arg} = {}, too large for a float", short_repr(v))))
+}
+
+/// Seconds as a float → nanoseconds, or a `ValueError` naming `arg`.
+pub(crate) fn seconds_to_ns(arg: &str, seconds: f64) -> PyResult<u64> {
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(PyValueError::new_err(format!(
+            "{arg} must be a finite, non-negative number of seconds, got {seconds}"
+        )));
+    }
+    let ns = seconds * 1e9;
+    // Saturate beyond 584 years; the config's own range check reports it.
+    Ok(if ns >= u64::MAX as f64 { u64::MAX } else { ns as u64 })
 }
 
 /// A duration in seconds: an int, a float or a `datetime.timedelta`,
@@ -105,11 +116,4 @@ pub(crate) fn seconds_or_none(arg: &str, value: &Bound<'_, PyAny>) -> PyResult<O
 #[pyo3(name = "_exception_classes")]
 pub(crate) fn exception_classes(arg: &str, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTuple>> {
     exception_tuple(arg, value)
-}
-
-/// `clock=`: a `ManualClock` or None; `TypeError` otherwise.
-#[pyfunction]
-#[pyo3(name = "_manual_clock")]
-pub(crate) fn manual_clock(value: &Bound<'_, PyAny>) -> PyResult<Option<Py<ManualClock>>> {
-    Ok(clock_arg(Some(value))?.1)
 }

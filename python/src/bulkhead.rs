@@ -17,6 +17,9 @@ use pyo3::types::{PyDict, PyString, PyTuple};
 use pyo3::{PyTraverseError, PyVisit, intern};
 
 use crate::args::{positive_count, seconds};
+// `BulkheadWait` refers back to its `Bulkhead`: a bulkhead and the
+// awaitable wait it hands a coroutine are one pair, kept in two files
+// because the wait is a Python class of its own (`await bulkhead`).
 use crate::bulkhead_wait::{BulkheadWait, Wakeups};
 use crate::errors;
 use crate::registry;

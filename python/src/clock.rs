@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 /// The clock a breaker reads (only when a decision needs the time).
@@ -39,18 +39,6 @@ pub(crate) fn clock_arg(
             ))),
         },
     }
-}
-
-/// Seconds as a float → nanoseconds, or a `ValueError` naming `arg`.
-pub(crate) fn seconds_to_ns(arg: &str, seconds: f64) -> PyResult<u64> {
-    if !seconds.is_finite() || seconds < 0.0 {
-        return Err(PyValueError::new_err(format!(
-            "{arg} must be a finite, non-negative number of seconds, got {seconds}"
-        )));
-    }
-    let ns = seconds * 1e9;
-    // Saturate beyond 584 years; the config's own range check reports it.
-    Ok(if ns >= u64::MAX as f64 { u64::MAX } else { ns as u64 })
 }
 
 /// A number of seconds as the clock's nanoseconds (saturating).
@@ -106,4 +94,11 @@ impl ManualClock {
     fn __repr__(&self) -> String {
         format!("ManualClock({:?})", self.now())
     }
+}
+
+/// `clock=`: a `ManualClock` or None; `TypeError` otherwise.
+#[pyfunction]
+#[pyo3(name = "_manual_clock")]
+pub(crate) fn manual_clock(value: &Bound<'_, PyAny>) -> PyResult<Option<Py<ManualClock>>> {
+    Ok(clock_arg(Some(value))?.1)
 }

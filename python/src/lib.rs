@@ -50,6 +50,7 @@ mod registry;
 mod retry;
 mod shared;
 mod snapshot;
+mod stale_counts;
 mod stale_stats;
 mod state;
 mod with_stack;
@@ -77,7 +78,7 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(registry::breaker_names, m)?)?;
     m.add_function(wrap_pyfunction!(args::seconds_or_none, m)?)?;
     m.add_function(wrap_pyfunction!(args::exception_classes, m)?)?;
-    m.add_function(wrap_pyfunction!(args::manual_clock, m)?)?;
+    m.add_function(wrap_pyfunction!(clock::manual_clock, m)?)?;
     m.add_function(wrap_pyfunction!(http::retry_after, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     let _ = py;

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use pyo3::prelude::*;
 
 use crate::core_breaker::CoreBreaker;
-use crate::stale_stats::StaleCounts;
+use crate::stale_counts::StaleCounts;
 
 /// One kind of named object, weakly held.
 struct Named<T> {

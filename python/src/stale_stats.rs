@@ -1,11 +1,8 @@
 //! A stale cache's counters (`tripwire.StaleCache`, in Python): what it
-//! served, counted here so that the Prometheus export is the core's
-//! `tripwire_fallback_total` family, the one a Rust `StaleCache` exports.
-//!
-//! # Orderings
-//! The counters are `Relaxed`: statistics that order nothing.
+//! served, counted here (in [`StaleCounts`]) so that the Prometheus export
+//! is the core's `tripwire_fallback_total` family, the one a Rust
+//! `StaleCache` exports.
 
-use core::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use pyo3::exceptions::PyTypeError;
@@ -13,31 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 use crate::registry;
-
-/// Fresh values stored, stale values served, errors passed on.
-#[derive(Debug, Default)]
-pub(crate) struct StaleCounts {
-    fresh: AtomicU64,
-    stale: AtomicU64,
-    refused: AtomicU64,
-}
-
-impl StaleCounts {
-    /// The counters at this moment, as the core's writer takes them.
-    pub(crate) fn snapshot(&self) -> tripwire::StaleSnapshot {
-        // Relaxed: see the module's Orderings.
-        tripwire::StaleSnapshot {
-            fresh: self.fresh.load(Ordering::Relaxed),
-            stale: self.stale.load(Ordering::Relaxed),
-            refused: self.refused.load(Ordering::Relaxed),
-        }
-    }
-
-    fn add(counter: &AtomicU64) {
-        // Relaxed: see the module's Orderings.
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-}
+use crate::stale_counts::StaleCounts;
 
 /// The counters of one `tripwire.StaleCache`; named, it is exported by
 /// `prometheus_text()`.
@@ -69,17 +42,17 @@ impl StaleStats {
 
     /// A call succeeded; its value was stored.
     fn fresh(&self) {
-        StaleCounts::add(&self.counts.fresh);
+        self.counts.add_fresh();
     }
 
     /// A call failed and was answered with stale data.
     fn stale(&self) {
-        StaleCounts::add(&self.counts.stale);
+        self.counts.add_stale();
     }
 
     /// A call failed and its error went to the caller.
     fn refused(&self) {
-        StaleCounts::add(&self.counts.refused);
+        self.counts.add_refused();
     }
 
     /// The counters: `{"fresh": …, "stale": …, "refused": …}`.
