@@ -28,8 +28,11 @@ def test_tripwire_stops_calling_a_dead_exchange_and_recovers_by_itself(client: s
     naive, guarded = stats["naive"], stats["tripwire"]
     report = demo.table(config, stats, 0.0)
 
-    # The naive client throws its whole rate at the dead exchange.
-    assert naive.hits_down > 0.8 * config.rate * config.outage, report
+    # The naive client throws its rate at the dead exchange (most of it: on
+    # a loaded machine its own event loop falls behind), tens of times what
+    # tripwire lets through.
+    assert naive.hits_down > 0.5 * config.rate * config.outage, report
+    assert naive.hits_down > 10 * max(guarded.hits_down, 1), report
     # tripwire: the threshold and the bulkhead before the trip, then about
     # one probe per cool-down.
     bound = config.failure_threshold + config.bulkhead + config.outage // config.cool_down + 1
@@ -39,8 +42,10 @@ def test_tripwire_stops_calling_a_dead_exchange_and_recovers_by_itself(client: s
     assert guarded.stale_balances == 0 and guarded.balance_errors > 0, report
     assert guarded.peak_in_flight <= config.bulkhead, report
     assert naive.peak_in_flight > guarded.peak_in_flight, report
-    # Back within a cool-down (and the last probe's timeout) of the return.
-    assert guarded.recovery is not None and guarded.recovery <= config.cool_down + config.timeout, report
+    # Back through the first probe after the return, not a later one: within
+    # a cool-down and a half (the scenario runs 60x fast, so a loaded
+    # machine's lag of a few tens of ms shows as seconds here).
+    assert guarded.recovery is not None and guarded.recovery <= 1.5 * config.cool_down, report
 
 
 def test_a_first_run_prints_progress_and_the_table_and_nothing_on_stderr() -> None:
