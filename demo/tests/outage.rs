@@ -43,10 +43,11 @@ fn tripwire_stops_calling_a_dead_exchange_and_recovers_by_itself() {
     assert!(naive.peak_in_flight >= 15, "{report}");
     assert!(naive.peak_in_flight >= 2 * guarded.peak_in_flight, "{report}");
 
-    // Back within one cool-down (and the last probe's timeout) of the
-    // exchange's return.
+    // Back through the first probe after the exchange's return, not a later
+    // one: within a cool-down and a half (the scenario runs 100x fast, so a
+    // loaded machine's lag of a few tens of ms shows as seconds here).
     let recovery = guarded.recovery.expect("a success after the recovery");
-    assert!(recovery <= config.cool_down + config.timeout, "{recovery:?}\n{report}");
+    assert!(recovery <= config.cool_down.mul_f64(1.5), "{recovery:?}\n{report}");
 
     // The chart draws every phase and the breaker's band.
     let svg = chart::render(&r).unwrap();
