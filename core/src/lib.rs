@@ -44,7 +44,9 @@
 //!   on the caller's clock, for a caller that runs attempts and waits
 //!   itself: every executor below, and the bindings.
 //! - [`retry()`] with a [`Stop`] (deadline, cancel flag; feature `std`):
-//!   the blocking executor, which ends with a [`RetryError`] saying why.
+//!   the blocking executor, which ends with a [`RetryError`] saying why;
+//!   [`retry_notify`] (and `retry_async_notify`) call a hook with a
+//!   [`RetryEvent`] (attempt, error, pause) before each retry.
 //! - [`RetryConfigError`]: the field, value and accepted range of a bad
 //!   backoff, budget or policy setting.
 //!

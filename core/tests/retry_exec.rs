@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use tripwire::{
     BackoffConfig, Breaker, BreakerConfig, BulkheadFull, CallError, FixedClock, Jitter, Refusal, RetryBudget,
-    RetryBudgetConfig, RetryError, RetryPolicy, Stop, Verdict, retry,
+    RetryBudgetConfig, RetryError, RetryEvent, RetryPolicy, Stop, Verdict, retry, retry_notify,
 };
 
 #[derive(Debug, PartialEq)]
@@ -143,4 +143,47 @@ fn a_refusal_inside_a_breaker_call_also_stops_at_once() {
     let r =
         retry(&p, &Stop::never(), |_| breaker.call(&FixedClock(0), || Err::<(), _>(Guarded::Status(503))));
     assert!(matches!(r, Err(RetryError::Exhausted { attempts: 5, .. })), "{r:?}");
+}
+
+#[test]
+fn the_hook_hears_each_retry_before_its_pause_and_never_the_last_attempt() {
+    let mut heard = Vec::new();
+    let r = retry_notify(
+        &policy(3, Duration::from_millis(1)),
+        &Stop::never(),
+        |e: RetryEvent<'_, Http>| heard.push((e.attempt, e.delay, e.error.0)),
+        |n| Err::<(), _>(Http(500 + n as u16)),
+    );
+    assert_eq!(r, Err(RetryError::Exhausted { attempts: 3, last: Http(503) }));
+    // No jitter: the backoff doubles from 1 ms; the third attempt is the last.
+    assert_eq!(heard, [(1, Duration::from_millis(1), 501), (2, Duration::from_millis(2), 502)]);
+
+    // A server's hint is the pause the hook hears; a final error is heard never.
+    let hinted = policy(3, Duration::from_millis(1)).classify(|e: &Http| match e.0 {
+        429 => Verdict::RetryAfter(Duration::from_millis(3)),
+        503 => Verdict::Retry,
+        _ => Verdict::Final,
+    });
+    let mut heard = Vec::new();
+    let r = retry_notify(
+        &hinted,
+        &Stop::never(),
+        |e: RetryEvent<'_, Http>| heard.push((e.attempt, e.delay)),
+        |n| Err::<(), _>(Http(if n == 1 { 429 } else { 404 })),
+    );
+    assert_eq!(r, Err(RetryError::Final { attempts: 2, error: Http(404) }));
+    assert_eq!(heard, [(1, Duration::from_millis(3))]);
+
+    // A retry the budget refuses is no retry: the hook is not called.
+    let budget =
+        RetryBudget::new(RetryBudgetConfig::builder().min_retries_per_sec(0.0).ratio(0.0).build().unwrap());
+    let mut calls = 0;
+    let r = retry_notify(
+        &policy(3, Duration::from_millis(1)).budget(&budget),
+        &Stop::never(),
+        |_: RetryEvent<'_, Http>| calls += 1,
+        |_| Err::<(), _>(Http(503)),
+    );
+    assert!(matches!(r, Err(RetryError::BudgetExhausted { attempts: 1, .. })), "{r:?}");
+    assert_eq!(calls, 0);
 }

@@ -34,9 +34,9 @@ pub use fleet::{Fleet, FleetConfig};
 pub use named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
 pub use pipeline::{Nesting, Pipeline, PipelineBuilder, PipelineError};
 pub use registry::Registry;
+pub use retry::{CANCEL_CHECK, RetryEvent, Stop, retry, retry_notify};
 #[cfg(feature = "async")]
-pub use retry::retry_async;
-pub use retry::{CANCEL_CHECK, Stop, retry};
+pub use retry::{retry_async, retry_async_notify};
 #[cfg(feature = "tokio")]
 pub use timeout::TokioTimer;
 #[cfg(feature = "async")]

@@ -117,6 +117,13 @@ impl<E> RetryLoop<E> {
         self.attempts
     }
 
+    /// The error of the last failed attempt, while a retry is pending
+    /// (after [`failed`](Self::failed) returned a delay, until the next
+    /// [`start`](Self::start) ends the loop or the error is handed back).
+    pub fn last_error(&self) -> Option<&E> {
+        self.last.as_ref()
+    }
+
     /// The error for a caller who gave up: the attempts made, the last
     /// error.
     pub fn cancelled(&mut self) -> RetryError<E> {

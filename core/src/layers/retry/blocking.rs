@@ -98,6 +98,57 @@ impl<'a> Stop<'a> {
 pub fn retry<T, E, K>(
     policy: &RetryPolicy<'_, K>,
     stop: &Stop<'_>,
+    attempt: impl FnMut(u32) -> Result<T, E>,
+) -> Result<T, RetryError<E>>
+where
+    K: Classify<E>,
+    E: Refusal,
+{
+    retry_notify(policy, stop, |_| {}, attempt)
+}
+
+/// A retry about to wait: the attempt that failed (from 1), the error it
+/// failed with, and the pause before the next attempt. What
+/// [`retry_notify`] and [`retry_async_notify`](crate::retry_async_notify)
+/// hand their hook, for logs and metrics (as backon's `notify` and
+/// tenacity's `before_sleep`).
+#[derive(Debug)]
+pub struct RetryEvent<'e, E> {
+    /// The attempt that failed, from 1.
+    pub attempt: u32,
+    /// The pause before the next attempt.
+    pub delay: Duration,
+    /// The error it failed with.
+    pub error: &'e E,
+}
+
+/// [`retry`], calling `on_retry` before each pause (never after the last
+/// attempt, nor when the loop stops instead of retrying).
+///
+/// # Examples
+/// ```
+/// use core::time::Duration;
+/// use tripwire::{BackoffConfig, RetryEvent, RetryPolicy, Stop, retry_notify};
+///
+/// let policy = RetryPolicy::builder()
+///     .max_attempts(3)
+///     .backoff(BackoffConfig::builder().base(Duration::from_millis(1)).build()?)
+///     .build()?;
+/// let mut seen = Vec::new();
+/// let got = retry_notify(
+///     &policy,
+///     &Stop::never(),
+///     |e: RetryEvent<'_, std::io::Error>| seen.push((e.attempt, e.error.to_string())),
+///     |n| if n < 3 { Err(std::io::Error::other("503")) } else { Ok(n) },
+/// );
+/// assert_eq!(got.unwrap(), 3);
+/// assert_eq!(seen, [(1, "503".to_owned()), (2, "503".to_owned())]);
+/// # Ok::<(), tripwire::RetryConfigError>(())
+/// ```
+pub fn retry_notify<T, E, K>(
+    policy: &RetryPolicy<'_, K>,
+    stop: &Stop<'_>,
+    mut on_retry: impl FnMut(RetryEvent<'_, E>),
     mut attempt: impl FnMut(u32) -> Result<T, E>,
 ) -> Result<T, RetryError<E>>
 where
@@ -117,6 +168,9 @@ where
             Err(e) => e,
         };
         let delay = state.failed(policy, &clock, error)?;
+        if let Some(error) = state.last_error() {
+            on_retry(RetryEvent { attempt: n, delay, error });
+        }
         sleep_until(Instant::now().checked_add(delay), stop);
     }
 }

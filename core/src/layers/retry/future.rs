@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use crate::layers::clock::{MonotonicClock, monotonic_at};
+use crate::layers::retry::blocking::RetryEvent;
 use crate::layers::timeout::Timer;
 use crate::retry::error::RetryError;
 use crate::retry::policy::{Classify, Refusal, RetryPolicy};
@@ -44,6 +45,24 @@ pub async fn retry_async<T, E, K, Tm, Fut>(
     policy: &RetryPolicy<'_, K>,
     timer: &Tm,
     deadline: Option<Instant>,
+    attempt: impl FnMut(u32) -> Fut,
+) -> Result<T, RetryError<E>>
+where
+    K: Classify<E>,
+    E: Refusal,
+    Tm: Timer,
+    Fut: Future<Output = Result<T, E>>,
+{
+    retry_async_notify(policy, timer, deadline, |_| {}, attempt).await
+}
+
+/// [`retry_async`], calling `on_retry` before each pause (see
+/// [`RetryEvent`]).
+pub async fn retry_async_notify<T, E, K, Tm, Fut>(
+    policy: &RetryPolicy<'_, K>,
+    timer: &Tm,
+    deadline: Option<Instant>,
+    mut on_retry: impl FnMut(RetryEvent<'_, E>),
     mut attempt: impl FnMut(u32) -> Fut,
 ) -> Result<T, RetryError<E>>
 where
@@ -61,6 +80,9 @@ where
             Err(e) => e,
         };
         let delay = run.failed(policy, &clock, error)?;
+        if let Some(error) = run.last_error() {
+            on_retry(RetryEvent { attempt: n, delay, error });
+        }
         timer.sleep(delay).await;
     }
 }

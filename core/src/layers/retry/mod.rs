@@ -6,6 +6,6 @@ pub(crate) mod blocking;
 #[cfg(feature = "async")]
 pub(crate) mod future;
 
-pub use blocking::{CANCEL_CHECK, Stop, retry};
+pub use blocking::{CANCEL_CHECK, RetryEvent, Stop, retry, retry_notify};
 #[cfg(feature = "async")]
-pub use future::retry_async;
+pub use future::{retry_async, retry_async_notify};
