@@ -78,13 +78,17 @@ P = ParamSpec("P")
 Verdict = Literal["success", "failure", "ignored", "backpressure"]
 
 
+# `headers` is typed `object`: aiohttp's is a caching descriptor that type
+# checkers do not take for a property. It must be a mapping at run time.
+
+
 class _StatusCodeResponse(Protocol):
     """requests' and httpx's responses."""
 
     @property
     def status_code(self) -> int: ...
     @property
-    def headers(self) -> Mapping[str, str]: ...
+    def headers(self) -> object: ...
 
 
 class _StatusResponse(Protocol):
@@ -93,7 +97,7 @@ class _StatusResponse(Protocol):
     @property
     def status(self) -> int: ...
     @property
-    def headers(self) -> Mapping[str, str]: ...
+    def headers(self) -> object: ...
 
 
 #: A response ``guard`` and ``assess_response`` read.
