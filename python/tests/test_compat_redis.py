@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, List
 
 import pytest
 import redis
@@ -148,6 +148,50 @@ def test_a_trip_on_one_host_is_refused_on_another_and_close_and_open_travel_too(
     # And a manual open is an open.
     b.open()
     eventually(lambda: a.current_state == "open", "the first host opened")
+
+
+def _real_pybreaker() -> Any:
+    import pybreaker as real
+
+    return real
+
+
+@needs_redis
+@pytest.mark.parametrize("impl", ["tripwire", "pybreaker-1.4.1"])
+def test_what_pybreakers_redis_storage_shares_ours_shares(impl: str) -> None:
+    """The same user code on both: two hosts' breakers on one Redis
+    namespace; a trip on one refuses calls on the other without making them,
+    and a close on the second closes the first. (pybreaker reads Redis on
+    each call; ours hears it from the link, hence `eventually`.)"""
+    assert REDIS is not None
+    ns = f"same-{uuid.uuid4().hex}"
+    if impl == "tripwire":
+        lib: Any = pybreaker
+
+        def make() -> Any:
+            s = lib.CircuitRedisStorage(lib.STATE_CLOSED, redis.Redis.from_url(REDIS), namespace=ns, key=KEY)
+            assert s.fleet.wait_linked(5.0)
+            return lib.CircuitBreaker(fail_max=2, reset_timeout=30, state_storage=s)
+    else:
+        lib = _real_pybreaker()
+
+        def make() -> Any:
+            s = lib.CircuitRedisStorage(lib.STATE_CLOSED, redis.Redis.from_url(REDIS), namespace=ns)
+            return lib.CircuitBreaker(fail_max=2, reset_timeout=30, state_storage=s)
+
+    a, b = make(), make()
+    with pytest.raises(ZeroDivisionError):
+        a.call(lambda: 1 / 0)
+    with pytest.raises(lib.CircuitBreakerError):
+        a.call(lambda: 1 / 0)
+    eventually(lambda: b.current_state == "open", "the other host opened")
+    calls: List[int] = []
+    with pytest.raises(lib.CircuitBreakerError):
+        b.call(lambda: calls.append(1))
+    assert calls == []
+    b.close()
+    eventually(lambda: a.current_state == "closed", "the first host closed")
+    assert a.call(lambda: 5) == 5
 
 
 @needs_redis

@@ -5,7 +5,10 @@ by the core. Every check is a count or a state; time is a ManualClock."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import time
+import uuid
 from typing import Any, Callable, Iterator, List
 
 import aiohttp
@@ -363,3 +366,27 @@ def test_a_429_never_shortens_a_longer_hold(make_breaker: Any) -> None:
     assert tripwire._tripwire._settle(breaker, first, 429, {"Retry-After": "50"}) == ("backpressure", 50.0)
     assert tripwire._tripwire._settle(breaker, second, 429, {"Retry-After": "5"}) == ("backpressure", 50.0)
     assert breaker.hold_left == 50.0
+
+
+@pytest.mark.skipif(not os.environ.get("TRIPWIRE_TEST_REDIS"), reason="set TRIPWIRE_TEST_REDIS (.ci/run does)")
+def test_a_429_on_one_host_holds_the_breaker_of_another_in_the_fleet(fake: fx.FakeExchange) -> None:
+    url = os.environ["TRIPWIRE_TEST_REDIS"]
+    ns, key = f"http-{uuid.uuid4().hex[:16]}", b"0123456789abcdef0123456789abcdef"
+    here, there = tripwire.Breaker(name="exchange"), tripwire.Breaker(name="exchange")
+    fleets = [tripwire.Fleet(url, ns, key), tripwire.Fleet(url, ns, key)]
+    fleets[0].join(here)
+    fleets[1].join(there)
+    assert all(f.wait_linked(5.0) for f in fleets)
+    fake.retry_after = 60
+    fake.mode = fx.RATE_LIMITED
+    with httpx.Client(base_url=fake.url, trust_env=False) as client:
+        with pytest.raises(th.BackpressureError):
+            th.guard(here).call(client.get, PING)
+        deadline = time.monotonic() + 5
+        while there.hold_left is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        left = there.hold_left
+        assert left is not None and 50 < left <= 60, left
+        with pytest.raises(tripwire.CircuitOpenError):
+            th.guard(there).call(client.get, PING)
+    assert fake.hits(PING) == 1
