@@ -289,6 +289,20 @@ def test_a_function_that_returns_no_response_raises_and_gives_its_ticket_back(ma
     assert breaker.state == "closed"
 
 
+def test_an_awaitable_from_a_sync_function_says_to_use_call_async(fake: fx.FakeExchange, make_breaker: Any) -> None:
+    breaker = make_breaker()
+
+    async def main() -> None:
+        async with aiohttp.ClientSession(fake.url) as session:
+            pending = session.get(PING)
+            with pytest.raises(TypeError, match="call_async"):
+                th.guard(breaker).call(lambda: pending)
+            (await pending).release()
+
+    asyncio.run(main())
+    assert breaker.snapshot().ignored == 1 and fake.hits(PING) == 1
+
+
 class _Response:
     def __init__(self, status: Any, headers: Any = None) -> None:
         self.status_code = status

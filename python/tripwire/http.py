@@ -136,6 +136,11 @@ def _status_and_headers(response: object) -> tuple[Any, Any]:
     if status is None:
         status = getattr(response, "status", None)
     if status is None or not hasattr(response, "headers"):
+        if inspect.isawaitable(response):
+            raise TypeError(
+                f"got an awaitable ({type(response).__name__}), not a response: guard an async def "
+                "function, or use call_async (aiohttp's session.get is no async def)"
+            )
         raise TypeError(
             "expected an HTTP response (with `status_code` or `status`, and `headers`), "
             f"got {type(response).__name__}; a guarded function must return its response"
