@@ -10,9 +10,10 @@ use std::time::SystemTime;
 
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyMapping};
-use tripwire::Assessment;
+use tripwire::{Assessment, Outcome};
 
 use crate::args::{seconds, type_name};
 use crate::breaker::{Breaker, Ticket};
@@ -22,15 +23,9 @@ use crate::breaker::{Breaker, Ticket};
 /// skipped, as an HTTP client would drop it. Names are case-insensitive.
 fn header_map(headers: &Bound<'_, PyAny>) -> PyResult<HeaderMap> {
     let mut map = HeaderMap::new();
-    if headers.is_none() {
+    let Some(pairs) = check_mapping(headers)? else {
         return Ok(map);
-    }
-    let pairs = headers.cast::<PyMapping>().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "headers must be a mapping of names to values, got {}",
-            type_name(headers)
-        ))
-    })?;
+    };
     for item in pairs.items()?.iter() {
         let (name, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
         let (name, value) = (name.str()?.to_cow()?.into_owned(), value.str()?.to_cow()?.into_owned());
@@ -41,6 +36,19 @@ fn header_map(headers: &Bound<'_, PyAny>) -> PyResult<HeaderMap> {
         }
     }
     Ok(map)
+}
+
+/// `headers` as a mapping, None for None; `TypeError` for anything else.
+fn check_mapping<'a, 'py>(headers: &'a Bound<'py, PyAny>) -> PyResult<Option<&'a Bound<'py, PyMapping>>> {
+    if headers.is_none() {
+        return Ok(None);
+    }
+    headers.cast::<PyMapping>().map(Some).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "headers must be a mapping of names to values, got {}",
+            type_name(headers)
+        ))
+    })
 }
 
 /// `now=`: the Unix time dates are measured from; the wall clock if None.
@@ -63,12 +71,28 @@ fn status_code(status: &Bound<'_, PyAny>) -> PyResult<StatusCode> {
 }
 
 /// The core's assessment of `status` and `headers`, its wait read as of
-/// `now` (the core's `assess` reads the wall clock itself).
-fn assessment(status: StatusCode, headers: &HeaderMap, now: SystemTime) -> Assessment {
-    match tripwire::http::assess(status, headers) {
-        Assessment::Backpressure(_) => Assessment::Backpressure(tripwire::http::retry_after_at(headers, now)),
-        other => other,
-    }
+/// `now` (the core's `assess` reads the wall clock itself). The headers
+/// are read only for backpressure, the one verdict they carry a wait for:
+/// copying every header of every 2xx into a `HeaderMap` would cost more
+/// than the rest of the guarded call.
+fn assessment(status: StatusCode, headers: &Bound<'_, PyAny>, now: SystemTime) -> PyResult<Assessment> {
+    Ok(match tripwire::http::assess(status, &HeaderMap::new()) {
+        Assessment::Backpressure(_) => {
+            let map = header_map(headers)?;
+            match tripwire::http::assess(status, &map) {
+                Assessment::Backpressure(_) => {
+                    Assessment::Backpressure(tripwire::http::retry_after_at(&map, now))
+                }
+                other => other,
+            }
+        }
+        other => {
+            // Still a mapping or None, for every status: a wrong type is
+            // the caller's bug whatever the server answered.
+            check_mapping(headers)?;
+            other
+        }
+    })
 }
 
 fn verdict(a: Assessment) -> &'static str {
@@ -106,7 +130,7 @@ pub(crate) fn assess(
     now: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(&'static str, Option<f64>)> {
     let status = status_code(status)?;
-    let a = assessment(status, &header_map(headers)?, wall_clock(now)?);
+    let a = assessment(status, headers, wall_clock(now)?)?;
     let wait = match a {
         Assessment::Backpressure(w) => w.map(|d| d.as_secs_f64()),
         _ => None,
@@ -114,26 +138,72 @@ pub(crate) fn assess(
     Ok((verdict(a), wait))
 }
 
-/// Records an admitted call's response as the core settles an assessment
-/// (`NamedBreaker::settle`): its outcome, then for backpressure a hold for
-/// the server's wait, or the breaker's `open_timeout` when none is given,
-/// capped at `max_hold`. Returns the verdict and, for backpressure, the
-/// seconds until a call may be admitted (the hold left, which a longer hold
-/// already in place can make more than asked); None otherwise. Checks its
-/// arguments before recording, so a bad status leaves the ticket unused.
+/// A response's status and headers: `status_code` (requests, httpx) or
+/// `status` (aiohttp), and `headers`; a `TypeError` saying what it got.
+fn response_parts<'py>(response: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let py = response.py();
+    let status = match response.getattr_opt(intern!(py, "status_code"))? {
+        Some(s) if !s.is_none() => Some(s),
+        _ => response.getattr_opt(intern!(py, "status"))?.filter(|s| !s.is_none()),
+    };
+    let headers = response.getattr_opt(intern!(py, "headers"))?;
+    match (status, headers) {
+        (Some(status), Some(headers)) => Ok((status, headers)),
+        _ if response.hasattr(intern!(py, "__await__"))? => Err(PyTypeError::new_err(format!(
+            "got an awaitable ({}), not a response: guard an async def function, or use call_async \
+             (aiohttp's session.get is no async def)",
+            type_name(response)
+        ))),
+        _ => Err(PyTypeError::new_err(format!(
+            "expected an HTTP response (with `status_code` or `status`, and `headers`), got {}; \
+             a guarded function must return its response",
+            type_name(response)
+        ))),
+    }
+}
+
+/// [`assess`] for a response (requests, httpx, aiohttp).
+#[pyfunction]
+#[pyo3(name = "_assess_response", signature = (response, now = None))]
+pub(crate) fn assess_response(
+    response: &Bound<'_, PyAny>,
+    now: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(&'static str, Option<f64>)> {
+    let (status, headers) = response_parts(response)?;
+    assess(&status, &headers, now)
+}
+
+/// Records an admitted call's `response` as the core settles an
+/// assessment (`NamedBreaker::settle`): its outcome, then for backpressure
+/// a hold for the server's wait, or the breaker's `open_timeout` when none
+/// is given, capped at `max_hold`. Returns the verdict, the status and, for
+/// backpressure, the seconds until a call may be admitted (the hold left,
+/// which a longer hold already in place can make more than asked); None
+/// otherwise. A response that cannot be read (no status, a status out of
+/// range, headers that are no mapping) is recorded as ignored, giving the
+/// ticket back, and raises `TypeError` / `ValueError`.
 #[pyfunction]
 #[pyo3(name = "_settle")]
 pub(crate) fn settle(
     breaker: &Bound<'_, Breaker>,
     ticket: &Bound<'_, Ticket>,
-    status: &Bound<'_, PyAny>,
-    headers: &Bound<'_, PyAny>,
-) -> PyResult<(&'static str, Option<f64>)> {
-    let status = status_code(status)?;
-    let a = assessment(status, &header_map(headers)?, SystemTime::now());
-    Breaker::record(breaker, ticket.get().ticket, a.outcome());
+    response: &Bound<'_, PyAny>,
+) -> PyResult<(&'static str, u16, Option<f64>)> {
+    let ticket = ticket.get().ticket;
+    let read = response_parts(response).and_then(|(status, headers)| {
+        let status = status_code(&status)?;
+        Ok((status, assessment(status, &headers, SystemTime::now())?))
+    });
+    let (status, a) = match read {
+        Ok(read) => read,
+        Err(e) => {
+            Breaker::record(breaker, ticket, Outcome::Ignored);
+            return Err(e);
+        }
+    };
+    Breaker::record(breaker, ticket, a.outcome());
     let Assessment::Backpressure(asked) = a else {
-        return Ok((verdict(a), None));
+        return Ok((verdict(a), status.as_u16(), None));
     };
     let config = breaker.get().core().config();
     let d = asked.unwrap_or_else(|| config.open_timeout());
@@ -142,5 +212,5 @@ pub(crate) fn settle(
     // A hold that was not placed (`force_open()`, a zero wait): the wait
     // that was asked, capped as a hold would have been.
     let left = breaker.get().hold_left_secs().unwrap_or(d.min(config.max_hold()).as_secs_f64());
-    Ok((verdict(a), Some(left)))
+    Ok((verdict(a), status.as_u16(), Some(left)))
 }

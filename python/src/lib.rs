@@ -81,6 +81,7 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(args::manual_clock, m)?)?;
     m.add_function(wrap_pyfunction!(http::retry_after, m)?)?;
     m.add_function(wrap_pyfunction!(http::assess, m)?)?;
+    m.add_function(wrap_pyfunction!(http::assess_response, m)?)?;
     m.add_function(wrap_pyfunction!(http::settle, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     let _ = py;

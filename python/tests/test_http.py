@@ -377,8 +377,9 @@ def test_a_429_never_shortens_a_longer_hold(make_breaker: Any) -> None:
     breaker = make_breaker()
     # Two calls in flight; the first answer asks for 50 s, the second for 5.
     first, second = breaker._acquire(), breaker._acquire()
-    assert tripwire._tripwire._settle(breaker, first, 429, {"Retry-After": "50"}) == ("backpressure", 50.0)
-    assert tripwire._tripwire._settle(breaker, second, 429, {"Retry-After": "5"}) == ("backpressure", 50.0)
+    settle = tripwire._tripwire._settle
+    assert settle(breaker, first, _Response(429, {"Retry-After": "50"})) == ("backpressure", 429, 50.0)
+    assert settle(breaker, second, _Response(429, {"Retry-After": "5"})) == ("backpressure", 429, 50.0)
     assert breaker.hold_left == 50.0
 
 

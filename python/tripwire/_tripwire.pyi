@@ -36,6 +36,7 @@ __all__ = [
     "_exception_classes",
     "_manual_clock",
     "_assess",
+    "_assess_response",
     "_retry_after",
     "_settle",
     "_seconds_or_none",
@@ -442,6 +443,9 @@ def _retry_after(headers: Mapping[Any, object] | None, now: Seconds | None = Non
 def _assess(
     status: int, headers: Mapping[Any, object] | None, now: Seconds | None = None
 ) -> tuple[Literal["success", "failure", "ignored", "backpressure"], float | None]: ...
-def _settle(
-    breaker: Breaker, ticket: Ticket, status: int, headers: Mapping[Any, object] | None
+def _assess_response(
+    response: object, now: Seconds | None = None
 ) -> tuple[Literal["success", "failure", "ignored", "backpressure"], float | None]: ...
+def _settle(
+    breaker: Breaker, ticket: Ticket, response: object
+) -> tuple[Literal["success", "failure", "ignored", "backpressure"], int, float | None]: ...

@@ -46,7 +46,20 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from typing import Any, Awaitable, Callable, Coroutine, Literal, Mapping, NamedTuple, Optional, TypeVar, Union, overload
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Literal,
+    Mapping,
+    NamedTuple,
+    NoReturn,
+    Optional,
+    TypeVar,
+    Union,
+    overload,
+)
 
 from . import _aio, _tripwire
 from ._errors import TripwireError
@@ -126,26 +139,11 @@ def assess(status: int, headers: Optional[Mapping[str, Any]] = None, *, now: Opt
 
 
 def assess_response(response: Response, *, now: Optional[float] = None) -> Assessment:
-    """``assess`` for a requests, httpx or aiohttp response."""
-    status, headers = _status_and_headers(response)
-    return assess(status, headers, now=now)
-
-
-def _status_and_headers(response: object) -> tuple[Any, Any]:
-    status = getattr(response, "status_code", None)
-    if status is None:
-        status = getattr(response, "status", None)
-    if status is None or not hasattr(response, "headers"):
-        if inspect.isawaitable(response):
-            raise TypeError(
-                f"got an awaitable ({type(response).__name__}), not a response: guard an async def "
-                "function, or use call_async (aiohttp's session.get is no async def)"
-            )
-        raise TypeError(
-            "expected an HTTP response (with `status_code` or `status`, and `headers`), "
-            f"got {type(response).__name__}; a guarded function must return its response"
-        )
-    return status, getattr(response, "headers")
+    """``assess`` for a requests, httpx or aiohttp response; ``TypeError``
+    for anything without an int ``status_code`` or ``status`` and
+    ``headers``."""
+    verdict, wait = _tripwire._assess_response(response, now)
+    return Assessment(verdict, wait)
 
 
 class ResponseError(TripwireError):
@@ -177,21 +175,18 @@ class BackpressureError(ResponseError):
 
 
 def _settle(breaker: Breaker, ticket: Ticket, response: object, raise_errors: bool) -> None:
-    """Records ``response`` (the core settles it) and raises for a failure
-    or backpressure if asked to."""
-    try:
-        status, headers = _status_and_headers(response)
-        verdict, wait = _tripwire._settle(breaker, ticket, status, headers)
-    except BaseException:
-        # No verdict: the ticket goes back unused, as for a cancelled call.
-        breaker._record(ticket, "ignored")
-        raise
-    if not raise_errors:
-        return
+    """Records ``response`` (the core settles it; one that cannot be read
+    gives the ticket back and raises) and raises for a failure or
+    backpressure if asked to."""
+    verdict, status, wait = _tripwire._settle(breaker, ticket, response)
+    if raise_errors and verdict != "success" and verdict != "ignored":
+        _raise(response, verdict, status, wait)
+
+
+def _raise(response: object, verdict: Verdict, status: int, wait: Optional[float]) -> NoReturn:
     if verdict == "failure":
         raise ServerError(response, status, verdict, None)
-    if verdict == "backpressure":
-        raise BackpressureError(response, status, verdict, wait)
+    raise BackpressureError(response, status, verdict, wait)
 
 
 class ResponseGuard:
@@ -224,9 +219,22 @@ class ResponseGuard:
 
             return guarded_async
 
+        breaker, raise_errors = self._breaker, self._raise_errors
+        acquire, record_error, settle = breaker._acquire, breaker._record_error, _tripwire._settle
+
+        # `_call`, inlined: this wrapper is the hot path of every call.
         @functools.wraps(func)
         def guarded(*args: P.args, **kwargs: P.kwargs) -> Any:
-            return self._call(func, args, kwargs)
+            ticket = acquire()
+            try:
+                response = func(*args, **kwargs)
+            except BaseException as exc:
+                record_error(ticket, exc)
+                raise
+            verdict, status, wait = settle(breaker, ticket, response)
+            if raise_errors and verdict != "success" and verdict != "ignored":
+                _raise(response, verdict, status, wait)
+            return response
 
         return guarded
 
