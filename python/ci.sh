@@ -15,10 +15,13 @@ rm -rf "$VENV"
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 # ccxt: tripwire.ccxt's end-to-end tests; pybreaker: the compat module's
-# tests run against the real one too.
+# tests run against the real one too; redis: the client whose settings
+# CircuitRedisStorage reads; requests, httpx, aiohttp:
+# tripwire.http's tests against real clients.
 python -m pip install --quiet --disable-pip-version-check \
   maturin==1.16.0 pytest==9.2.0 hypothesis==6.170.17 mypy==2.4.1 pyright==1.1.414 \
-  prometheus-client==0.26.0 ccxt==4.5.90 pybreaker==1.4.1
+  prometheus-client==0.26.0 ccxt==4.5.90 pybreaker==1.4.1 redis==8.1.0 \
+  requests==2.34.2 httpx==0.28.1 aiohttp==3.14.5
 
 rm -rf ../target/wheels-ci
 maturin build --release --quiet --out ../target/wheels-ci

@@ -171,6 +171,24 @@ impl Breaker {
         }
     }
 
+    /// Holds the breaker open for `d` (the core caps it at `max_hold`)
+    /// and tells the listeners; true when this placed or lengthened a hold.
+    pub(crate) fn open_for(slf: &Bound<'_, Self>, d: core::time::Duration) -> bool {
+        let this = slf.get();
+        match this.core().open_for(d, &this.clock) {
+            Some(t) => {
+                Self::notify(slf, t);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Seconds left on the hold in place, or None.
+    pub(crate) fn hold_left_secs(&self) -> Option<f64> {
+        self.core().hold_left(&self.clock).map(|d| d.as_secs_f64())
+    }
+
     fn manual(slf: &Bound<'_, Self>, t: Transition) {
         Self::notify(slf, t);
     }
@@ -610,21 +628,14 @@ impl Breaker {
     /// those).
     fn hold(slf: &Bound<'_, Self>, seconds: &Bound<'_, PyAny>) -> PyResult<bool> {
         let d = crate::args::seconds("seconds", seconds)?;
-        let this = slf.get();
-        Ok(match this.core().open_for(d, &this.clock) {
-            Some(t) => {
-                Self::notify(slf, t);
-                true
-            }
-            None => false,
-        })
+        Ok(Self::open_for(slf, d))
     }
 
     /// Seconds left on the hold in place (`hold()`), or None when the
     /// breaker is not held or the hold has ended.
     #[getter]
     fn hold_left(&self) -> Option<f64> {
-        self.core().hold_left(&self.clock).map(|d| d.as_secs_f64())
+        self.hold_left_secs()
     }
 
     /// Permits every call and never trips, still counting, until `reset()`.

@@ -1,39 +1,31 @@
-//! Reading a response's headers for the wait it asks for: the core's
-//! `tripwire::http::retry_after_at`, for `tripwire.ccxt` and any Python
-//! client that has the headers as a mapping.
+//! Responses through the core's `tripwire::http`: `_retry_after` reads the
+//! wait headers ask for (`tripwire.ccxt`), `_assess` classifies a status
+//! and its headers, and `_settle` records an admitted call's response as
+//! the core settles an assessment (`tripwire.http`). Any Python client
+//! whose headers are a mapping (requests, httpx, aiohttp) goes through
+//! here, so no binding classifies a response on its own.
 
 use core::time::Duration;
 use std::time::SystemTime;
 
-use http::{HeaderMap, HeaderName, HeaderValue};
-use pyo3::exceptions::PyTypeError;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyMapping;
+use pyo3::types::{PyBool, PyInt, PyMapping};
+use tripwire::{Assessment, Outcome};
 
 use crate::args::{seconds, type_name};
+use crate::breaker::{Breaker, Ticket};
 
-/// The wait `headers` ask for, in seconds: `Retry-After` (whole seconds or
-/// an HTTP date), else `RateLimit-Reset`, else `X-RateLimit-Reset`
-/// (seconds, or a Unix time when that large); None when no header says or
-/// none can be read. `now`: the Unix time dates are measured from (default:
-/// the wall clock). Names and values are taken with `str()`; a pair that is
-/// no valid header is skipped, as an HTTP client would drop it.
-#[pyfunction]
-#[pyo3(name = "_retry_after", signature = (headers, now = None))]
-pub(crate) fn retry_after(
-    headers: &Bound<'_, PyAny>,
-    now: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Option<f64>> {
-    if headers.is_none() {
-        return Ok(None);
-    }
-    let pairs = headers.cast::<PyMapping>().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "headers must be a mapping of names to values, got {}",
-            type_name(headers)
-        ))
-    })?;
+/// `headers` (a mapping, or None for none) as a `HeaderMap`. Names and
+/// values are taken with `str()`; a pair that is no valid header is
+/// skipped, as an HTTP client would drop it. Names are case-insensitive.
+fn header_map(headers: &Bound<'_, PyAny>) -> PyResult<HeaderMap> {
     let mut map = HeaderMap::new();
+    let Some(pairs) = check_mapping(headers)? else {
+        return Ok(map);
+    };
     for item in pairs.items()?.iter() {
         let (name, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
         let (name, value) = (name.str()?.to_cow()?.into_owned(), value.str()?.to_cow()?.into_owned());
@@ -43,9 +35,182 @@ pub(crate) fn retry_after(
             map.append(name, value);
         }
     }
-    let now = match now.filter(|n| !n.is_none()) {
+    Ok(map)
+}
+
+/// `headers` as a mapping, None for None; `TypeError` for anything else.
+fn check_mapping<'a, 'py>(headers: &'a Bound<'py, PyAny>) -> PyResult<Option<&'a Bound<'py, PyMapping>>> {
+    if headers.is_none() {
+        return Ok(None);
+    }
+    headers.cast::<PyMapping>().map(Some).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "headers must be a mapping of names to values, got {}",
+            type_name(headers)
+        ))
+    })
+}
+
+/// `now=`: the Unix time dates are measured from; the wall clock if None.
+fn wall_clock(now: Option<&Bound<'_, PyAny>>) -> PyResult<SystemTime> {
+    Ok(match now.filter(|n| !n.is_none()) {
         None => SystemTime::now(),
         Some(n) => SystemTime::UNIX_EPOCH.checked_add(seconds("now", n)?).unwrap_or(SystemTime::UNIX_EPOCH),
+    })
+}
+
+/// `status=`: an int from 100 to 999, as HTTP has them.
+fn status_code(status: &Bound<'_, PyAny>) -> PyResult<StatusCode> {
+    if status.is_instance_of::<PyBool>() || !status.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!("status must be an int, got {}", type_name(status))));
+    }
+    status.extract::<u16>().ok().and_then(|s| StatusCode::from_u16(s).ok()).ok_or_else(|| {
+        let shown = status.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
+        PyValueError::new_err(format!("status must be an HTTP status code from 100 to 999, got {shown}"))
+    })
+}
+
+/// The core's assessment of `status` and `headers`, its wait read as of
+/// `now` (the core's `assess` reads the wall clock itself). The headers
+/// are read only for backpressure, the one verdict they carry a wait for:
+/// copying every header of every 2xx into a `HeaderMap` would cost more
+/// than the rest of the guarded call.
+fn assessment(status: StatusCode, headers: &Bound<'_, PyAny>, now: SystemTime) -> PyResult<Assessment> {
+    Ok(match tripwire::http::assess(status, &HeaderMap::new()) {
+        Assessment::Backpressure(_) => {
+            let map = header_map(headers)?;
+            match tripwire::http::assess(status, &map) {
+                Assessment::Backpressure(_) => {
+                    Assessment::Backpressure(tripwire::http::retry_after_at(&map, now))
+                }
+                other => other,
+            }
+        }
+        other => {
+            // Still a mapping or None, for every status: a wrong type is
+            // the caller's bug whatever the server answered.
+            check_mapping(headers)?;
+            other
+        }
+    })
+}
+
+fn verdict(a: Assessment) -> &'static str {
+    match a {
+        Assessment::Success => "success",
+        Assessment::Failure => "failure",
+        Assessment::Ignored => "ignored",
+        Assessment::Backpressure(_) => "backpressure",
+    }
+}
+
+/// The wait `headers` ask for, in seconds: `Retry-After` (whole seconds or
+/// an HTTP date), else `RateLimit-Reset`, else `X-RateLimit-Reset`
+/// (seconds, or a Unix time when that large); None when no header says or
+/// none can be read. `now`: the Unix time dates are measured from (default:
+/// the wall clock).
+#[pyfunction]
+#[pyo3(name = "_retry_after", signature = (headers, now = None))]
+pub(crate) fn retry_after(
+    headers: &Bound<'_, PyAny>,
+    now: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<f64>> {
+    let map = header_map(headers)?;
+    Ok(tripwire::http::retry_after_at(&map, wall_clock(now)?).map(|d: Duration| d.as_secs_f64()))
+}
+
+/// The core's verdict on a response: `("success" | "failure" | "ignored" |
+/// "backpressure", wait)`, the wait (seconds) read from the headers for
+/// backpressure only, None when they ask for none.
+#[pyfunction]
+#[pyo3(name = "_assess", signature = (status, headers, now = None))]
+pub(crate) fn assess(
+    status: &Bound<'_, PyAny>,
+    headers: &Bound<'_, PyAny>,
+    now: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(&'static str, Option<f64>)> {
+    let status = status_code(status)?;
+    let a = assessment(status, headers, wall_clock(now)?)?;
+    let wait = match a {
+        Assessment::Backpressure(w) => w.map(|d| d.as_secs_f64()),
+        _ => None,
     };
-    Ok(tripwire::http::retry_after_at(&map, now).map(|d: Duration| d.as_secs_f64()))
+    Ok((verdict(a), wait))
+}
+
+/// A response's status and headers: `status_code` (requests, httpx) or
+/// `status` (aiohttp), and `headers`; a `TypeError` saying what it got.
+fn response_parts<'py>(response: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let py = response.py();
+    let status = match response.getattr_opt(intern!(py, "status_code"))? {
+        Some(s) if !s.is_none() => Some(s),
+        _ => response.getattr_opt(intern!(py, "status"))?.filter(|s| !s.is_none()),
+    };
+    let headers = response.getattr_opt(intern!(py, "headers"))?;
+    match (status, headers) {
+        (Some(status), Some(headers)) => Ok((status, headers)),
+        _ if response.hasattr(intern!(py, "__await__"))? => Err(PyTypeError::new_err(format!(
+            "got an awaitable ({}), not a response: guard an async def function, or use call_async \
+             (aiohttp's session.get is no async def)",
+            type_name(response)
+        ))),
+        _ => Err(PyTypeError::new_err(format!(
+            "expected an HTTP response (with `status_code` or `status`, and `headers`), got {}; \
+             a guarded function must return its response",
+            type_name(response)
+        ))),
+    }
+}
+
+/// [`assess`] for a response (requests, httpx, aiohttp).
+#[pyfunction]
+#[pyo3(name = "_assess_response", signature = (response, now = None))]
+pub(crate) fn assess_response(
+    response: &Bound<'_, PyAny>,
+    now: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(&'static str, Option<f64>)> {
+    let (status, headers) = response_parts(response)?;
+    assess(&status, &headers, now)
+}
+
+/// Records an admitted call's `response` as the core settles an
+/// assessment (`NamedBreaker::settle`): its outcome, then for backpressure
+/// a hold for the server's wait, or the breaker's `open_timeout` when none
+/// is given, capped at `max_hold`. Returns the verdict, the status and, for
+/// backpressure, the seconds until a call may be admitted (the hold left,
+/// which a longer hold already in place can make more than asked); None
+/// otherwise. A response that cannot be read (no status, a status out of
+/// range, headers that are no mapping) is recorded as ignored, giving the
+/// ticket back, and raises `TypeError` / `ValueError`.
+#[pyfunction]
+#[pyo3(name = "_settle")]
+pub(crate) fn settle(
+    breaker: &Bound<'_, Breaker>,
+    ticket: &Bound<'_, Ticket>,
+    response: &Bound<'_, PyAny>,
+) -> PyResult<(&'static str, u16, Option<f64>)> {
+    let ticket = ticket.get().ticket;
+    let read = response_parts(response).and_then(|(status, headers)| {
+        let status = status_code(&status)?;
+        Ok((status, assessment(status, &headers, SystemTime::now())?))
+    });
+    let (status, a) = match read {
+        Ok(read) => read,
+        Err(e) => {
+            Breaker::record(breaker, ticket, Outcome::Ignored);
+            return Err(e);
+        }
+    };
+    Breaker::record(breaker, ticket, a.outcome());
+    let Assessment::Backpressure(asked) = a else {
+        return Ok((verdict(a), status.as_u16(), None));
+    };
+    let config = breaker.get().core().config();
+    let d = asked.unwrap_or_else(|| config.open_timeout());
+    // The core caps the hold at `max_hold`, and counts it when it does.
+    Breaker::open_for(breaker, d);
+    // A hold that was not placed (`force_open()`, a zero wait): the wait
+    // that was asked, capped as a hold would have been.
+    let left = breaker.get().hold_left_secs().unwrap_or(d.min(config.max_hold()).as_secs_f64());
+    Ok((verdict(a), status.as_u16(), Some(left)))
 }

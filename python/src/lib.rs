@@ -11,7 +11,8 @@
 //! - [`errors`]: raising the exceptions of `tripwire/_errors.py`;
 //!   [`aio`]: the asyncio helpers of `tripwire/_aio.py`.
 //! - [`args`]: the argument checks, for the Python modules too;
-//!   [`http`]: the core's reading of `Retry-After` and reset headers.
+//!   [`http`]: the core's classification of HTTP responses and its
+//!   reading of `Retry-After` and reset headers.
 //! - [`registry`]: named breakers, bulkheads and stale caches and their
 //!   Prometheus export (the core's writer, so the families are a Rust
 //!   `Registry`'s); [`stale_stats::StaleStats`]: a Python stale cache's
@@ -80,6 +81,9 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(args::exception_classes, m)?)?;
     m.add_function(wrap_pyfunction!(clock::manual_clock, m)?)?;
     m.add_function(wrap_pyfunction!(http::retry_after, m)?)?;
+    m.add_function(wrap_pyfunction!(http::assess, m)?)?;
+    m.add_function(wrap_pyfunction!(http::assess_response, m)?)?;
+    m.add_function(wrap_pyfunction!(http::settle, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     let _ = py;
     Ok(())

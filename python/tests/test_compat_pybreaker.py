@@ -489,18 +489,6 @@ def test_a_generator_closed_early_is_not_a_failure() -> None:
     assert cb.current_state == "closed" and cb.fail_counter == 0
 
 
-def test_redis_storage_is_not_supported() -> None:
-    with pytest.raises(NotImplementedError, match="Breaker.shared"):
-        ours.CircuitRedisStorage("closed", object())
-
-    class RedisLike:
-        name = "redis"
-        state = "closed"
-
-    with pytest.raises(NotImplementedError, match="CircuitRedisStorage"):
-        ours.CircuitBreaker(state_storage=RedisLike())  # type: ignore[arg-type]
-
-
 def test_bad_arguments_are_clear_errors() -> None:
     for kwargs in ({"fail_max": -1}, {"fail_max": 2.5}, {"success_threshold": -1}, {"fail_max": True}):
         with pytest.raises(ValueError):

@@ -13,7 +13,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+import aiohttp
+import httpx
+
 import tripwire
+import tripwire.http
 
 if TYPE_CHECKING:
     from typing_extensions import assert_type
@@ -78,6 +82,59 @@ class Client:
         return 1_700_000_000
 
 
+def _answer(request: httpx.Request) -> httpx.Response:
+    if request.url.path == "/busy":
+        return httpx.Response(429, headers={"Retry-After": "0"})
+    return httpx.Response(200, json={"bids": [], "asks": []})
+
+
+api = tripwire.Breaker(name="typed-sample-http", failure_threshold=3)
+http_client = httpx.Client(base_url="http://exchange.test", transport=httpx.MockTransport(_answer))
+
+
+@tripwire.http.guard(api)
+def get_depth(symbol: str, limit: int = 5) -> httpx.Response:
+    return http_client.get("/api/v3/depth", params={"symbol": symbol, "limit": limit})
+
+
+@tripwire.http.guard(api, raise_errors=False)
+async def get_depth_async(client: httpx.AsyncClient, symbol: str) -> httpx.Response:
+    return await client.get("/api/v3/depth", params={"symbol": symbol})
+
+
+@tripwire.http.guard(api)
+async def get_with_aiohttp(session: aiohttp.ClientSession, path: str) -> aiohttp.ClientResponse:
+    async with session.get(path) as response:
+        await response.read()
+        return response
+
+
+def http_calls() -> None:
+    assert_type(get_depth("BTCUSDT"), httpx.Response)
+    assert_type(get_depth("BTCUSDT", limit=10).status_code, int)
+    assert_type(tripwire.http.guard(api).call(http_client.get, "/api/v3/ping"), httpx.Response)
+    assessment = tripwire.http.assess_response(get_depth("ETHUSDT"))
+    assert_type(assessment.verdict, tripwire.http.Verdict)
+    assert_type(assessment.retry_after, "float | None")
+    try:
+        http_client.get("/busy")
+        tripwire.http.guard(api).call(http_client.get, "/busy")
+    except tripwire.http.BackpressureError as e:
+        assert_type(e.retry_after, "float | None")
+
+
+async def http_calls_async() -> None:
+    async with httpx.AsyncClient(base_url="http://exchange.test", transport=httpx.MockTransport(_answer)) as c:
+        assert_type(await get_depth_async(c, "BTCUSDT"), httpx.Response)
+        assert_type(await tripwire.http.guard(api).call_async(c.get, "/api/v3/ping"), httpx.Response)
+
+
+async def aiohttp_calls(session: aiohttp.ClientSession) -> None:
+    """Checked, not run (the sample makes no network call)."""
+    assert_type(await get_with_aiohttp(session, "/api/v3/ping"), aiohttp.ClientResponse)
+    assert_type(await tripwire.http.guard(api).call_async(session.get, "/api/v3/ping"), aiohttp.ClientResponse)
+
+
 def in_a_block() -> int:
     # No "missing return": the block never swallows an exception.
     with exchange:
@@ -123,8 +180,12 @@ def wrong_calls() -> None:
     submit("7")  # type: ignore[arg-type]
     Client().ping("x")  # type: ignore[arg-type]
     exchange.call(fetch_ticker, 1)  # type: ignore[arg-type]
+    get_depth(1)  # type: ignore[arg-type]
+    tripwire.http.guard(api)(fetch_ticker)  # type: ignore[arg-type]
 
 
 def main() -> None:
     sync_calls()
     asyncio.run(async_calls())
+    http_calls()
+    asyncio.run(http_calls_async())

@@ -9,7 +9,9 @@ The breaker, the bulkhead, the retry budget and the retry decisions, the
 clock and the registry live in the Rust extension ``tripwire._tripwire``;
 the retry loop's sleeping and awaiting and the stale-data fallback are
 Python (``_retry``, ``_fallback``), with their arguments checked by the
-extension.
+extension. ``tripwire.http`` guards requests, httpx and aiohttp calls by
+their responses (the core's classification), ``tripwire.ccxt`` ccxt
+exchanges, ``tripwire.compat.pybreaker`` is pybreaker's API.
 """
 
 from ._errors import BulkheadFullError, CircuitOpenError, RetryBudgetExhausted, TripwireError

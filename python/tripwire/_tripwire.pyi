@@ -35,7 +35,10 @@ __all__ = [
     "__version__",
     "_exception_classes",
     "_manual_clock",
+    "_assess",
+    "_assess_response",
     "_retry_after",
+    "_settle",
     "_seconds_or_none",
     "breaker_names",
     "prometheus_text",
@@ -437,3 +440,12 @@ def _seconds_or_none(arg: str, value: object) -> float | None: ...
 def _exception_classes(arg: str, value: object) -> tuple[type[BaseException], ...]: ...
 def _manual_clock(value: object) -> ManualClock | None: ...
 def _retry_after(headers: Mapping[Any, object] | None, now: Seconds | None = None) -> float | None: ...
+def _assess(
+    status: int, headers: Mapping[Any, object] | None, now: Seconds | None = None
+) -> tuple[Literal["success", "failure", "ignored", "backpressure"], float | None]: ...
+def _assess_response(
+    response: object, now: Seconds | None = None
+) -> tuple[Literal["success", "failure", "ignored", "backpressure"], float | None]: ...
+def _settle(
+    breaker: Breaker, ticket: Ticket, response: object
+) -> tuple[Literal["success", "failure", "ignored", "backpressure"], int, float | None]: ...

@@ -24,7 +24,8 @@ failure); ``open()`` (open for ``reset_timeout``, then a trial call),
 whose ``before_call`` runs only for calls let through, whose
 ``state_change`` comes after the ``failure`` that caused it and before the
 ``success`` that closed it; excluded errors (classes or predicates) count
-as successes; ``CircuitMemoryStorage``.
+as successes; ``CircuitMemoryStorage``; ``CircuitRedisStorage`` on
+tripwire's fleet link.
 
 Where tripwire deliberately differs (see also python/README.md):
 
@@ -49,9 +50,12 @@ Where tripwire deliberately differs (see also python/README.md):
   open a full ``reset_timeout`` from its creation (pybreaker counts from
   the storage's ``opened_at``). Two breakers on one storage do not share
   a state: ``tripwire.Breaker.shared`` does that across processes.
-  ``CircuitRedisStorage`` raises ``NotImplementedError``: tripwire will
-  share a breaker across hosts through its own fleet link, without a
-  Redis round trip on every call.
+- ``CircuitRedisStorage(state, redis_object, namespace, ...)`` maps onto
+  ``tripwire.Fleet``; it needs the fleet's signing key (``key=`` or
+  ``TRIPWIRE_FLEET_KEY``). pybreaker's reads and writes Redis on every
+  call; here no call touches Redis, and only the transitions travel (see
+  python/README.md, "pybreaker's CircuitRedisStorage", for every
+  difference).
 - Changing ``fail_max``, ``reset_timeout``, ``success_threshold`` or
   ``name`` rebuilds the tripwire breaker: an open breaker starts its
   cool-down again, and calls in flight at that moment are not counted.
@@ -70,6 +74,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 import threading
 import types
 from datetime import datetime, timezone
@@ -77,6 +82,7 @@ from typing import (
     Any,
     Awaitable,
     Callable,
+    Dict,
     Generator,
     Iterable,
     Iterator,
@@ -89,7 +95,7 @@ from typing import (
 )
 
 from .._errors import CircuitOpenError, TripwireError
-from .._tripwire import Breaker, ManualClock, Ticket
+from .._tripwire import Breaker, Fleet, ManualClock, Ticket
 
 __all__ = [
     "STATE_CLOSED",
@@ -229,12 +235,11 @@ class CircuitBreakerStorage:
         raise NotImplementedError
 
 
-class CircuitMemoryStorage(CircuitBreakerStorage):
-    """The state and counters in this process's memory (pybreaker's
-    default)."""
+class _LocalStorage(CircuitBreakerStorage):
+    """A state, counters and ``opened_at`` in this process's memory."""
 
-    def __init__(self, state: str) -> None:
-        super().__init__("memory")
+    def __init__(self, name: str, state: str) -> None:
+        super().__init__(name)
         self._state = state
         self._fail_counter = 0
         self._success_counter = 0
@@ -277,18 +282,146 @@ class CircuitMemoryStorage(CircuitBreakerStorage):
         self._opened_at = value
 
 
-_NO_REDIS = (
-    "CircuitRedisStorage is not supported: pybreaker's Redis storage makes a Redis round trip on every call. "
-    "On one host, share a breaker between processes with tripwire.Breaker.shared(path); sharing across hosts "
-    "will come through tripwire's own fleet link."
-)
+class CircuitMemoryStorage(_LocalStorage):
+    """The state and counters in this process's memory (pybreaker's
+    default)."""
+
+    def __init__(self, state: str) -> None:
+        super().__init__("memory", state)
 
 
-class CircuitRedisStorage(CircuitBreakerStorage):
-    """Not supported; raises ``NotImplementedError`` (see the module's doc)."""
+#: The environment variable a ``CircuitRedisStorage`` reads its signing key
+#: from when it is given no ``key=``.
+KEY_ENV = "TRIPWIRE_FLEET_KEY"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError(_NO_REDIS)
+#: The fleet namespace (one Redis channel and one set of keys) of every
+#: ``CircuitRedisStorage``; the breakers in it are told apart by name.
+FLEET_NAMESPACE = "pybreaker"
+
+
+class CircuitRedisStorage(_LocalStorage):
+    """pybreaker's ``CircuitRedisStorage(state, redis_object, namespace,
+    fallback_circuit_state, cluster_mode)`` on ``tripwire.Fleet``: the
+    breakers of every process and host that use the same Redis and the same
+    ``namespace`` share their trips, holds and closes, and one of them
+    probes per cool-down.
+
+    Unlike pybreaker's, nothing here touches Redis on a call's path: the
+    state, the counters and ``opened_at`` are this process's (as in
+    ``CircuitMemoryStorage``), each decision is the local breaker's, and the
+    fleet link carries its transitions through Redis in the background. See
+    the module's doc for what differs.
+
+    ``redis_object``: a ``redis.Redis`` client (its host, port, db,
+    username, password and TLS are read; no command is sent through it) or
+    a ``redis://`` URL. ``namespace``: the breaker's name in the fleet
+    (pybreaker's key prefix); None is pybreaker's "pybreaker". ``key``: the
+    fleet's signing key (bytes or str, at least 16 bytes, the same on every
+    host), else the ``TRIPWIRE_FLEET_KEY`` environment variable.
+    ``fleet_options``: ``tripwire.Fleet``'s keyword arguments
+    (``lease_lead``, ``probe_timeout``, ``max_skew``, ``connect_timeout``,
+    ``io_timeout``). ``fallback_circuit_state`` is checked and kept
+    (``fallback_circuit_state`` attribute) but never needed: without Redis
+    each process goes on as a plain local breaker, in the state it has.
+    ``cluster_mode=True`` raises ``NotImplementedError``: the link speaks to
+    one Redis server.
+    """
+
+    BASE_NAMESPACE = FLEET_NAMESPACE
+
+    def __init__(
+        self,
+        state: str,
+        redis_object: Any,
+        namespace: Optional[str] = None,
+        fallback_circuit_state: str = STATE_CLOSED,
+        cluster_mode: bool = False,
+        *,
+        key: Union[bytes, str, None] = None,
+        **fleet_options: Any,
+    ) -> None:
+        state = str(state)
+        if state not in _STATES:
+            raise ValueError(f"Unknown state {state!r}, valid states: {', '.join(_STATES)}")
+        if fallback_circuit_state not in _STATES:
+            raise ValueError(
+                f"Unknown fallback_circuit_state {fallback_circuit_state!r}, valid states: {', '.join(_STATES)}"
+            )
+        if cluster_mode:
+            raise NotImplementedError(
+                "cluster_mode is not supported: the fleet link speaks to one Redis server; "
+                "give it the URL of one node (every host the same)"
+            )
+        if namespace is not None and (not isinstance(namespace, str) or not namespace):
+            raise ValueError(f"namespace must be a non-empty str or None, got {namespace!r}")
+        super().__init__("redis", state)
+        self.fallback_circuit_state = fallback_circuit_state
+        self._breaker_name = namespace if namespace is not None else FLEET_NAMESPACE
+        url, credentials = _redis_location(redis_object)
+        if key is None:
+            env = os.environ.get(KEY_ENV)
+            if not env:
+                raise ValueError(
+                    "CircuitRedisStorage needs the fleet's signing key: pass key=... (bytes or str, at least "
+                    f"16 bytes, the same on every host) or set {KEY_ENV}; the fleet's messages are signed "
+                    "so that a client of the Redis without it cannot open every breaker"
+                )
+            key = env
+        self._fleet_args: Tuple[Tuple[Any, ...], Dict[str, Any]] = (
+            (url, FLEET_NAMESPACE, key),
+            {**credentials, **fleet_options},
+        )
+        args, kwargs = self._fleet_args
+        self._fleet: Fleet = Fleet(*args, **kwargs)
+        self._joined = False
+
+    @property
+    def namespace(self) -> str:
+        """The breaker's name in the fleet (and its ``tripwire.Breaker``'s)."""
+        return self._breaker_name
+
+    @property
+    def fleet(self) -> Fleet:
+        """The ``tripwire.Fleet`` link: ``link_state``, ``wait_linked``,
+        ``snapshot()``."""
+        return self._fleet
+
+    def _join(self, breaker: Breaker) -> None:
+        """Joins the breaker a ``CircuitBreaker`` made; a rebuilt one (a
+        setter changed its config) gets a fresh link, as a name joins once."""
+        if self._joined:
+            args, kwargs = self._fleet_args
+            self._fleet = Fleet(*args, **kwargs)
+        self._fleet.join(breaker)
+        self._joined = True
+
+
+def _redis_location(redis_object: Any) -> Tuple[str, Dict[str, Any]]:
+    """A ``redis://`` URL and the credentials for ``tripwire.Fleet``, from
+    a URL or a redis-py client (read, never used)."""
+    if isinstance(redis_object, str):
+        if not redis_object.startswith(("redis://", "rediss://")):
+            raise ValueError(f"redis_object must be a redis:// or rediss:// URL or a redis.Redis, got {redis_object!r}")
+        return redis_object, {}
+    pool = getattr(redis_object, "connection_pool", None)
+    kwargs = getattr(pool, "connection_kwargs", None)
+    if not isinstance(kwargs, dict):
+        raise TypeError(
+            "redis_object must be a redis.Redis client (with a connection pool) or a redis:// URL, "
+            f"got {type(redis_object).__name__}"
+        )
+    if kwargs.get("path"):
+        raise ValueError(
+            f"redis_object connects through the Unix socket {kwargs['path']!r}; the fleet link needs "
+            "a TCP address: give a redis:// URL or a client made with host= and port="
+        )
+    host = str(kwargs.get("host") or "localhost")
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    scheme = "rediss" if "SSL" in getattr(getattr(pool, "connection_class", None), "__name__", "") else "redis"
+    url = f"{scheme}://{host}:{int(kwargs.get('port') or 6379)}/{int(kwargs.get('db') or 0)}"
+    credentials = {k: kwargs[k] for k in ("username", "password") if kwargs.get(k) is not None}
+    return url, credentials
 
 
 def _count(arg: str, value: object) -> int:
@@ -329,8 +462,11 @@ class CircuitBreaker:
         *,
         clock: Optional[ManualClock] = None,
     ) -> None:
-        if isinstance(state_storage, CircuitRedisStorage) or getattr(state_storage, "name", None) == "redis":
-            raise NotImplementedError(_NO_REDIS)
+        if getattr(state_storage, "name", None) == "redis" and not isinstance(state_storage, CircuitRedisStorage):
+            raise TypeError(
+                "this state_storage is pybreaker's own CircuitRedisStorage, which reads Redis on every call; "
+                "use tripwire.compat.pybreaker.CircuitRedisStorage (same arguments, plus the fleet's key=)"
+            )
         storage = state_storage if state_storage is not None else CircuitMemoryStorage(STATE_CLOSED)
         initial = next((s for s in _STATES if s == storage.state), None)
         if initial is None:
@@ -351,6 +487,7 @@ class CircuitBreaker:
         self._state = CircuitBreakerState(initial)
         self.breaker = self._make_breaker()
         self._restore(initial, storage.counter)
+        self._link()
 
     # -- the tripwire breaker ------------------------------------------------
 
@@ -362,7 +499,7 @@ class CircuitBreaker:
             open_timeout=_SHORTEST if self._reset_timeout == 0 else self._reset_timeout,
             half_open_max=trials,
             half_open_successes=trials,
-            name=self._name,
+            name=self._state_storage.namespace if isinstance(self._state_storage, CircuitRedisStorage) else self._name,
             on_state_change=self._on_change,
             clock=self._clock,
         )
@@ -441,6 +578,16 @@ class CircuitBreaker:
         with self._quiet():
             self.breaker = self._make_breaker()
         self._restore(state, failures)
+        self._link()
+
+    def _link(self) -> None:
+        """Joins the tripwire breaker to the fleet of a Redis storage, once
+        it is in its initial state: that state stays local (pybreaker's
+        storage sets it only where Redis has none), and the fleet's current
+        one, if any, comes in when the link reads it."""
+        storage = self._state_storage
+        if isinstance(storage, CircuitRedisStorage):
+            storage._join(self.breaker)
 
     # -- configuration ------------------------------------------------------
 
