@@ -80,3 +80,36 @@ pub fn spin_until(mut done: impl FnMut() -> bool) {
         loom::thread::yield_now();
     }
 }
+
+/// The order in which a model's threads passed the points they mark: loom
+/// runs one thread at a time and switches only at its own operations, so
+/// a `std` counter taken at each point numbers the points in the order of
+/// the interleaving. For races whose outcome the breaker's state does not
+/// show afterwards (a late outcome refused or counted and then cleared
+/// leaves the same state), the marks around each side's calls tell which
+/// came first, or that they overlapped.
+#[derive(Clone, Default)]
+pub struct Steps(Arc<AtomicUsize>);
+
+impl Steps {
+    /// The number of this point in the interleaving.
+    pub fn mark(&self) -> usize {
+        // Relaxed: loom runs one thread at a time; the counter orders
+        // nothing, it only numbers the points.
+        self.0.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// Where two spans of a model's threads fall against each other, each
+/// span from the mark before its first call to the mark after its last:
+/// 0 when the first ended before the second began, 2 when the second ended
+/// before the first began, 1 when they overlapped.
+pub fn overlap(first: (usize, usize), second: (usize, usize)) -> usize {
+    if first.1 < second.0 {
+        0
+    } else if second.1 < first.0 {
+        2
+    } else {
+        1
+    }
+}
