@@ -86,8 +86,8 @@ pub fn spin_until(mut done: impl FnMut() -> bool) {
 /// a `std` counter taken at each point numbers the points in the order of
 /// the interleaving. For races whose outcome the breaker's state does not
 /// show afterwards (a late outcome refused or counted and then cleared
-/// leaves the same state), the marks around each side's calls tell which
-/// came first, or that they overlapped.
+/// leaves the same state), the marks around each side's calls tell whether
+/// one was done before the other began.
 #[derive(Clone, Default)]
 pub struct Steps(Arc<AtomicUsize>);
 
@@ -100,16 +100,9 @@ impl Steps {
     }
 }
 
-/// Where two spans of a model's threads fall against each other, each
-/// span from the mark before its first call to the mark after its last:
-/// 0 when the first ended before the second began, 2 when the second ended
-/// before the first began, 1 when they overlapped.
-pub fn overlap(first: (usize, usize), second: (usize, usize)) -> usize {
-    if first.1 < second.0 {
-        0
-    } else if second.1 < first.0 {
-        2
-    } else {
-        1
-    }
+/// Whether span `first` ended before span `second` began, each from the
+/// mark before its first call to the mark after its last. (Not ended
+/// before: the two overlapped, or `second` came first.)
+pub fn before(first: (usize, usize), second: (usize, usize)) -> bool {
+    first.1 < second.0
 }
