@@ -1,5 +1,5 @@
 //! loom models of holds racing probes, and of a late deadline stamp. Run with
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire --release --test loom_hold`.
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire --release --target-dir target/loom --test loom_hold`.
 //!
 //! Every model races for real (see `loom_support`) and fails when the
 //! ordering or check it names under "Guards" is weakened;
@@ -82,13 +82,14 @@ fn a_hold_racing_a_probe_admission_stays_in_force() {
 /// Guards: the `Acquire` of that second load (and the hold's `Release`).
 #[test]
 fn a_caller_that_finds_a_hold_finds_its_end() {
-    /// Counts, in its third field, the times the caller found the hold not
-    /// yet in place (a `std` atomic: loom does not schedule it).
+    /// Counts, in its third field, the times the caller found the flag
+    /// unset and yielded (a `std` atomic: loom does not schedule it).
     struct AfterHold(Arc<AtomicBool>, u64, std::sync::atomic::AtomicUsize);
     impl tripwire::Clock for AfterHold {
         fn now(&self) -> u64 {
             // Relaxed: the flag must order nothing (see above).
             while !self.0.load(Ordering::Relaxed) {
+                // Relaxed: a tally, read by this thread once the call is done.
                 self.2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 thread::yield_now();
             }
@@ -96,7 +97,7 @@ fn a_caller_that_finds_a_hold_finds_its_end() {
         }
     }
     model(
-        ["the caller read its clock before the hold", "the hold was in place when it read its clock"],
+        ["the caller waited in its clock for the hold", "the caller found the flag set at once"],
         |sides| {
             let b = Arc::new(breaker());
             let after = trip_and_cool(&b, 10_000);
@@ -202,7 +203,7 @@ fn a_hold_racing_a_probe_success_stays_in_force() {
 /// once: a cool-down shortened to nothing by a delayed thread.
 #[test]
 fn a_late_stamp_never_touches_a_later_generations_deadline() {
-    model(["the late failure tripped generation 1", "this thread's failure tripped it"], |sides| {
+    model(["the late failure made the first trip", "this thread's failure made it"], |sides| {
         let b = Arc::new(breaker());
         let ticket = b.try_acquire(&FixedClock(0)).unwrap();
         let late = {
