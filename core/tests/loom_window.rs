@@ -21,7 +21,7 @@ use core::time::Duration;
 
 use loom::sync::Arc;
 use loom::thread;
-use loom_support::{Steps, before, model};
+use loom_support::{Steps, against, before, model};
 use tripwire::{Breaker, BreakerConfig, BreakerConfigBuilder, FixedClock, Outcome, State};
 
 /// The middle of millisecond `ms`: its epoch with 1 ms buckets is `ms`.
@@ -52,31 +52,41 @@ fn record(b: &Breaker, outcome: Outcome, clock: &FixedClock) -> Option<tripwire:
 /// every word it passes (the version bump), so the late CAS fails.
 #[test]
 fn a_failure_admitted_before_a_reset_never_counts_in_the_new_window() {
-    model(["the late failure was done before the reset", "the reset came before it was done"], |sides| {
-        let b = Arc::new(time_window(2, 1.0));
-        let steps = Steps::default();
-        let late = b.try_acquire(&at(7)).unwrap();
-        // The new generation on the spawned thread, so that the late
-        // failure (this thread, which runs first) can stop just before its
-        // CAS and resume just after the window is emptied: two preemptions.
-        let new = {
-            let (b, steps) = (b.clone(), steps.clone());
-            thread::spawn(move || {
-                let began = steps.mark();
-                b.reset();
-                // One failure of the new generation: the window holds one call.
-                let report = record(&b, Outcome::Failure, &at(7));
-                (report, (began, steps.mark()))
-            })
-        };
-        let began = steps.mark();
-        assert_eq!(b.record(late, Outcome::Failure, &at(7)), None);
-        let mine = (began, steps.mark());
-        let (report, theirs) = new.join().unwrap();
-        assert_eq!(report, None, "a late failure entered the new window");
-        sides.saw(usize::from(!before(mine, theirs)));
-        assert!(record(&b, Outcome::Failure, &at(7)).is_some(), "two calls of the new generation trip it");
-    });
+    model(
+        [
+            "the late failure was done before the reset",
+            "the late failure was done during the reset and the new generation's first failure",
+            "the late failure was done after the new generation's first failure",
+        ],
+        |sides| {
+            let b = Arc::new(time_window(2, 1.0));
+            let steps = Steps::default();
+            let late = b.try_acquire(&at(7)).unwrap();
+            // The new generation on the spawned thread, so that the late
+            // failure (this thread, which runs first) can stop just before its
+            // CAS and resume just after the window is emptied: two preemptions.
+            let new = {
+                let (b, steps) = (b.clone(), steps.clone());
+                thread::spawn(move || {
+                    let began = steps.mark();
+                    b.reset();
+                    // One failure of the new generation: the window holds one call.
+                    let report = record(&b, Outcome::Failure, &at(7));
+                    (report, (began, steps.mark()))
+                })
+            };
+            let began = steps.mark();
+            assert_eq!(b.record(late, Outcome::Failure, &at(7)), None);
+            let mine = (began, steps.mark());
+            let (report, theirs) = new.join().unwrap();
+            assert_eq!(report, None, "a late failure entered the new window");
+            sides.saw(against(mine.1, theirs));
+            assert!(
+                record(&b, Outcome::Failure, &at(7)).is_some(),
+                "two calls of the new generation trip it"
+            );
+        },
+    );
 }
 
 /// Defect 2, second race: two probes succeed at once; the one that loses
@@ -169,7 +179,8 @@ fn a_late_outcome_never_lands_in_a_newer_epoch() {
     model(
         [
             "the late success was done before epoch 3's failure began",
-            "epoch 3's failure began before it was done",
+            "the late success was done while epoch 3's failure was being recorded",
+            "the late success was done after epoch 3's failure",
         ],
         |sides| {
             let b = Arc::new(time_window(2, 0.8));
@@ -189,7 +200,7 @@ fn a_late_outcome_never_lands_in_a_newer_epoch() {
             let mine = (began, steps.mark());
             let (report, theirs) = newer.join().unwrap();
             assert_eq!(report, None);
-            sides.saw(usize::from(!before(mine, theirs)));
+            sides.saw(against(mine.1, theirs));
             // The window holds epoch 3's failure alone: one more failure makes
             // a rate of 1 and trips it; with the late success counted in epoch
             // 3 it would be 2 of 3, below 0.8.
@@ -258,7 +269,8 @@ fn racing_rotations_fold_a_chunk_once() {
     model(
         [
             "this thread's success was done before the spawned one began",
-            "the spawned success began before this thread's was done",
+            "this thread's success was done while the spawned one was being recorded",
+            "this thread's success was done after the spawned one",
         ],
         |sides| {
             let b = Arc::new(count_window(4, 2, 1.0));
@@ -278,7 +290,7 @@ fn racing_rotations_fold_a_chunk_once() {
             let mine = (began, steps.mark());
             let (report, theirs) = other.join().unwrap();
             assert_eq!(report, None);
-            sides.saw(usize::from(!before(mine, theirs)));
+            sides.saw(against(mine.1, theirs));
             assert_eq!(b.snapshot().successes, 4);
         },
     );
@@ -289,25 +301,32 @@ fn racing_rotations_fold_a_chunk_once() {
 /// used before, so the old failure's CAS on an empty cursor fails.
 #[test]
 fn a_late_failure_never_counts_in_a_restarted_count_window() {
-    model(["the late failure was done before the reset", "the reset came before it was done"], |sides| {
-        let b = Arc::new(count_window(4, 2, 1.0));
-        let steps = Steps::default();
-        let late = b.try_acquire(&at(1)).unwrap();
-        // As in the time window's model: the late failure on this thread.
-        let new = {
-            let (b, steps) = (b.clone(), steps.clone());
-            thread::spawn(move || {
-                let began = steps.mark();
-                b.reset();
-                (record(&b, Outcome::Failure, &at(1)), (began, steps.mark()))
-            })
-        };
-        let began = steps.mark();
-        assert_eq!(b.record(late, Outcome::Failure, &at(1)), None);
-        let mine = (began, steps.mark());
-        let (report, theirs) = new.join().unwrap();
-        assert_eq!(report, None, "a late failure entered the new window");
-        sides.saw(usize::from(!before(mine, theirs)));
-        assert!(record(&b, Outcome::Failure, &at(1)).is_some());
-    });
+    model(
+        [
+            "the late failure was done before the reset",
+            "the late failure was done during the reset and the new generation's first failure",
+            "the late failure was done after the new generation's first failure",
+        ],
+        |sides| {
+            let b = Arc::new(count_window(4, 2, 1.0));
+            let steps = Steps::default();
+            let late = b.try_acquire(&at(1)).unwrap();
+            // As in the time window's model: the late failure on this thread.
+            let new = {
+                let (b, steps) = (b.clone(), steps.clone());
+                thread::spawn(move || {
+                    let began = steps.mark();
+                    b.reset();
+                    (record(&b, Outcome::Failure, &at(1)), (began, steps.mark()))
+                })
+            };
+            let began = steps.mark();
+            assert_eq!(b.record(late, Outcome::Failure, &at(1)), None);
+            let mine = (began, steps.mark());
+            let (report, theirs) = new.join().unwrap();
+            assert_eq!(report, None, "a late failure entered the new window");
+            sides.saw(against(mine.1, theirs));
+            assert!(record(&b, Outcome::Failure, &at(1)).is_some());
+        },
+    );
 }

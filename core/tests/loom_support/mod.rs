@@ -86,8 +86,8 @@ pub fn spin_until(mut done: impl FnMut() -> bool) {
 /// a `std` counter taken at each point numbers the points in the order of
 /// the interleaving. For races whose outcome the breaker's state does not
 /// show afterwards (a late outcome refused or counted and then cleared
-/// leaves the same state), the marks around each side's calls tell whether
-/// one was done before the other began.
+/// leaves the same state), the marks around each side's calls tell where
+/// one ended against the other.
 #[derive(Clone, Default)]
 pub struct Steps(Arc<AtomicUsize>);
 
@@ -100,9 +100,15 @@ impl Steps {
     }
 }
 
-/// Whether span `first` ended before span `second` began, each from the
-/// mark before its first call to the mark after its last. (Not ended
-/// before: the two overlapped, or `second` came first.)
+/// Where `point` (a mark) falls against `span` (from the mark before a
+/// thread's first call to the mark after its last): 0 before it began, 1
+/// while it ran, 2 after it was done.
+pub fn against(point: usize, span: (usize, usize)) -> usize {
+    usize::from(point > span.0) + usize::from(point > span.1)
+}
+
+/// Whether span `first` ended before span `second` began (each as in
+/// [`against`]).
 pub fn before(first: (usize, usize), second: (usize, usize)) -> bool {
     first.1 < second.0
 }
