@@ -1,15 +1,19 @@
 //! loom models of holds racing probes, and of a late deadline stamp. Run with
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire --release --test loom_hold`.
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire --release --target-dir target/loom --test loom_hold`.
 //!
-//! Each model names the check or ordering it guards; weakening that one
-//! makes the model fail.
+//! Every model races for real (see `loom_support`) and fails when the
+//! ordering or check it names under "Guards" is weakened;
+//! `tests/mutants/run.sh` makes each of those weakenings and shows it.
 #![cfg(loom)]
+
+mod loom_support;
 
 use core::time::Duration;
 
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
+use loom_support::model;
 use tripwire::{Breaker, BreakerConfig, FixedClock, Outcome, State};
 
 const COOL_DOWN: Duration = Duration::from_micros(1);
@@ -45,7 +49,7 @@ fn trip_and_cool(b: &Breaker, at: u64) -> u64 {
 /// through it.
 #[test]
 fn a_hold_racing_a_probe_admission_stays_in_force() {
-    loom::model(|| {
+    model(["the probe was admitted before the hold", "the hold refused the caller"], |sides| {
         let b = Arc::new(breaker());
         let after = trip_and_cool(&b, 10_000);
         let holder = {
@@ -56,6 +60,7 @@ fn a_hold_racing_a_probe_admission_stays_in_force() {
         let held = holder.join().unwrap().expect("the hold always starts a generation");
         assert_eq!((held.to, b.state()), (State::Open, State::Open));
         assert_eq!(b.hold_left(&FixedClock(after)), Some(HOLD));
+        sides.saw(usize::from(caller.is_err()));
         match caller {
             // Admitted first: its outcome is from an older generation now.
             Ok(probe) => {
@@ -77,32 +82,41 @@ fn a_hold_racing_a_probe_admission_stays_in_force() {
 /// Guards: the `Acquire` of that second load (and the hold's `Release`).
 #[test]
 fn a_caller_that_finds_a_hold_finds_its_end() {
-    struct AfterHold(Arc<AtomicBool>, u64);
+    /// Counts, in its third field, the times the caller found the flag
+    /// unset and yielded (a `std` atomic: loom does not schedule it).
+    struct AfterHold(Arc<AtomicBool>, u64, std::sync::atomic::AtomicUsize);
     impl tripwire::Clock for AfterHold {
         fn now(&self) -> u64 {
             // Relaxed: the flag must order nothing (see above).
             while !self.0.load(Ordering::Relaxed) {
+                // Relaxed: a tally, read by this thread once the call is done.
+                self.2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 thread::yield_now();
             }
             self.1
         }
     }
-    loom::model(|| {
-        let b = Arc::new(breaker());
-        let after = trip_and_cool(&b, 10_000);
-        let done = Arc::new(AtomicBool::new(false));
-        let holder = {
-            let (b, done) = (b.clone(), done.clone());
-            thread::spawn(move || {
-                let held = b.open_for(HOLD, &FixedClock(after));
-                done.store(true, Ordering::Relaxed);
-                held
-            })
-        };
-        let r = b.try_acquire(&AfterHold(done, after)).unwrap_err();
-        assert_eq!((r.state, r.retry_after), (State::Open, Some(HOLD)));
-        assert!(holder.join().unwrap().is_some());
-    });
+    model(
+        ["the caller waited in its clock for the hold", "the caller found the flag set at once"],
+        |sides| {
+            let b = Arc::new(breaker());
+            let after = trip_and_cool(&b, 10_000);
+            let done = Arc::new(AtomicBool::new(false));
+            let holder = {
+                let (b, done) = (b.clone(), done.clone());
+                thread::spawn(move || {
+                    let held = b.open_for(HOLD, &FixedClock(after));
+                    done.store(true, Ordering::Relaxed);
+                    held
+                })
+            };
+            let clock = AfterHold(done, after, std::sync::atomic::AtomicUsize::new(0));
+            let r = b.try_acquire(&clock).unwrap_err();
+            assert_eq!((r.state, r.retry_after), (State::Open, Some(HOLD)));
+            sides.saw(usize::from(clock.2.into_inner() == 0));
+            assert!(holder.join().unwrap().is_some());
+        },
+    );
 }
 
 /// A hold and a probe's failure race into the same generation (both enter
@@ -115,7 +129,7 @@ fn a_caller_that_finds_a_hold_finds_its_end() {
 /// could overwrite the hold's end of the generation the hold won.
 #[test]
 fn a_hold_racing_a_probe_failure_is_never_shortened() {
-    loom::model(|| {
+    model(["the failure re-opened first", "the hold came first"], |sides| {
         let b = Arc::new(breaker());
         let after = trip_and_cool(&b, 10_000);
         let probe = b.try_acquire(&FixedClock(after)).unwrap();
@@ -126,6 +140,7 @@ fn a_hold_racing_a_probe_failure_is_never_shortened() {
         let held = b.open_for(HOLD, &FixedClock(after));
         let failed = failer.join().unwrap();
         assert!(held.is_some() || failed.is_some());
+        sides.saw(usize::from(failed.is_none()));
         assert_eq!(b.state(), State::Open);
         let r = b.try_acquire(&FixedClock(after)).unwrap_err();
         assert_eq!(r.retry_after, Some(HOLD), "hold: {held:?}, failure: {failed:?}");
@@ -146,7 +161,7 @@ fn a_hold_racing_a_probe_failure_is_never_shortened() {
 /// the next call through.
 #[test]
 fn a_hold_racing_a_probe_success_stays_in_force() {
-    loom::model(|| {
+    model(["the close landed first", "the hold landed first"], |sides| {
         let b = Arc::new(breaker());
         // Generations 1 to 59: Closed. 60: Open (an even slot). 61: Half-Open
         // (its probe lost). 62: Half-Open again, taken over.
@@ -164,6 +179,7 @@ fn a_hold_racing_a_probe_success_stays_in_force() {
         };
         let held = b.open_for(HOLD, &FixedClock(after)).expect("the hold always starts a generation");
         let closed = closer.join().unwrap();
+        sides.saw(usize::from(closed.is_none()));
         if let Some(c) = closed {
             assert!(c.generation < held.generation, "a close after the hold would have ended it");
         }
@@ -187,7 +203,7 @@ fn a_hold_racing_a_probe_success_stays_in_force() {
 /// once: a cool-down shortened to nothing by a delayed thread.
 #[test]
 fn a_late_stamp_never_touches_a_later_generations_deadline() {
-    loom::model(|| {
+    model(["the late failure made the first trip", "this thread's failure made it"], |sides| {
         let b = Arc::new(breaker());
         let ticket = b.try_acquire(&FixedClock(0)).unwrap();
         let late = {
@@ -197,12 +213,15 @@ fn a_late_stamp_never_touches_a_later_generations_deadline() {
         // Generation 1: Open (this failure's or the late one's), 2: Closed,
         // 3: Open again, in the slot of generation 1.
         let t = b.try_acquire(&FixedClock(0)).unwrap();
-        b.record(t, Outcome::Failure, &FixedClock(10_000));
+        let first = b.record(t, Outcome::Failure, &FixedClock(10_000));
         b.reset();
         let t = b.try_acquire(&FixedClock(20_000)).unwrap();
         let second = b.record(t, Outcome::Failure, &FixedClock(20_000)).expect("a trip");
         assert_eq!(second.generation, 3);
-        late.join().unwrap();
+        let tripped_late = late.join().unwrap();
+        // One of the two failures of generation 0 trips it.
+        assert!(tripped_late.is_some() != first.is_some(), "late: {tripped_late:?}, first: {first:?}");
+        sides.saw(usize::from(first.is_some()));
         let r = b.try_acquire(&FixedClock(20_000)).unwrap_err();
         assert_eq!(r.retry_after, Some(COOL_DOWN));
     });

@@ -6,12 +6,22 @@
 //!
 //! Under loom a time window has 2 slots and one stripe; a count window
 //! files chunks of 2 calls in a ring of 4.
+//!
+//! Every model races for real (see `loom_support`) and fails when the
+//! ordering or check it names under "Guards" is weakened;
+//! `tests/mutants/run.sh` makes each of those weakenings and shows it. A
+//! late outcome leaves the same state whether it was refused or counted
+//! and then cleared, so the models that race one tell their sides apart by
+//! the order the threads ran in (`loom_support::Steps`).
 #![cfg(loom)]
+
+mod loom_support;
 
 use core::time::Duration;
 
 use loom::sync::Arc;
 use loom::thread;
+use loom_support::{Steps, against, before, model};
 use tripwire::{Breaker, BreakerConfig, BreakerConfigBuilder, FixedClock, Outcome, State};
 
 /// The middle of millisecond `ms`: its epoch with 1 ms buckets is `ms`.
@@ -42,24 +52,41 @@ fn record(b: &Breaker, outcome: Outcome, clock: &FixedClock) -> Option<tripwire:
 /// every word it passes (the version bump), so the late CAS fails.
 #[test]
 fn a_failure_admitted_before_a_reset_never_counts_in_the_new_window() {
-    loom::model(|| {
-        let b = Arc::new(time_window(2, 1.0));
-        let late = b.try_acquire(&at(7)).unwrap();
-        // The new generation on the spawned thread, so that the late
-        // failure (this thread, which runs first) can stop just before its
-        // CAS and resume just after the window is emptied: two preemptions.
-        let new = {
-            let b = b.clone();
-            thread::spawn(move || {
-                b.reset();
-                // One failure of the new generation: the window holds one call.
-                record(&b, Outcome::Failure, &at(7))
-            })
-        };
-        assert_eq!(b.record(late, Outcome::Failure, &at(7)), None);
-        assert_eq!(new.join().unwrap(), None, "a late failure entered the new window");
-        assert!(record(&b, Outcome::Failure, &at(7)).is_some(), "two calls of the new generation trip it");
-    });
+    model(
+        [
+            "the late failure was done before the reset",
+            "the late failure was done during the reset and the new generation's first failure",
+            "the late failure was done after the new generation's first failure",
+        ],
+        |sides| {
+            let b = Arc::new(time_window(2, 1.0));
+            let steps = Steps::default();
+            let late = b.try_acquire(&at(7)).unwrap();
+            // The new generation on the spawned thread, so that the late
+            // failure (this thread, which runs first) can stop just before its
+            // CAS and resume just after the window is emptied: two preemptions.
+            let new = {
+                let (b, steps) = (b.clone(), steps.clone());
+                thread::spawn(move || {
+                    let began = steps.mark();
+                    b.reset();
+                    // One failure of the new generation: the window holds one call.
+                    let report = record(&b, Outcome::Failure, &at(7));
+                    (report, (began, steps.mark()))
+                })
+            };
+            let began = steps.mark();
+            assert_eq!(b.record(late, Outcome::Failure, &at(7)), None);
+            let mine = (began, steps.mark());
+            let (report, theirs) = new.join().unwrap();
+            assert_eq!(report, None, "a late failure entered the new window");
+            sides.saw(against(mine.1, theirs));
+            assert!(
+                record(&b, Outcome::Failure, &at(7)).is_some(),
+                "two calls of the new generation trip it"
+            );
+        },
+    );
 }
 
 /// Defect 2, second race: two probes succeed at once; the one that loses
@@ -68,7 +95,7 @@ fn a_failure_admitted_before_a_reset_never_counts_in_the_new_window() {
 /// itself, after the CAS that closes).
 #[test]
 fn a_losing_closer_never_wipes_a_failure_counted_after_the_close() {
-    loom::model(|| {
+    model(["this thread's probe closed", "the spawned probe closed"], |sides| {
         let b = Arc::new(Breaker::new(
             BreakerConfig::builder()
                 .failure_threshold(0)
@@ -90,12 +117,15 @@ fn a_losing_closer_never_wipes_a_failure_counted_after_the_close() {
             let b = b.clone();
             thread::spawn(move || b.record(p2, Outcome::Success, &later))
         };
-        b.record(p1, Outcome::Success, &later);
+        let closed = b.record(p1, Outcome::Success, &later);
         // Closed now, by this probe or the other: count one failure.
         let counted = b.try_acquire(&later).unwrap();
         assert!(!counted.is_probe());
         assert_eq!(b.record(counted, Outcome::Failure, &later), None);
-        loser.join().unwrap();
+        let other = loser.join().unwrap();
+        // One close, reported by the probe that made it.
+        assert!(closed.is_some() != other.is_some(), "this: {closed:?}, spawned: {other:?}");
+        sides.saw(usize::from(other.is_some()));
         assert_eq!(b.state(), State::Closed);
         assert!(record(&b, Outcome::Failure, &later).is_some(), "the first failure was wiped");
     });
@@ -107,24 +137,37 @@ fn a_losing_closer_never_wipes_a_failure_counted_after_the_close() {
 /// generation was current.
 #[test]
 fn a_stale_start_never_rewinds_the_window() {
-    loom::model(|| {
-        let b = Arc::new(time_window(2, 1.0));
-        // Generation 1, whose window has not started yet.
-        b.reset();
-        let stale = b.try_acquire(&at(7)).unwrap();
-        let old = {
-            let b = b.clone();
-            thread::spawn(move || b.record(stale, Outcome::Failure, &at(7)))
-        };
-        b.reset();
-        let first = record(&b, Outcome::Failure, &at(7));
-        old.join().unwrap();
-        assert_eq!(first, None);
-        assert!(
-            record(&b, Outcome::Failure, &at(7)).is_some(),
-            "the window of generation 2 was started again"
-        );
-    });
+    model(
+        [
+            "the stale failure began before generation 2's first failure was done",
+            "generation 2's first failure was done before the stale failure began",
+        ],
+        |sides| {
+            let b = Arc::new(time_window(2, 1.0));
+            // Generation 1, whose window has not started yet.
+            b.reset();
+            let stale = b.try_acquire(&at(7)).unwrap();
+            let steps = Steps::default();
+            let old = {
+                let (b, steps) = (b.clone(), steps.clone());
+                thread::spawn(move || {
+                    let began = steps.mark();
+                    b.record(stale, Outcome::Failure, &at(7));
+                    (began, steps.mark())
+                })
+            };
+            let began = steps.mark();
+            b.reset();
+            let first = record(&b, Outcome::Failure, &at(7));
+            let mine = (began, steps.mark());
+            sides.saw(usize::from(before(mine, old.join().unwrap())));
+            assert_eq!(first, None);
+            assert!(
+                record(&b, Outcome::Failure, &at(7)).is_some(),
+                "the window of generation 2 was started again"
+            );
+        },
+    );
 }
 
 /// A late outcome (its clock read before the window moved on) must not
@@ -133,25 +176,40 @@ fn a_stale_start_never_rewinds_the_window() {
 /// out.
 #[test]
 fn a_late_outcome_never_lands_in_a_newer_epoch() {
-    loom::model(|| {
-        let b = Arc::new(time_window(2, 0.8));
-        assert_eq!(record(&b, Outcome::Success, &at(1)), None);
-        let late = b.try_acquire(&at(1)).unwrap();
-        // Epoch 3 shares epoch 1's slot (2 slots): the window passes over it.
-        let newer = {
-            let b = b.clone();
-            thread::spawn(move || record(&b, Outcome::Failure, &at(3)))
-        };
-        assert_eq!(b.record(late, Outcome::Success, &at(1)), None);
-        assert_eq!(newer.join().unwrap(), None);
-        // The window holds epoch 3's failure alone: one more failure makes
-        // a rate of 1 and trips it; with the late success counted in epoch
-        // 3 it would be 2 of 3, below 0.8.
-        assert!(
-            record(&b, Outcome::Failure, &at(3)).is_some(),
-            "a success from epoch 1 was counted in epoch 3"
-        );
-    });
+    model(
+        [
+            "the late success was done before epoch 3's failure began",
+            "the late success was done while epoch 3's failure was being recorded",
+            "the late success was done after epoch 3's failure",
+        ],
+        |sides| {
+            let b = Arc::new(time_window(2, 0.8));
+            let steps = Steps::default();
+            assert_eq!(record(&b, Outcome::Success, &at(1)), None);
+            let late = b.try_acquire(&at(1)).unwrap();
+            // Epoch 3 shares epoch 1's slot (2 slots): the window passes over it.
+            let newer = {
+                let (b, steps) = (b.clone(), steps.clone());
+                thread::spawn(move || {
+                    let began = steps.mark();
+                    (record(&b, Outcome::Failure, &at(3)), (began, steps.mark()))
+                })
+            };
+            let began = steps.mark();
+            assert_eq!(b.record(late, Outcome::Success, &at(1)), None);
+            let mine = (began, steps.mark());
+            let (report, theirs) = newer.join().unwrap();
+            assert_eq!(report, None);
+            sides.saw(against(mine.1, theirs));
+            // The window holds epoch 3's failure alone: one more failure makes
+            // a rate of 1 and trips it; with the late success counted in epoch
+            // 3 it would be 2 of 3, below 0.8.
+            assert!(
+                record(&b, Outcome::Failure, &at(3)).is_some(),
+                "a success from epoch 1 was counted in epoch 3"
+            );
+        },
+    );
 }
 
 /// Two callers move the window on to one epoch and add to it at once;
@@ -160,7 +218,7 @@ fn a_late_outcome_never_lands_in_a_newer_epoch() {
 /// pending before emptying the word.
 #[test]
 fn a_late_clearing_helper_never_wipes_a_fresh_count() {
-    loom::model(|| {
+    model(["the spawned failure trips", "this thread's failure trips"], |sides| {
         let b = Arc::new(time_window(2, 1.0));
         assert_eq!(record(&b, Outcome::Success, &at(1)), None);
         let tickets = [b.try_acquire(&at(5)).unwrap(), b.try_acquire(&at(5)).unwrap()];
@@ -173,6 +231,7 @@ fn a_late_clearing_helper_never_wipes_a_fresh_count() {
         // Both failures in epoch 5, the success of epoch 1 gone: a rate of
         // 1 over 2 calls, one trip. A lost failure leaves one call: none.
         assert_eq!(reports.iter().flatten().count(), 1, "{reports:?}");
+        sides.saw(usize::from(reports[1].is_some()));
     });
 }
 
@@ -181,7 +240,7 @@ fn a_late_clearing_helper_never_wipes_a_fresh_count() {
 /// loaded, so two at once cannot overwrite each other.
 #[test]
 fn calls_racing_across_a_chunk_boundary_are_all_counted() {
-    loom::model(|| {
+    model(["the spawned failure trips", "this thread's failure trips"], |sides| {
         // The last 3 calls: one full chunk of 2 and one call of the next.
         let b = Arc::new(count_window(3, 3, 1.0));
         assert_eq!(record(&b, Outcome::Failure, &at(1)), None);
@@ -197,6 +256,7 @@ fn calls_racing_across_a_chunk_boundary_are_all_counted() {
             1,
             "three failures in the last three calls: {reports:?}"
         );
+        sides.saw(usize::from(reports[1].is_some()));
     });
 }
 
@@ -206,19 +266,34 @@ fn calls_racing_across_a_chunk_boundary_are_all_counted() {
 /// it.
 #[test]
 fn racing_rotations_fold_a_chunk_once() {
-    loom::model(|| {
-        let b = Arc::new(count_window(4, 2, 1.0));
-        for _ in 0..2 {
+    model(
+        [
+            "this thread's success was done before the spawned one began",
+            "this thread's success was done while the spawned one was being recorded",
+            "this thread's success was done after the spawned one",
+        ],
+        |sides| {
+            let b = Arc::new(count_window(4, 2, 1.0));
+            for _ in 0..2 {
+                assert_eq!(record(&b, Outcome::Success, &at(1)), None);
+            }
+            let steps = Steps::default();
+            let other = {
+                let (b, steps) = (b.clone(), steps.clone());
+                thread::spawn(move || {
+                    let began = steps.mark();
+                    (record(&b, Outcome::Success, &at(1)), (began, steps.mark()))
+                })
+            };
+            let began = steps.mark();
             assert_eq!(record(&b, Outcome::Success, &at(1)), None);
-        }
-        let other = {
-            let b = b.clone();
-            thread::spawn(move || record(&b, Outcome::Success, &at(1)))
-        };
-        assert_eq!(record(&b, Outcome::Success, &at(1)), None);
-        assert_eq!(other.join().unwrap(), None);
-        assert_eq!(b.snapshot().successes, 4);
-    });
+            let mine = (began, steps.mark());
+            let (report, theirs) = other.join().unwrap();
+            assert_eq!(report, None);
+            sides.saw(against(mine.1, theirs));
+            assert_eq!(b.snapshot().successes, 4);
+        },
+    );
 }
 
 /// A count window restarting for a new generation under a failure of the
@@ -226,19 +301,32 @@ fn racing_rotations_fold_a_chunk_once() {
 /// used before, so the old failure's CAS on an empty cursor fails.
 #[test]
 fn a_late_failure_never_counts_in_a_restarted_count_window() {
-    loom::model(|| {
-        let b = Arc::new(count_window(4, 2, 1.0));
-        let late = b.try_acquire(&at(1)).unwrap();
-        // As in the time window's model: the late failure on this thread.
-        let new = {
-            let b = b.clone();
-            thread::spawn(move || {
-                b.reset();
-                record(&b, Outcome::Failure, &at(1))
-            })
-        };
-        assert_eq!(b.record(late, Outcome::Failure, &at(1)), None);
-        assert_eq!(new.join().unwrap(), None, "a late failure entered the new window");
-        assert!(record(&b, Outcome::Failure, &at(1)).is_some());
-    });
+    model(
+        [
+            "the late failure was done before the reset",
+            "the late failure was done during the reset and the new generation's first failure",
+            "the late failure was done after the new generation's first failure",
+        ],
+        |sides| {
+            let b = Arc::new(count_window(4, 2, 1.0));
+            let steps = Steps::default();
+            let late = b.try_acquire(&at(1)).unwrap();
+            // As in the time window's model: the late failure on this thread.
+            let new = {
+                let (b, steps) = (b.clone(), steps.clone());
+                thread::spawn(move || {
+                    let began = steps.mark();
+                    b.reset();
+                    (record(&b, Outcome::Failure, &at(1)), (began, steps.mark()))
+                })
+            };
+            let began = steps.mark();
+            assert_eq!(b.record(late, Outcome::Failure, &at(1)), None);
+            let mine = (began, steps.mark());
+            let (report, theirs) = new.join().unwrap();
+            assert_eq!(report, None, "a late failure entered the new window");
+            sides.saw(against(mine.1, theirs));
+            assert!(record(&b, Outcome::Failure, &at(1)).is_some());
+        },
+    );
 }

@@ -80,3 +80,35 @@ pub fn spin_until(mut done: impl FnMut() -> bool) {
         loom::thread::yield_now();
     }
 }
+
+/// The order in which a model's threads passed the points they mark: loom
+/// runs one thread at a time and switches only at its own operations, so
+/// a `std` counter taken at each point numbers the points in the order of
+/// the interleaving. For races whose outcome the breaker's state does not
+/// show afterwards (a late outcome refused or counted and then cleared
+/// leaves the same state), the marks around each side's calls tell where
+/// one ended against the other.
+#[derive(Clone, Default)]
+pub struct Steps(Arc<AtomicUsize>);
+
+impl Steps {
+    /// The number of this point in the interleaving.
+    pub fn mark(&self) -> usize {
+        // Relaxed: loom runs one thread at a time; the counter orders
+        // nothing, it only numbers the points.
+        self.0.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// Where `point` (a mark) falls against `span` (from the mark before a
+/// thread's first call to the mark after its last): 0 before it began, 1
+/// while it ran, 2 after it was done.
+pub fn against(point: usize, span: (usize, usize)) -> usize {
+    usize::from(point > span.0) + usize::from(point > span.1)
+}
+
+/// Whether span `first` ended before span `second` began (each as in
+/// [`against`]).
+pub fn before(first: (usize, usize), second: (usize, usize)) -> bool {
+    first.1 < second.0
+}
