@@ -31,7 +31,9 @@
 //! time, backoff) and, if given, a [`RetryBudget`](crate::RetryBudget).
 //! Only a request whose body can be sent twice
 //! ([`reqwest::Request::try_clone`]) is retried: one with a streamed body
-//! is sent once, whatever its answer. The bulkhead slot is held for one
+//! is sent once, whatever its answer. A refusal ends the retries and is
+//! the answer (the breaker opened under them: its `retry_after` says more
+//! than the last 5xx would). The bulkhead slot is held for one
 //! attempt, not across the backoff; by default a full bulkhead refuses at
 //! once, and [`GuardMiddleware::bulkhead_wait`] lets an attempt wait for a
 //! slot.
