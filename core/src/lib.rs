@@ -85,6 +85,11 @@
 //!   [`tower::TimeoutService`] (per call, on a [`Timer`]). The bounds they ask of the wrapped
 //!   service ([`tower::ServiceError`], [`tower::RetryRequest`]) and the
 //!   consequence of each order of layers are in the [`tower`] module docs.
+//! - reqwest (feature `reqwest`): [`reqwest::GuardMiddleware`], a
+//!   `reqwest_middleware::Middleware` with the breaker, an optional
+//!   bulkhead, retries with a budget (for requests that can be cloned) and
+//!   `Retry-After` holds, judging each response once with [`http::assess`];
+//!   its refusals ([`reqwest::Refused`]) are read with [`refusal`].
 //! - Fleet (feature `fleet`): [`fleet::Fleet`] shares joined breakers'
 //!   trips, holds and closes with the other hosts of a fleet through Redis,
 //!   in the background, with one probe for the whole fleet under a lease;

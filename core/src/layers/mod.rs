@@ -1,8 +1,8 @@
 //! Everything that needs `std`, behind the one `std` gate: the host's
 //! clocks, named breakers and their events, waits for a bulkhead slot,
 //! the retry executors, timeouts, stale fallback, the pipeline, HTTP
-//! assessment, the registry and its exporters, the `tower` layers, and
-//! the fleet's link to Redis.
+//! assessment, the registry and its exporters, the `tower` layers, the
+//! reqwest middleware, and the fleet's link to Redis.
 
 pub(crate) mod assessment;
 pub(crate) mod bulkhead;
@@ -19,6 +19,8 @@ pub(crate) mod named;
 pub(crate) mod pipeline;
 pub mod prometheus;
 pub(crate) mod registry;
+#[cfg(feature = "reqwest")]
+pub mod reqwest;
 pub(crate) mod retry;
 #[cfg(feature = "async")]
 pub(crate) mod timeout;

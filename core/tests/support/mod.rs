@@ -31,6 +31,11 @@ pub enum Mode {
     TooMany(String),
     /// 200, after this long.
     Slow(Duration),
+    /// This status, with no body.
+    Status(u16),
+    /// 503 up to and including the request that is this hit number (the
+    /// count of [`Server::hits`], from 1), 200 after it.
+    UnavailableUntil(u64),
 }
 
 /// A server on 127.0.0.1, on a port the OS chose; it stops with the runtime.
@@ -79,7 +84,7 @@ async fn answer(
     hits: Arc<AtomicU64>,
     _req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    hits.fetch_add(1, Ordering::SeqCst);
+    let hit = hits.fetch_add(1, Ordering::SeqCst) + 1;
     let mode = mode.lock().unwrap().clone();
     let response = match mode {
         Mode::Up => Response::new(Full::new(Bytes::from_static(b"bids/asks"))),
@@ -92,6 +97,9 @@ async fn answer(
             tokio::time::sleep(after).await;
             Response::new(Full::new(Bytes::from_static(b"bids/asks")))
         }
+        Mode::Status(code) => status(StatusCode::from_u16(code).unwrap()),
+        Mode::UnavailableUntil(last) if hit <= last => status(StatusCode::SERVICE_UNAVAILABLE),
+        Mode::UnavailableUntil(_) => Response::new(Full::new(Bytes::from_static(b"bids/asks"))),
         Mode::TooMany(after) => {
             let mut r = status(StatusCode::TOO_MANY_REQUESTS);
             r.headers_mut().insert("retry-after", after.parse().unwrap());

@@ -1,0 +1,243 @@
+//! The middleware: per request, the retry loop around attempts that the
+//! breaker admits and the bulkhead lets through, each judged once by
+//! [`assess`].
+
+use core::fmt;
+use core::time::Duration;
+use std::boxed::Box;
+use std::sync::Arc;
+
+use ::reqwest::{Request, Response};
+use http::Extensions;
+use reqwest_middleware::{Error, Next, Result};
+
+use crate::bulkhead::{Bulkhead, BulkheadPermit};
+use crate::clock::Clock;
+use crate::layers::assessment::Assessment;
+use crate::layers::clock::MonotonicClock;
+use crate::layers::http::assess;
+use crate::layers::named::NamedBreaker;
+use crate::layers::reqwest::refused::Refused;
+use crate::layers::timeout::{Timer, TokioTimer};
+use crate::refusal::{DeadlinePassed, RefusedBy, refusal};
+use crate::retry::budget::RetryBudget;
+use crate::retry::policy::{Refusal, RetryAll, RetryPolicy};
+use crate::retry::step::RetryLoop;
+
+/// A `reqwest_middleware::Middleware` that guards every request with a
+/// [`NamedBreaker`], an optional [`Bulkhead`], retries with backoff and a
+/// [`RetryBudget`], and the holds a server asks for with `Retry-After`.
+///
+/// See the [module docs](super) for what it does with each answer, and an
+/// example.
+pub struct GuardMiddleware<C: Clock = MonotonicClock, Tm = TokioTimer> {
+    breaker: Arc<NamedBreaker<C>>,
+    bulkhead: Option<Arc<Bulkhead>>,
+    /// How long an attempt waits for a bulkhead slot; zero: not at all.
+    bulkhead_wait: Duration,
+    retry: Option<RetryPolicy<'static, RetryAll>>,
+    budget: Option<Arc<RetryBudget>>,
+    timer: Tm,
+}
+
+impl<C: Clock, Tm> fmt::Debug for GuardMiddleware<C, Tm> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GuardMiddleware")
+            .field("breaker", &self.breaker.name())
+            .field("bulkhead", &self.bulkhead.as_ref().map(|b| b.max()))
+            .field("bulkhead_wait", &self.bulkhead_wait)
+            .field("max_attempts", &self.retry.as_ref().map(RetryPolicy::max_attempts))
+            .field("budget", &self.budget.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Clock> GuardMiddleware<C, TokioTimer> {
+    /// Guards every request with `breaker`: one attempt each, no bulkhead,
+    /// waits on tokio's timer.
+    pub fn new(breaker: Arc<NamedBreaker<C>>) -> Self {
+        Self {
+            breaker,
+            bulkhead: None,
+            bulkhead_wait: Duration::ZERO,
+            retry: None,
+            budget: None,
+            timer: TokioTimer,
+        }
+    }
+}
+
+impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
+    /// Caps the attempts in flight at once with `bulkhead`; an attempt that
+    /// finds it full is refused at once (see
+    /// [`bulkhead_wait`](Self::bulkhead_wait)).
+    #[must_use]
+    pub fn bulkhead(mut self, bulkhead: Arc<Bulkhead>) -> Self {
+        self.bulkhead = Some(bulkhead);
+        self
+    }
+
+    /// Lets an attempt wait up to `wait` for a bulkhead slot before it is
+    /// refused.
+    #[must_use]
+    pub fn bulkhead_wait(mut self, wait: Duration) -> Self {
+        self.bulkhead_wait = wait;
+        self
+    }
+
+    /// Retries what the breaker counts as a failure (a 5xx, a connection
+    /// error, a timeout) under `policy`: its attempts, total time and
+    /// backoff. Only a request whose body can be cloned
+    /// ([`Request::try_clone`]) is retried; a streamed one is sent once.
+    #[must_use]
+    pub fn retry(mut self, policy: RetryPolicy<'static, RetryAll>) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// Draws every retry from `budget` (each request deposits once), so
+    /// that retries stay a fraction of the traffic.
+    #[must_use]
+    pub fn budget(mut self, budget: Arc<RetryBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Waits (the retries' backoff, a bulkhead slot) on `timer` instead.
+    pub fn timer<Tm2: Timer>(self, timer: Tm2) -> GuardMiddleware<C, Tm2> {
+        let Self { breaker, bulkhead, bulkhead_wait, retry, budget, .. } = self;
+        GuardMiddleware { breaker, bulkhead, bulkhead_wait, retry, budget, timer }
+    }
+
+    /// The breaker.
+    pub fn breaker(&self) -> &Arc<NamedBreaker<C>> {
+        &self.breaker
+    }
+}
+
+/// A failed attempt, as the retry loop sees it: the result itself stays
+/// with the middleware, which returns the last one.
+struct Failed;
+
+/// Refusals end the loop before it is asked.
+impl Refusal for Failed {}
+
+/// How one attempt ended.
+enum Attempt {
+    /// A guard refused it: nothing was sent.
+    Refused(RefusedBy),
+    /// Sent; the answer and what the breaker made of it.
+    Sent(Result<Response>, Assessment),
+}
+
+/// What the breaker makes of an answer: a response by its status and
+/// headers ([`assess`]), an error a failure unless it is an inner guard's
+/// refusal, which says nothing of the dependency.
+fn judge(result: &Result<Response>) -> Assessment {
+    match result {
+        Ok(response) => assess(response.status(), response.headers()),
+        Err(e) if refusal(e).is_some() => Assessment::Ignored,
+        Err(_) => Assessment::Failure,
+    }
+}
+
+fn refused(by: RefusedBy) -> Error {
+    Error::middleware(Refused::new(by))
+}
+
+impl<C, Tm> GuardMiddleware<C, Tm>
+where
+    C: Clock,
+    Tm: Timer,
+{
+    /// A bulkhead slot for one attempt, if there is a bulkhead.
+    async fn slot(&self) -> core::result::Result<Option<BulkheadPermit<'_>>, RefusedBy> {
+        let Some(bulkhead) = &self.bulkhead else { return Ok(None) };
+        let permit = if self.bulkhead_wait.is_zero() {
+            bulkhead.try_acquire()
+        } else {
+            bulkhead.acquire_async(&self.timer, self.bulkhead_wait).await
+        };
+        permit.map(Some).map_err(RefusedBy::Bulkhead)
+    }
+
+    /// One attempt: admitted by the breaker, then the bulkhead, sent down
+    /// the chain and settled. Dropped mid-way, the permit records the call
+    /// as ignored and the slot is freed.
+    async fn attempt(&self, req: Request, extensions: &mut Extensions, next: Next<'_>) -> Attempt {
+        let permit = match self.breaker.permit() {
+            Ok(permit) => permit,
+            Err(rejected) => return Attempt::Refused(RefusedBy::Breaker(rejected)),
+        };
+        // A full bulkhead drops the permit: the call counts as ignored.
+        let _slot = match self.slot().await {
+            Ok(slot) => slot,
+            Err(by) => return Attempt::Refused(by),
+        };
+        let result = next.run(req, extensions).await;
+        let assessment = judge(&result);
+        permit.settle(assessment);
+        Attempt::Sent(result, assessment)
+    }
+
+    /// The request, retried while it fails, its body can be cloned, and
+    /// the policy and the budget allow.
+    async fn send(&self, req: Request, extensions: &mut Extensions, next: Next<'_>) -> Result<Response> {
+        let Some(policy) = self.retry else {
+            return match self.attempt(req, extensions, next).await {
+                Attempt::Refused(by) => Err(refused(by)),
+                Attempt::Sent(result, _) => result,
+            };
+        };
+        let policy = match &self.budget {
+            Some(budget) => policy.budget(budget),
+            None => policy,
+        };
+        let clock = MonotonicClock;
+        let mut run = RetryLoop::new(&policy, &clock, None);
+        let mut req = req;
+        // The answer of the last attempt, returned if the loop ends after
+        // a wait.
+        let mut last: Option<Result<Response>> = None;
+        loop {
+            if run.start(&clock).is_err() {
+                // Time up after a wait: the last answer; before any attempt: a refusal.
+                return last.unwrap_or_else(|| Err(refused(RefusedBy::Deadline(DeadlinePassed))));
+            }
+            // Free the last answer's connection before the next attempt.
+            drop(last.take());
+            // The copy for the next attempt, taken before this one consumes
+            // the request: `None` for a streamed body, which is sent once.
+            let spare = req.try_clone();
+            let (result, assessment) = match self.attempt(req, extensions, next.clone()).await {
+                // A refusal is never retried: it ends the request, whatever
+                // came before.
+                Attempt::Refused(by) => return Err(refused(by)),
+                Attempt::Sent(result, assessment) => (result, assessment),
+            };
+            // Worth another attempt, and can one be made?
+            let Some(spare) = spare.filter(|_| assessment == Assessment::Failure) else { return result };
+            match run.failed(&policy, &clock, Failed) {
+                Ok(delay) => {
+                    last = Some(result);
+                    self.timer.sleep(delay).await;
+                    req = spare;
+                }
+                // Attempts, time or budget used up: this answer is the answer.
+                Err(_) => return result,
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl<C, Tm> reqwest_middleware::Middleware for GuardMiddleware<C, Tm>
+where
+    C: Clock + Send + Sync + 'static,
+    Tm: Timer + Send + Sync + 'static,
+    Tm::Sleep: Send,
+{
+    async fn handle(&self, req: Request, extensions: &mut Extensions, next: Next<'_>) -> Result<Response> {
+        self.send(req, extensions, next).await
+    }
+}

@@ -1,0 +1,280 @@
+//! The reqwest middleware around a real reqwest client, against a real
+//! HTTP server on 127.0.0.1. Every check counts what reached the server
+//! and what the breaker recorded; none measures time.
+#![cfg(all(feature = "reqwest", not(loom)))]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+use support::{Mode, Server};
+use tripwire::reqwest::{GuardMiddleware, Refused};
+use tripwire::{
+    BackoffConfig, BreakerConfig, Bulkhead, BulkheadFull, ManualClock, NamedBreaker, RefusedBy, RetryBudget,
+    RetryBudgetConfig, RetryPolicy, State, refusal,
+};
+
+fn client(guards: impl IntoIterator<Item = GuardMiddleware<ManualClock>>) -> ClientWithMiddleware {
+    let inner = reqwest::Client::builder().no_proxy().build().unwrap();
+    guards.into_iter().fold(ClientBuilder::new(inner), ClientBuilder::with).build()
+}
+
+/// A breaker on a clock that moves only when told.
+fn breaker(name: &str, failures: u32) -> Arc<NamedBreaker<ManualClock>> {
+    let config = BreakerConfig::builder().failure_threshold(failures).build().unwrap();
+    Arc::new(NamedBreaker::with_clock(name, config, ManualClock::new(1)))
+}
+
+/// `attempts` in all, 1–2 ms apart.
+fn retries(attempts: u32) -> RetryPolicy<'static> {
+    let backoff = BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    RetryPolicy::builder().max_attempts(attempts).backoff(backoff.build().unwrap()).build().unwrap()
+}
+
+async fn get(
+    client: &ClientWithMiddleware,
+    server: &Server,
+) -> reqwest_middleware::Result<reqwest::Response> {
+    client.get(format!("http://{}/book", server.addr)).send().await
+}
+
+/// The status of a response that came back.
+async fn status(client: &ClientWithMiddleware, server: &Server) -> u16 {
+    get(client, server).await.unwrap().status().as_u16()
+}
+
+/// The guard's refusal of a request that was not sent.
+async fn refused(client: &ClientWithMiddleware, server: &Server) -> RefusedBy {
+    let err = get(client, server).await.unwrap_err();
+    let reqwest_middleware::Error::Middleware(ref e) = err else { panic!("not the middleware's: {err:?}") };
+    assert!(e.downcast_ref::<Refused>().is_some(), "{e:?}");
+    refusal(&err).unwrap_or_else(|| panic!("no refusal in {err:?}"))
+}
+
+#[tokio::test]
+async fn five_hundreds_trip_the_breaker_and_then_nothing_reaches_the_server() {
+    let server = Server::start().await;
+    let breaker = breaker("reqwest/503", 2);
+    let client = client([GuardMiddleware::new(breaker.clone())]);
+
+    assert_eq!(status(&client, &server).await, 200);
+    server.set(Mode::Unavailable);
+    for _ in 0..2 {
+        assert_eq!(status(&client, &server).await, 503, "a 5xx is the answer, not an error");
+    }
+    assert_eq!((breaker.state(), breaker.snapshot().failures), (State::Open, 2));
+    assert_eq!(server.hits(), 3);
+
+    server.set(Mode::Up);
+    let open_timeout = breaker.breaker().config().open_timeout();
+    for _ in 0..5 {
+        let RefusedBy::Breaker(r) = refused(&client, &server).await else { panic!("not the breaker") };
+        assert_eq!((r.state, r.retry_after), (State::Open, Some(open_timeout)));
+    }
+    assert_eq!(server.hits(), 3, "a refused request never reaches the server");
+    assert_eq!(breaker.snapshot().failures, 2, "a refusal is no failure of the dependency");
+
+    // After the cool-down, a probe that succeeds closes the breaker.
+    breaker.clock().advance(open_timeout);
+    assert_eq!(status(&client, &server).await, 200);
+    assert_eq!((breaker.state(), server.hits()), (State::Closed, 4));
+}
+
+#[tokio::test]
+async fn a_429_holds_the_breaker_for_its_retry_after_and_the_refusal_says_how_long() {
+    let server = Server::start().await;
+    let breaker = breaker("reqwest/429", 5);
+    // With retries: a 429 is not retried (the hold would refuse them anyway).
+    let client = client([GuardMiddleware::new(breaker.clone()).retry(retries(3))]);
+
+    server.set(Mode::TooMany("7".into()));
+    assert_eq!(status(&client, &server).await, 429);
+    assert_eq!(server.hits(), 1);
+    let s = breaker.snapshot();
+    assert_eq!((breaker.hold_left(), s.failures), (Some(Duration::from_secs(7)), 0));
+
+    server.set(Mode::Up);
+    let RefusedBy::Breaker(r) = refused(&client, &server).await else { panic!("not the breaker") };
+    assert_eq!(r.retry_after, Some(Duration::from_secs(7)));
+    breaker.clock().advance(Duration::from_secs(5));
+    let held = refused(&client, &server).await;
+    assert_eq!(held.retry_after(), Some(Duration::from_secs(2)), "the time left of the hold");
+    assert_eq!(server.hits(), 1);
+
+    breaker.clock().advance(Duration::from_secs(2));
+    assert_eq!(status(&client, &server).await, 200);
+    assert_eq!((breaker.state(), server.hits()), (State::Closed, 2));
+
+    // A 418 without a Retry-After holds for the breaker's open_timeout.
+    server.set(Mode::Status(418));
+    assert_eq!(status(&client, &server).await, 418);
+    assert_eq!(breaker.hold_left(), Some(breaker.breaker().config().open_timeout()));
+    assert_eq!((server.hits(), breaker.snapshot().failures), (3, 0));
+}
+
+#[tokio::test]
+async fn a_4xx_is_ignored_and_not_retried() {
+    let server = Server::start().await;
+    let breaker = breaker("reqwest/404", 2);
+    let client = client([GuardMiddleware::new(breaker.clone()).retry(retries(3))]);
+    server.set(Mode::Status(404));
+    for _ in 0..10 {
+        assert_eq!(status(&client, &server).await, 404);
+    }
+    let s = breaker.snapshot();
+    assert_eq!((breaker.state(), s.failures, s.ignored), (State::Closed, 0, 10));
+    assert_eq!(server.hits(), 10, "the caller's fault: sent once each");
+}
+
+#[tokio::test]
+async fn five_hundreds_are_retried_until_one_succeeds_or_the_attempts_run_out() {
+    let server = Server::start().await;
+    let breaker = breaker("reqwest/retry", 100);
+    let client = client([GuardMiddleware::new(breaker.clone()).retry(retries(3))]);
+
+    // Two 503s, then a 200: the 200 is the answer.
+    server.set(Mode::UnavailableUntil(2));
+    assert_eq!(status(&client, &server).await, 200);
+    assert_eq!(server.hits(), 3);
+    let s = breaker.snapshot();
+    assert_eq!((s.failures, s.successes), (2, 1), "each attempt is one outcome");
+
+    // Only 503s: the last one is the answer once the attempts run out.
+    server.set(Mode::Unavailable);
+    assert_eq!(status(&client, &server).await, 503);
+    assert_eq!((server.hits(), breaker.snapshot().failures), (6, 5));
+
+    // A connection error is a failure, and retried too.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let err = client.get(format!("http://{closed}/")).send().await.unwrap_err();
+    assert!(matches!(err, reqwest_middleware::Error::Reqwest(_)), "{err:?}");
+    assert_eq!(refusal(&err), None, "the dependency's own failure");
+    assert_eq!(breaker.snapshot().failures, 8);
+}
+
+#[tokio::test]
+async fn retries_stop_at_the_budget_and_at_the_breaker() {
+    let server = Server::start().await;
+    server.set(Mode::Unavailable);
+
+    // A reserve of 2 retries that refills by one only after ~45 s, and no
+    // deposit per request.
+    let budget = RetryBudgetConfig::builder()
+        .ratio(0.0)
+        .ttl(Duration::from_secs(60))
+        .min_retries_per_sec(2.0 / 60.0)
+        .build()
+        .unwrap();
+    let budget = Arc::new(RetryBudget::new(budget));
+    let breaker = breaker("reqwest/budget", 100);
+    let client = client([GuardMiddleware::new(breaker.clone()).retry(retries(10)).budget(budget)]);
+    assert_eq!(status(&client, &server).await, 503);
+    assert_eq!(server.hits(), 3, "the first attempt and the 2 retries the budget holds");
+    assert_eq!(status(&client, &server).await, 503);
+    assert_eq!(server.hits(), 4, "an empty budget: no retry");
+
+    // A breaker that opens mid-retries ends them with its refusal.
+    let breaker = self::breaker("reqwest/retry-into-open", 2);
+    let client = self::client([GuardMiddleware::new(breaker.clone()).retry(retries(5))]);
+    let RefusedBy::Breaker(r) = refused(&client, &server).await else { panic!("not the breaker") };
+    assert_eq!(r.state, State::Open);
+    assert_eq!((server.hits(), breaker.snapshot().failures), (6, 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_bulkhead_is_no_failure_and_is_not_retried() {
+    let server = Server::start().await;
+    let breaker = breaker("reqwest/bulkhead", 2);
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let client = client([GuardMiddleware::new(breaker.clone()).bulkhead(bulkhead.clone()).retry(retries(3))]);
+
+    server.set(Mode::Hang);
+    let hung = tokio::spawn({
+        let (client, url) = (client.clone(), format!("http://{}/book", server.addr));
+        async move { client.get(url).send().await }
+    });
+    while server.hits() < 1 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(bulkhead.in_flight(), 1);
+    for _ in 0..5 {
+        assert_eq!(refused(&client, &server).await, RefusedBy::Bulkhead(BulkheadFull { max: 1 }));
+    }
+    let s = breaker.snapshot();
+    assert_eq!((breaker.state(), s.failures, s.ignored), (State::Closed, 0, 5));
+    assert_eq!(server.hits(), 1, "refused before sending, and never retried");
+
+    // The caller gives up on the hung request: its slot is freed, its
+    // permit given back as ignored.
+    hung.abort();
+    assert!(hung.await.unwrap_err().is_cancelled());
+    assert_eq!((bulkhead.in_flight(), breaker.snapshot().ignored), (0, 6));
+    server.set(Mode::Up);
+    assert_eq!(status(&client, &server).await, 200);
+    assert_eq!(bulkhead.in_flight(), 0, "the slot is held for one attempt only");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_wait_a_request_takes_the_slot_once_it_is_freed() {
+    let server = Server::start().await;
+    let breaker = breaker("reqwest/bulkhead-wait", 2);
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let client = client([GuardMiddleware::new(breaker.clone())
+        .bulkhead(bulkhead.clone())
+        .bulkhead_wait(Duration::from_secs(60))]);
+
+    server.set(Mode::Slow(Duration::from_millis(200)));
+    let first = tokio::spawn({
+        let (client, url) = (client.clone(), format!("http://{}/book", server.addr));
+        async move { client.get(url).send().await.map(|r| r.status().as_u16()) }
+    });
+    while server.hits() < 1 {
+        tokio::task::yield_now().await;
+    }
+    // Waits for the first to finish, then goes through.
+    assert_eq!(status(&client, &server).await, 200);
+    assert_eq!(first.await.unwrap().unwrap(), 200);
+    let s = breaker.snapshot();
+    assert_eq!((server.hits(), s.successes, s.ignored, bulkhead.in_flight()), (2, 2, 0, 0));
+}
+
+#[tokio::test]
+async fn a_body_that_cannot_be_cloned_is_sent_once() {
+    let server = Server::start().await;
+    server.set(Mode::Unavailable);
+    let breaker = breaker("reqwest/stream", 100);
+    let client = client([GuardMiddleware::new(breaker.clone()).retry(retries(3))]);
+    let url = format!("http://{}/orders", server.addr);
+
+    let streamed = reqwest::Body::wrap(http_body_util::Full::new(bytes::Bytes::from_static(b"{\"qty\":1}")));
+    let response = client.post(&url).body(streamed).send().await.unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!((server.hits(), breaker.snapshot().failures), (1, 1), "a streamed body: one attempt");
+
+    // The same body in bytes can be sent again.
+    let response = client.post(&url).body("{\"qty\":1}").send().await.unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!((server.hits(), breaker.snapshot().failures), (4, 4));
+}
+
+#[tokio::test]
+async fn an_inner_guards_refusal_is_no_failure_for_an_outer_one() {
+    let server = Server::start().await;
+    // One breaker per endpoint, over one for the whole exchange.
+    let endpoint = breaker("reqwest/endpoint", 2);
+    let exchange = breaker("reqwest/exchange", 2);
+    let client = client([
+        GuardMiddleware::new(endpoint.clone()).retry(retries(3)),
+        GuardMiddleware::new(exchange.clone()),
+    ]);
+    exchange.force_open();
+    for _ in 0..5 {
+        let by = refused(&client, &server).await;
+        assert!(matches!(by, RefusedBy::Breaker(r) if r.state == State::ForcedOpen), "{by:?}");
+    }
+    let s = endpoint.snapshot();
+    assert_eq!((endpoint.state(), s.failures, s.ignored), (State::Closed, 0, 5));
+    assert_eq!(server.hits(), 0);
+}
