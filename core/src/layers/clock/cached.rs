@@ -84,11 +84,14 @@ const THREAD_NAME: &str = "tripwire-clock";
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Breaker, BreakerConfig, CachedClock, Clock};
+/// use tripwire::{Breaker, BreakerConfig, CachedClock, Clock, NamedBreaker};
 /// let clock = CachedClock::global();
 /// assert_ne!(clock.now(), 0);
 /// let breaker = Breaker::new(BreakerConfig::default());
 /// assert!(breaker.try_acquire(clock).is_ok());
+/// // A `&'static CachedClock` is a clock for the std layer too.
+/// let named = NamedBreaker::with_clock("exchange/orders", BreakerConfig::default(), clock);
+/// assert_ne!(named.clock().now(), 0);
 /// ```
 ///
 /// # Size and alignment
@@ -319,8 +322,8 @@ impl fmt::Display for UpkeepError {
     }
 }
 
-impl std::error::Error for UpkeepError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+impl core::error::Error for UpkeepError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
             Self::Period(_) => None,
             Self::Spawn(e) => Some(e),
