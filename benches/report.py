@@ -183,6 +183,11 @@ def main():
         group_table(est, "layers_sync", ("layers_sync", "baseline", "bare call")),
         "## The std layer: async, on a current-thread tokio runtime\n",
         group_table(est, "layers_async", ("layers_async", "baseline", "bare future")),
+        "## How far the cached clock lags\n",
+        "`MonotonicClock` − `CachedClock` over 3 s of back-to-back reads on one thread, fresh reading first "
+        "(a preemption between the two reads can only shrink a sample): one period plus the upkeep "
+        "thread's scheduling delay.\n",
+        table_file("clock_lag.md"),
         "## Heap growth over one million transitions\n", table_file("heap.md"),
         "## Instructions per call (callgrind)\n", table_file("callgrind.md"),
         "## C ABI next to Rust\n", table_file("c_abi.md"),

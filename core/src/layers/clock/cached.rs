@@ -179,8 +179,10 @@ impl CachedClock {
     /// use core::time::Duration;
     /// use tripwire::{CachedClock, Clock};
     /// let upkeep = CachedClock::start(Duration::from_millis(2)).unwrap();
-    /// let clock = upkeep.clock().clone(); // for other threads
+    /// let clock = upkeep.clock().clone(); // for other threads, or a breaker
     /// assert!(clock.is_maintained());
+    /// let breaker = tripwire::NamedBreaker::with_clock("feed", Default::default(), clock.clone());
+    /// assert!(breaker.try_acquire().is_ok());
     /// drop(upkeep);
     /// assert!(!clock.is_maintained()); // reads CLOCK_MONOTONIC from now on
     /// assert_ne!(clock.now(), 0);
@@ -228,6 +230,15 @@ impl Clock for CachedClock {
         // load never returns an earlier value (module doc, "Orderings").
         let ns = self.nanos.load(Ordering::Relaxed);
         if ns != UNMAINTAINED { ns } else { unmaintained_now() }
+    }
+}
+
+/// A shared clock of [`CachedClock::start`]'s, for a breaker or pipeline
+/// that owns its clock: one more load, of the `Arc`'s pointer.
+impl Clock for Arc<CachedClock> {
+    #[inline]
+    fn now(&self) -> u64 {
+        (**self).now()
     }
 }
 
