@@ -129,19 +129,25 @@ fn bad_periods_are_errors_not_panics() {
 fn a_forked_child_reads_fresh_time_not_its_parents_last_tick() {
     let clock = CachedClock::global();
     assert!(clock.is_maintained());
+    let own = CachedClock::start(CachedClock::MAX_PERIOD).unwrap();
     // SAFETY:
     // - The child runs only async-signal-safe code, as a child of a
     //   multi-threaded process must: atomic loads (`global`'s fast path,
-    //   `is_maintained`), `clock_gettime` and `_exit`.
+    //   `is_maintained`), `clock_gettime` and `_exit`; `forget` frees
+    //   nothing.
     // - `fork` has no other preconditions.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
         // The child: no upkeep thread came along; the fork handler must
         // have handed the clock to CLOCK_MONOTONIC.
-        let child = CachedClock::global();
-        let (fresh, got, after) = (MonotonicClock.now(), child.now(), MonotonicClock.now());
-        let ok = !child.is_maintained() && fresh <= got && got <= after;
+        let fresh_in = |clock: &CachedClock| {
+            let (fresh, got, after) = (MonotonicClock.now(), clock.now(), MonotonicClock.now());
+            !clock.is_maintained() && fresh <= got && got <= after
+        };
+        let ok = fresh_in(CachedClock::global()) && fresh_in(own.clock());
+        // The child's `Upkeep` must not be dropped: its thread is not here to join.
+        std::mem::forget(own);
         // SAFETY: `_exit` ends the child at once, running no destructors
         // or atexit handlers that belong to the parent.
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
@@ -151,5 +157,6 @@ fn a_forked_child_reads_fresh_time_not_its_parents_last_tick() {
     let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
     assert_eq!(waited, pid);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child status {status:#x}");
-    assert!(clock.is_maintained(), "the parent keeps its upkeep thread");
+    assert!(clock.is_maintained(), "the parent keeps its upkeep threads");
+    assert!(own.clock().is_maintained());
 }

@@ -33,6 +33,7 @@ use std::thread::{self, JoinHandle};
 
 use crossbeam_utils::CachePadded;
 
+use super::fork::{self, Slot};
 use super::host::MonotonicClock;
 use crate::clock::Clock;
 use crate::sync::{AtomicU64, Ordering};
@@ -61,10 +62,13 @@ const THREAD_NAME: &str = "tripwire-clock";
 /// plus the upkeep thread's scheduling delay. When that thread is starved
 /// (CPU saturated, a cgroup's quota spent, the process stopped), the time
 /// readers see stands still for as long, never goes back, and jumps
-/// forward at the next tick. For a breaker that means a cool-down, a hold
-/// or a window bucket ends late by the lag, never early. Durations measured
-/// with it have the period's resolution: a slow-call threshold below a few
-/// periods wants [`MonotonicClock`].
+/// forward at the next tick. A breaker measures a cool-down, a hold or a
+/// window bucket between two readings, each of which may lag: it ends
+/// early by the first reading's lag or late by the second's, never by
+/// more. Durations measured with it have the period's resolution, so a
+/// slow-call threshold below a few periods wants [`MonotonicClock`].
+/// `cargo run --release -p tripwire-benches --example clock_lag` measures
+/// the lag on a given machine.
 ///
 /// Before the first tick a reader gets the reading taken when the clock was
 /// made, never 0 (which the core reads as "not measured"). Once no thread
@@ -134,26 +138,11 @@ impl CachedClock {
         static UPKEEP: Once = Once::new();
         let clock = GLOBAL.get_or_init(|| CachedClock::with_reading(MonotonicClock.now()));
         UPKEEP.call_once(|| {
-            extern "C" fn in_child() {
-                // An atomic load and an atomic read-modify-write, both
-                // async-signal-safe, as a child of a multi-threaded process
-                // requires: the child has no upkeep thread, so its readers
-                // go to CLOCK_MONOTONIC instead of a time standing still.
-                if let Some(clock) = GLOBAL.get() {
-                    clock.stop();
-                }
-            }
-            // SAFETY:
-            // - `in_child` is an `extern "C" fn()` that lives for the whole
-            //   program, as `pthread_atfork` requires of its handlers; the
-            //   null `prepare` and `parent` handlers are allowed.
-            // - It does only what a child of a multi-threaded process may:
-            //   an atomic load and an atomic read-modify-write.
-            // Without the handler (ENOMEM), a forked child would read a
-            // time standing still: then no thread is started at all, and
-            // the clock reads CLOCK_MONOTONIC on every call.
-            let rc = unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
-            let spawned = rc == 0
+            // Without the fork handler, a forked child would read a time
+            // standing still: then no thread is started at all, and the
+            // clock reads CLOCK_MONOTONIC on every call. The global clock
+            // is never freed, so its slot is never released.
+            let spawned = fork::watch(clock).is_some()
                 && thread::Builder::new()
                     .name(THREAD_NAME.into())
                     .spawn(move || upkeep(clock, CachedClock::DEFAULT_PERIOD))
@@ -172,7 +161,9 @@ impl CachedClock {
     /// # Errors
     /// [`UpkeepError::Period`] if `period` is outside
     /// [`MIN_PERIOD`](Self::MIN_PERIOD)`..=`[`MAX_PERIOD`](Self::MAX_PERIOD);
-    /// [`UpkeepError::Spawn`] if the OS refuses the thread.
+    /// [`UpkeepError::Spawn`] if the OS refuses the thread;
+    /// [`UpkeepError::ForkGuard`] if a forked child could not be made to
+    /// stop it (more than 64 cached clocks live at once).
     ///
     /// # Examples
     /// ```
@@ -192,12 +183,15 @@ impl CachedClock {
             return Err(UpkeepError::Period(period));
         }
         let clock = Arc::new(CachedClock::with_reading(MonotonicClock.now()));
+        let slot = fork::watch(&clock).ok_or(UpkeepError::ForkGuard)?;
         let theirs = Arc::clone(&clock);
-        let thread = thread::Builder::new()
-            .name(THREAD_NAME.into())
-            .spawn(move || upkeep(&theirs, period))
-            .map_err(UpkeepError::Spawn)?;
-        Ok(Upkeep { clock, thread: Some(thread), period })
+        match thread::Builder::new().name(THREAD_NAME.into()).spawn(move || upkeep(&theirs, period)) {
+            Ok(thread) => Ok(Upkeep { clock, thread: Some(thread), slot: Some(slot), period }),
+            Err(e) => {
+                slot.release();
+                Err(UpkeepError::Spawn(e))
+            }
+        }
     }
 
     /// Whether an upkeep thread publishes into this clock; if not, every
@@ -215,8 +209,9 @@ impl CachedClock {
         self.nanos.fetch_max(reading, Ordering::Relaxed) != UNMAINTAINED
     }
 
-    /// Hands the clock over to `CLOCK_MONOTONIC` for good.
-    fn stop(&self) {
+    /// Hands the clock over to `CLOCK_MONOTONIC` for good. Async-signal-safe
+    /// (one atomic read-modify-write), for a forked child's handler.
+    pub(super) fn stop(&self) {
         // Relaxed: see the module's "Orderings". `fetch_max`, not a store:
         // the largest value, so no later `publish` can take its place.
         self.nanos.fetch_max(UNMAINTAINED, Ordering::Relaxed);
@@ -251,8 +246,17 @@ fn unmaintained_now() -> u64 {
 }
 
 /// The upkeep thread: one `CLOCK_MONOTONIC` read and one `fetch_max` a
-/// period, until the clock is stopped. Nothing here can panic.
+/// period, until the clock is stopped. Nothing here should panic; if it
+/// ever did, the guard still hands the clock to `CLOCK_MONOTONIC`, so that
+/// a thread that is gone never leaves a time standing still.
 fn upkeep(clock: &CachedClock, period: Duration) {
+    struct StopOnExit<'a>(&'a CachedClock);
+    impl Drop for StopOnExit<'_> {
+        fn drop(&mut self) {
+            self.0.stop();
+        }
+    }
+    let _guard = StopOnExit(clock);
     loop {
         // Wakes early on `unpark` (a stop) or spuriously; either way one
         // more reading is harmless.
@@ -269,6 +273,8 @@ fn upkeep(clock: &CachedClock, period: Duration) {
 pub struct Upkeep {
     clock: Arc<CachedClock>,
     thread: Option<JoinHandle<()>>,
+    /// Released in `drop`, before this `Arc` of the clock goes.
+    slot: Option<Slot>,
     period: Duration,
 }
 
@@ -306,6 +312,10 @@ impl Drop for Upkeep {
             // The thread cannot panic; an `Err` would be nothing to act on.
             let _ = thread.join();
         }
+        // Before the fields drop: `self.clock` may be the last `Arc`.
+        if let Some(slot) = self.slot.take() {
+            slot.release();
+        }
     }
 }
 
@@ -317,6 +327,10 @@ pub enum UpkeepError {
     Period(Duration),
     /// The OS refused to spawn the upkeep thread.
     Spawn(std::io::Error),
+    /// No way to stop the clock in a forked child: more cached clocks live
+    /// at once than the fork handler watches (64, the global one
+    /// included), or the OS refused the handler.
+    ForkGuard,
 }
 
 impl fmt::Display for UpkeepError {
@@ -329,6 +343,11 @@ impl fmt::Display for UpkeepError {
                 CachedClock::MAX_PERIOD
             ),
             Self::Spawn(e) => write!(f, "cannot spawn the cached clock's upkeep thread: {e}"),
+            Self::ForkGuard => write!(
+                f,
+                "cannot watch the cached clock for a fork: more than {} live at once, or pthread_atfork failed",
+                fork::SLOTS
+            ),
         }
     }
 }
@@ -336,7 +355,7 @@ impl fmt::Display for UpkeepError {
 impl core::error::Error for UpkeepError {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
-            Self::Period(_) => None,
+            Self::Period(_) | Self::ForkGuard => None,
             Self::Spawn(e) => Some(e),
         }
     }

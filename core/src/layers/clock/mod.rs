@@ -5,6 +5,7 @@
 //! breaker and shared between processes.
 
 mod cached;
+mod fork;
 mod host;
 
 pub use cached::{CachedClock, Upkeep, UpkeepError};
