@@ -133,8 +133,9 @@ fn a_forked_child_reads_fresh_time_not_its_parents_last_tick() {
     // SAFETY:
     // - The child runs only async-signal-safe code, as a child of a
     //   multi-threaded process must: atomic loads (`global`'s fast path,
-    //   `is_maintained`), `clock_gettime` and `_exit`; `forget` frees
-    //   nothing.
+    //   `is_maintained`), `clock_gettime`, the `Upkeep`'s drop (atomics
+    //   and a decrement of an `Arc` the parent's thread still counts) and
+    //   `_exit`.
     // - `fork` has no other preconditions.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
@@ -146,16 +147,24 @@ fn a_forked_child_reads_fresh_time_not_its_parents_last_tick() {
             !clock.is_maintained() && fresh <= got && got <= after
         };
         let ok = fresh_in(CachedClock::global()) && fresh_in(own.clock());
-        // The child's `Upkeep` must not be dropped: its thread is not here to join.
-        std::mem::forget(own);
+        // Its thread stayed in the parent: the drop must not wait for it.
+        drop(own);
         // SAFETY: `_exit` ends the child at once, running no destructors
         // or atexit handlers that belong to the parent.
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
     }
     let mut status = 0;
-    // SAFETY: `pid` is our own child, `status` a valid out-pointer.
-    let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert_eq!(waited, pid);
+    let ended = eventually(|| {
+        // SAFETY: `pid` is our own child, `status` a valid out-pointer.
+        let waited = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        assert!(waited == 0 || waited == pid, "waitpid: {}", std::io::Error::last_os_error());
+        waited == pid
+    });
+    if !ended {
+        // SAFETY: `pid` is our own child, not yet reaped.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        panic!("the forked child hung (dropping its Upkeep?)");
+    }
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child status {status:#x}");
     assert!(clock.is_maintained(), "the parent keeps its upkeep threads");
     assert!(own.clock().is_maintained());

@@ -186,7 +186,9 @@ impl CachedClock {
         let slot = fork::watch(&clock).ok_or(UpkeepError::ForkGuard)?;
         let theirs = Arc::clone(&clock);
         match thread::Builder::new().name(THREAD_NAME.into()).spawn(move || upkeep(&theirs, period)) {
-            Ok(thread) => Ok(Upkeep { clock, thread: Some(thread), slot: Some(slot), period }),
+            Ok(thread) => {
+                Ok(Upkeep { clock, thread: Some(thread), slot: Some(slot), period, forks: fork::forks() })
+            }
             Err(e) => {
                 slot.release();
                 Err(UpkeepError::Spawn(e))
@@ -276,6 +278,9 @@ pub struct Upkeep {
     /// Released in `drop`, before this `Arc` of the clock goes.
     slot: Option<Slot>,
     period: Duration,
+    /// `fork::forks()` when the thread started: if it differs at the drop,
+    /// this is a forked child, and the thread stayed in the parent.
+    forks: u64,
 }
 
 impl Upkeep {
@@ -308,9 +313,16 @@ impl Drop for Upkeep {
     fn drop(&mut self) {
         self.clock.stop();
         if let Some(thread) = self.thread.take() {
-            thread.thread().unpark();
-            // The thread cannot panic; an `Err` would be nothing to act on.
-            let _ = thread.join();
+            if fork::forks() != self.forks {
+                // A forked child: the thread is in the parent, where its own
+                // Upkeep stops it. Joining here would wait forever, and
+                // detaching would touch a thread this process does not have.
+                core::mem::forget(thread);
+            } else {
+                thread.thread().unpark();
+                // The thread cannot panic; an `Err` would be nothing to act on.
+                let _ = thread.join();
+            }
         }
         // Before the fields drop: `self.clock` may be the last `Arc`.
         if let Some(slot) = self.slot.take() {

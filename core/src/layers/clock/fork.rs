@@ -16,7 +16,19 @@ use core::ptr;
 use std::sync::OnceLock;
 
 use super::cached::CachedClock;
-use crate::sync::{GlobalAtomicPtr, Ordering};
+use crate::sync::{GlobalAtomicPtr, GlobalAtomicU64, Ordering};
+
+/// How many times this process is a forked child of one that watched a
+/// clock: an [`Upkeep`](super::Upkeep) made before a fork must not join, in
+/// the child, a thread that stayed in the parent (the join would never end).
+static FORKS: GlobalAtomicU64 = GlobalAtomicU64::new(0);
+
+/// The number of forks this process descends through (see [`FORKS`]).
+pub(crate) fn forks() -> u64 {
+    // Relaxed: written only by the child's handler on the forking thread,
+    // before any code of the child runs.
+    FORKS.load(Ordering::Relaxed)
+}
 
 /// How many cached clocks may live at once, the global one included.
 pub(crate) const SLOTS: usize = 64;
@@ -70,6 +82,8 @@ pub(crate) fn watch(clock: &CachedClock) -> Option<Slot> {
 /// The child's handler: every watched clock reads `CLOCK_MONOTONIC` from
 /// now on, since its upkeep thread did not come along.
 extern "C" fn in_child() {
+    // Relaxed: see `forks`.
+    FORKS.fetch_add(1, Ordering::Relaxed);
     for slot in &LIVE {
         // Relaxed: see the module's "Orderings".
         let clock = slot.load(Ordering::Relaxed);
