@@ -7,8 +7,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 use tripwire::fleet::{AsBreaker, FleetConfig, RejectReason};
 
-use crate::args::seconds;
 use crate::breaker::Breaker;
+use crate::args::seconds;
 use crate::core_breaker::CoreBreaker;
 
 impl AsBreaker for CoreBreaker {
