@@ -16,7 +16,7 @@ count() { # instructions for n iterations of path $1
 base=$(count bare)
 echo "| hot path | instructions per call (beyond a bare call) |"
 echo "| --- | --- |"
-for path in fetch_add consecutive call consecutive_uncounted window count_window reject_monotonic reject_coarse bulkhead budget backoff; do
+for path in fetch_add consecutive call consecutive_uncounted window window_cached count_window reject_monotonic reject_coarse reject_cached bulkhead budget backoff; do
   total=$(count "$path")
   awk -v t="$total" -v b="$base" -v n="$n" -v p="$path" 'BEGIN { printf "| %s | %.1f |\n", p, (t - b) / n }'
 done

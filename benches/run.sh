@@ -13,6 +13,7 @@ cargo bench -p tripwire-benches --bench layers -- "${quick[@]}"
 cargo bench -p tripwire-benches --bench contention
 cargo bench -p tripwire-benches --bench heap | grep '^|' > "$target/bench/heap.md"
 bash benches/callgrind.sh > "$target/bench/callgrind.md"
+cargo run --quiet --release -p tripwire-benches --example clock_lag -- 3 > "$target/bench/clock_lag.md"
 if [ -x benches/c_abi.sh ]; then bash benches/c_abi.sh > "$target/bench/c_abi.md"; fi
 if [ -x benches/python/run.sh ]; then bash benches/python/run.sh > "$target/bench/python.md"; fi
 python3 benches/report.py

@@ -11,6 +11,7 @@
 //! | --- | --- | --- | --- |
 //! | [`MonotonicClock`] (std) | `CLOCK_MONOTONIC`, absolute ns | a vDSO call, ~20 ns | same value in every process on a host |
 //! | [`CoarseClock`] (std) | `CLOCK_MONOTONIC_COARSE` (Linux) | a few ns, tick resolution (1–4 ms) | same |
+//! | [`CachedClock`] (std) | `CLOCK_MONOTONIC` published by an upkeep thread every period (1 ms) | one load, at most a period plus scheduling delay old | same |
 //! | [`ManualClock`] | an atomic the caller advances | one load | per instance |
 //! | [`FixedClock`] | a timestamp the caller already has (e.g. from the TSC) | free | as the caller makes it |
 

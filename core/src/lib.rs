@@ -54,6 +54,9 @@
 //! - [`Clock`]: monotonic nanoseconds, read only when a decision needs it.
 //! - [`MonotonicClock`] and [`CoarseClock`] (feature `std`), [`ManualClock`]
 //!   for tests, [`FixedClock`] for a timestamp the caller already has.
+//! - [`CachedClock`] (feature `std`): `CLOCK_MONOTONIC` published by an
+//!   upkeep thread, read with one load; [`CachedClock::global`], or
+//!   [`CachedClock::start`] with its [`Upkeep`] handle and [`UpkeepError`].
 //! - [`duration_ns`]: a `Duration` as the core's nanoseconds, saturating.
 //!
 //! # The std and async layer

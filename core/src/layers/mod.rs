@@ -1,5 +1,5 @@
 //! Everything that needs `std`, behind the one `std` gate: the host's
-//! clocks, named breakers and their events, waits for a bulkhead slot,
+//! clocks (read per call or cached by an upkeep thread), named breakers and their events, waits for a bulkhead slot,
 //! the retry executors, timeouts, stale fallback, the pipeline, HTTP
 //! assessment, the registry and its exporters, the `tower` layers, the
 //! reqwest middleware, and the fleet's link to Redis.
@@ -28,7 +28,7 @@ pub(crate) mod timeout;
 pub mod tower;
 
 pub use assessment::Assessment;
-pub use clock::{CoarseClock, MonotonicClock};
+pub use clock::{CachedClock, CoarseClock, MonotonicClock, Upkeep, UpkeepError};
 pub use events::StateChange;
 pub use fallback::{Served, StaleCache, StalePolicy, StaleSnapshot, StaleStats};
 #[cfg(feature = "fleet")]

@@ -1,5 +1,5 @@
-//! The host's clocks (feature `std`): `CLOCK_MONOTONIC` and its coarse
-//! twin, and conversions between their readings and `Instant`s.
+//! The host's clocks read on every call: `CLOCK_MONOTONIC` and its
+//! coarse twin, and conversions between their readings and `Instant`s.
 
 use crate::clock::{Clock, duration_ns};
 
