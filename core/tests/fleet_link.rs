@@ -41,8 +41,11 @@ fn a_trip_on_one_host_holds_the_others_for_its_cool_down() {
     let left = b.try_acquire().unwrap_err().retry_after.unwrap();
     assert!(left <= Duration::from_secs(2) && left > Duration::from_millis(1500), "{left:?} after {took:?}");
     assert!(b.hold_left().is_some(), "the fleet's state is a hold on the receiver");
-    let (sa, sb) = (fa.snapshot(), fb.snapshot());
-    assert_eq!((sa.sent, sb.received, sb.applied), (1, 1, 1), "{sa:?} {sb:?}");
+    // The link threads count after they act: a counter may trail the state
+    // it counts by a moment.
+    let counted = || (fa.snapshot().sent, fb.snapshot().received, fb.snapshot().applied) == (1, 1, 1);
+    wait_for(Duration::from_secs(2), counted)
+        .unwrap_or_else(|| panic!("{:?} {:?}", fa.snapshot(), fb.snapshot()));
     // The receiver's hold is the fleet's, not news: it is not echoed back.
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!((fb.snapshot().sent, fa.snapshot().received), (0, 0));
@@ -107,7 +110,8 @@ fn a_late_joiner_learns_an_outage_in_progress_from_the_key() {
     let left = c.try_acquire().unwrap_err().retry_after.unwrap();
     // What was left of a's cool-down when c read the key, never more.
     assert!(left <= Duration::from_millis(2500) && left > Duration::from_millis(1500), "{left:?}");
-    assert_eq!((fc.snapshot().received, fc.snapshot().applied), (1, 1));
+    wait_for(Duration::from_secs(2), || (fc.snapshot().received, fc.snapshot().applied) == (1, 1))
+        .unwrap_or_else(|| panic!("{:?}", fc.snapshot()));
 }
 
 #[test]
@@ -253,10 +257,13 @@ fn a_core_breaker_without_listeners_joins_by_name_and_is_looked_at() {
     let t = core.try_acquire(&clock).unwrap();
     core.record(t, Outcome::Failure, &clock);
     wait_for(Duration::from_secs(2), || named.state() == State::Open).expect("the named breaker heard");
-    assert_eq!(fc.snapshot().sent, 1);
+    wait_for(Duration::from_secs(2), || fc.snapshot().sent == 1)
+        .unwrap_or_else(|| panic!("{:?}", fc.snapshot()));
     // The fleet's close comes back in, and is not echoed.
     named.reset();
     wait_for(Duration::from_secs(2), || core.state() == State::Closed).expect("the core breaker closed");
+    wait_for(Duration::from_secs(2), || fnamed.snapshot().received == 1)
+        .unwrap_or_else(|| panic!("{:?}", fnamed.snapshot()));
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!((fc.snapshot().sent, fnamed.snapshot().received), (1, 1));
 }

@@ -166,7 +166,9 @@ fn forged_state_keys_and_leases_hold_no_breaker() {
     assert!(probe.is_some(), "a local probe after the cool-down: {:?}", fleet.snapshot());
     let s = fleet.snapshot();
     assert_eq!((s.leases_won, s.leases_lost), (0, 0), "{s:?}");
-    assert!(s.rejected(RejectReason::Malformed) >= 2, "{s:?}");
+    // Counted by the link thread after it acts: wait for the count.
+    wait_for(Duration::from_secs(2), || fleet.snapshot().rejected(RejectReason::Malformed) >= 2)
+        .unwrap_or_else(|| panic!("{:?}", fleet.snapshot()));
 
     // A lease signed for another breaker's key is no lease for this one.
     b.reset();
@@ -176,5 +178,6 @@ fn forged_state_keys_and_leases_hold_no_breaker() {
     b.record(t, Outcome::Failure);
     let probe = wait_for(Duration::from_secs(2), || b.try_acquire().is_ok_and(|t| t.is_probe()));
     assert!(probe.is_some(), "a local probe: {:?}", fleet.snapshot());
-    assert!(fleet.snapshot().rejected(RejectReason::Malformed) >= 3);
+    wait_for(Duration::from_secs(2), || fleet.snapshot().rejected(RejectReason::Malformed) >= 3)
+        .unwrap_or_else(|| panic!("{:?}", fleet.snapshot()));
 }
