@@ -52,6 +52,9 @@ fuzz_target!(|data: &[u8]| {
         slow_rate: input.f64(),
         window_buckets: small(input.u32()),
         min_calls: small(input.u32()),
+        // 0 and 1 are the kinds; 2 and 3 must be refused.
+        window_kind: input.u32() % 4,
+        count_window: small(input.u32()),
     };
     let backoff = tw_backoff_config {
         base_ns: input.u64(),

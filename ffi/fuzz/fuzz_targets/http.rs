@@ -5,14 +5,20 @@
 
 use core::time::Duration;
 
-use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::StatusCode;
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
 use tripwire::{Assessment, Breaker, BreakerConfig, Clock, FixedClock, State};
 
 /// The headers the classifier reads, and some it must ignore.
-const NAMES: [&str; 6] =
-    ["retry-after", "ratelimit-reset", "x-ratelimit-reset", "x-ratelimit-remaining", "date", "retry-after-ms"];
+const NAMES: [&str; 6] = [
+    "retry-after",
+    "ratelimit-reset",
+    "x-ratelimit-reset",
+    "x-ratelimit-remaining",
+    "date",
+    "retry-after-ms",
+];
 
 fuzz_target!(|data: &[u8]| {
     let Some((head, mut rest)) = data.split_at_checked(2) else { return };
