@@ -22,7 +22,7 @@ use core::time::Duration;
 
 use crate::breaker::config::{BreakerConfig, COUNT_SUCCESSES, COUNTED, TIMED, WINDOWED};
 use crate::breaker::cooldown::cooldown_ns;
-use crate::breaker::counters::{Counters, Event, Snapshot};
+use crate::breaker::counters::{Counters, Event, Sharing, Snapshot};
 use crate::breaker::deadline::Deadlines;
 use crate::breaker::state::{self, Admission, State, Word};
 use crate::breaker::ticket::{Kind, Outcome, Refused, Rejected, Ticket, Transition};
@@ -102,6 +102,9 @@ pub struct Breaker {
     /// next to the config, off the word's line.
     deadlines: Deadlines,
     config: BreakerConfig,
+    /// Whether the counters may use stripes owned by threads: not in shared
+    /// memory. Read with the config, written only when the breaker is made.
+    sharing: Sharing,
     counters: Counters,
     window: Window,
 }
@@ -113,13 +116,36 @@ impl Breaker {
 
     /// A Closed breaker at generation 0.
     pub fn new(config: BreakerConfig) -> Self {
+        Self::with_sharing(config, Sharing::PRIVATE)
+    }
+
+    /// A Closed breaker at generation 0 for memory shared between processes.
+    #[cfg_attr(loom, allow(dead_code, reason = "loom builds have no shared regions"))]
+    pub(crate) fn new_shared(config: BreakerConfig) -> Self {
+        Self::with_sharing(config, Sharing::SHARED)
+    }
+
+    fn with_sharing(config: BreakerConfig, sharing: Sharing) -> Self {
         Self {
             word: CachePadded::new(AtomicU64::new(Word::CLOSED.0)),
             deadlines: Deadlines::new(),
             config,
+            sharing,
             counters: Counters::new(),
             window: Window::new(),
         }
+    }
+
+    /// Counts one `event`.
+    #[inline(always)]
+    fn count(&self, event: Event) {
+        self.counters.add(event, self.sharing);
+    }
+
+    /// Whether the breaker was made for shared memory: checked when attaching.
+    #[cfg_attr(loom, allow(dead_code, reason = "only shared regions check breakers; loom builds have none"))]
+    pub(crate) fn is_shared(&self) -> bool {
+        self.sharing == Sharing::SHARED
     }
 
     /// The config the breaker was made with.
@@ -159,13 +185,13 @@ impl Breaker {
     /// [`record`](Self::record) (a probe whose outcome is never recorded is
     /// taken over by a new generation after the cool-down). If admitting the
     /// call moved the breaker to Half-Open, [`Ticket::transition`] says so.
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire(&self, clock: &impl Clock) -> Result<Ticket, Rejected> {
         self.admit(clock).map_err(Refused::expand)
     }
 
     /// [`try_acquire`](Self::try_acquire) with the refusal packed in a word.
-    #[inline]
+    #[inline(always)]
     fn admit(&self, clock: &impl Clock) -> Result<Ticket, Refused> {
         // Acquire pairs with the Release CAS that entered Open or Half-Open,
         // so the deadline read in the slow path is at least the one it published.
@@ -174,7 +200,31 @@ impl Breaker {
         if w.state_bits() == State::Closed as u64 && self.config.flags & TIMED == 0 {
             return Ok(Ticket::new(0, w.generation(), Kind::Plain, 0));
         }
+        // Open and waiting, the common refusal during an outage: inline too.
+        if w.state_bits() == State::Open as u64
+            && let Some(refused) = self.refuse_while_open(w, clock)
+        {
+            return Err(refused);
+        }
         Admitted::unpack(self.admit_slow(w, clock))
+    }
+
+    /// The refusal of a call while `w`, an Open word, waits out its
+    /// cool-down or hold: a clock read, the word again, its deadline and a
+    /// count. `None` when the word moved on or the wait is over, for the
+    /// full path to decide (it reads the clock again: the rare case).
+    #[inline(always)]
+    fn refuse_while_open(&self, w: Word, clock: &impl Clock) -> Option<Refused> {
+        // Read the time first, then the word the decision rests on (see the
+        // module's Orderings), as `admit_from` does.
+        let now = clock.now();
+        // Acquire: as for the first load.
+        if self.word.load(Ordering::Acquire) != w.0 {
+            return None;
+        }
+        let left = self.deadlines.open_left(w, now, &self.config)?;
+        self.count(Event::Rejected);
+        Some(Refused::new(State::Open, Some(left)))
     }
 
     /// Every other admission, kept out of line so that the fast path above
@@ -231,7 +281,7 @@ impl Breaker {
                         Kind::ProbeTookOver
                     };
                     if kind != Kind::Probe {
-                        self.counters.add(Event::Transition);
+                        self.count(Event::Transition);
                     }
                     return Ok(self.ticket(next, kind, slot, now, clock));
                 }
@@ -250,7 +300,7 @@ impl Breaker {
 
     #[cold]
     fn reject(&self, w: Word, retry_after_ns: Option<u64>) -> Refused {
-        self.counters.add(Event::Rejected);
+        self.count(Event::Rejected);
         Refused::new(w.state(), retry_after_ns)
     }
 
@@ -270,7 +320,7 @@ impl Breaker {
             // A success on a healthy, untimed breaker without a window: the common case.
             if flags & (TIMED | WINDOWED) == 0 {
                 if flags & COUNT_SUCCESSES != 0 {
-                    self.counters.add(Event::Success);
+                    self.count(Event::Success);
                 }
                 // Relaxed: deciding that there is nothing to write orders nothing.
                 let w = self.word.load(Ordering::Relaxed);
@@ -310,7 +360,7 @@ impl Breaker {
         }
         // Its epoch has left the window, or its generation is over.
         if self.config.flags & COUNT_SUCCESSES != 0 {
-            self.counters.add(Event::Success);
+            self.count(Event::Success);
         }
         // A success never leaves Closed, so `clock` is not read again.
         self.record_success_slow(ticket, clock)
@@ -354,18 +404,18 @@ impl Breaker {
         match outcome {
             Outcome::Success => {
                 if self.config.flags & COUNT_SUCCESSES != 0 && !counted {
-                    self.counters.add(Event::Success);
+                    self.count(Event::Success);
                 }
                 let needed = self.config.half_open_successes;
                 self.apply(clock, |w| state::on_success(w, generation, slot, needed))
             }
             Outcome::Failure => {
-                self.counters.add(Event::Failure);
+                self.count(Event::Failure);
                 let threshold = self.config.failure_threshold;
                 self.apply(clock, |w| state::on_failure(w, generation, slot, threshold))
             }
             Outcome::Ignored => {
-                self.counters.add(Event::Ignored);
+                self.count(Event::Ignored);
                 self.apply(clock, |w| state::on_ignored(w, generation, slot))
             }
         }
@@ -383,7 +433,7 @@ impl Breaker {
             && cfg.slow_call_ns != 0
             && clock.now.unwrap_or(0).saturating_sub(ticket.started_at) >= cfg.slow_call_ns;
         if slow {
-            self.counters.add(Event::Slow);
+            self.count(Event::Slow);
         }
         let (generation, failed) = (ticket.generation, outcome == Outcome::Failure);
         // Does this outcome belong in the window?
@@ -445,7 +495,7 @@ impl Breaker {
 
     #[cold]
     fn transitioned(&self, from: Word, to: Word) -> Transition {
-        self.counters.add(Event::Transition);
+        self.count(Event::Transition);
         Transition { from: from.state(), to: to.state(), generation: to.generation() }
     }
 
@@ -526,7 +576,7 @@ impl Breaker {
         }
         let len = asked.min(self.config.max_hold_ns);
         if len < asked {
-            self.counters.add(Event::HoldCapped);
+            self.count(Event::HoldCapped);
         }
         // Time first, then the word (see the module's Orderings).
         let now = clock.now();
@@ -615,6 +665,10 @@ impl Breaker {
         }
         Ok(())
     }
+
+    /// Where the sharing word sits in a breaker, for tests that damage it.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) const SHARING_OFFSET: usize = core::mem::offset_of!(Breaker, sharing);
 
     /// Where the rolling window starts in a breaker (its generation word
     /// first): for tests that corrupt a shared region.

@@ -222,6 +222,16 @@ impl Deadlines {
         stamp.left(w.generation(), now, limit)
     }
 
+    /// [`left`](Self::left) for a word known to be Open.
+    #[inline(always)]
+    pub(crate) fn open_left(&self, w: Word, now: u64, cfg: &BreakerConfig) -> Option<u64> {
+        debug_assert_eq!(w.state(), State::Open);
+        let limit = if w.held() { cfg.hold_limit_ns() } else { cfg.wait_limit_ns() };
+        // Relaxed: as in `left`.
+        let stamp = Stamp(Self::slot(&self.open, w.generation()).load(Ordering::Relaxed));
+        stamp.left(w.generation(), now, limit)
+    }
+
     /// Stamps `to`'s generation, with `deadline` in the slot its state
     /// reads, before the CAS from `from` to `to`. Writes nothing once the
     /// word has left `from`'s generation.

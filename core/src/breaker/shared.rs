@@ -66,9 +66,15 @@ struct Header {
 /// must validate and agree), the state word (a known state, zero in every
 /// bit that state does not use), the deadline slots (stamped for the
 /// current generation, or the one before or after it) and the rolling
-/// window's words (each field in range) are checked, and any mismatch is a
+/// window's words (each field in range) and the mark that the breaker was
+/// made for shared memory (see below) are checked, and any mismatch is a
 /// [`SharedError`], never undefined behaviour: every bit pattern is a valid
 /// `Breaker` value, so the checks are about meaning.
+///
+/// A breaker made for shared memory counts every event with a `fetch_add`:
+/// one made by [`Breaker::new`] lets the first threads of a process own
+/// counter stripes, and two processes' first threads would then write one
+/// count with plain stores, losing some.
 ///
 /// The times in the deadline slots cannot be checked without a clock, and
 /// need not be: a deadline further ahead than any wait the config allows
@@ -121,7 +127,7 @@ struct Header {
 /// ```
 ///
 /// # Size and alignment
-/// 4224 bytes on x86-64 (most of it the striped counters and the two
+/// 4736 bytes on x86-64 (most of it the striped counters and the two
 /// rolling windows), aligned like the breaker (128 bytes there).
 #[repr(C)]
 pub struct SharedRegion {
@@ -187,6 +193,9 @@ pub enum SharedError {
     BadDeadlines,
     /// The rolling window's words do not decode.
     BadWindow,
+    /// The breaker was not made for shared memory: its counters would let
+    /// the first threads of two processes write one count.
+    NotShared,
     /// `open_in` found a breaker made with another config.
     ConfigMismatch,
 }
@@ -238,6 +247,9 @@ impl fmt::Display for SharedError {
             SharedError::BadWindow => {
                 f.write_str("shared region holds rolling-window words that do not decode")
             }
+            SharedError::NotShared => {
+                f.write_str("shared region holds a breaker that was not made for shared memory")
+            }
             SharedError::ConfigMismatch => {
                 f.write_str("shared region holds a breaker made with a different config")
             }
@@ -257,7 +269,7 @@ impl SharedRegion {
     /// The magic number while one process fills the region in.
     pub const INITIALISING: u64 = u64::from_ne_bytes(*b"TRIPWIR~");
     /// The layout version this build reads and writes.
-    pub const VERSION: u32 = 2;
+    pub const VERSION: u32 = 3;
     /// Where the breaker starts, in bytes from the start of the region: a
     /// multiple of the breaker's alignment, with the header before it.
     pub const BREAKER_OFFSET: usize = offset_of!(SharedRegion, breaker);
@@ -338,7 +350,7 @@ impl SharedRegion {
             addr_of_mut!((*region).header.breaker_offset).write(BREAKER_OFFSET as u32);
             addr_of_mut!((*region).header.size).write(size_of::<SharedRegion>() as u64);
             addr_of_mut!((*region).header.config).write(config);
-            addr_of_mut!((*region).breaker).write(Breaker::new(config));
+            addr_of_mut!((*region).breaker).write(Breaker::new_shared(config));
         }
         // Release pairs with the Acquire load in `attach`: see the module's Orderings.
         magic.store(Self::MAGIC, Ordering::Release);
@@ -410,6 +422,10 @@ impl SharedRegion {
         // Do the rolling window's words decode?
         if !breaker.has_valid_window() {
             return Err(SharedError::BadWindow);
+        }
+        // Made to count from several processes?
+        if !breaker.is_shared() {
+            return Err(SharedError::NotShared);
         }
         Ok(breaker)
     }
@@ -529,6 +545,25 @@ mod tests {
             Some(Duration::from_nanos(9_999_999))
         );
         assert_eq!(*b.config(), config());
+    }
+
+    /// The size the docs give (and the C README's `tw_breaker_layout` comment).
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn the_layout_is_the_size_the_docs_give() {
+        assert_eq!(SharedRegion::layout(), (4736, 128));
+    }
+
+    #[test]
+    fn a_breaker_not_made_for_shared_memory_is_refused() {
+        let mut mem = Mem::new(0);
+        mem.init(config()).unwrap();
+        mem.attach().unwrap();
+        let private = 0u64.to_ne_bytes();
+        mem.poke(SharedRegion::BREAKER_OFFSET + Breaker::SHARING_OFFSET, &private);
+        let err = mem.attach().unwrap_err();
+        assert_eq!(err, SharedError::NotShared);
+        assert_eq!(err.to_string(), "shared region holds a breaker that was not made for shared memory");
     }
 
     #[test]

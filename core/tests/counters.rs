@@ -1,0 +1,60 @@
+//! The counters lose no event: threads that own a stripe count with plain
+//! stores, every other thread and every breaker in shared memory with a
+//! `fetch_add` (see `breaker/counters.rs`).
+
+use std::sync::Barrier;
+use std::thread;
+
+use tripwire::{Breaker, BreakerConfig, FixedClock, Outcome};
+
+/// More threads than own stripes, so that owned and pooled stripes both count.
+const THREADS: usize = 20;
+
+fn rounds() -> u64 {
+    if cfg!(miri) { 50 } else { 200_000 }
+}
+
+#[test]
+fn threads_owning_stripes_and_threads_sharing_them_lose_no_count() {
+    let breaker = Breaker::new(BreakerConfig::builder().failure_threshold(u16::MAX.into()).build().unwrap());
+    let clock = FixedClock(1);
+    let start = Barrier::new(THREADS);
+    thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                start.wait();
+                for i in 0..rounds() {
+                    let ticket = breaker.try_acquire(&clock).unwrap();
+                    // A success, then now and then a failure or an ignored
+                    // call, so that several counters of a stripe move at once.
+                    let outcome = match i % 8 {
+                        0 => Outcome::Ignored,
+                        _ => Outcome::Success,
+                    };
+                    breaker.record(ticket, outcome, &clock);
+                }
+            });
+        }
+    });
+    let s = breaker.snapshot();
+    let n = THREADS as u64 * rounds();
+    let ignored = THREADS as u64 * rounds().div_ceil(8);
+    assert_eq!((s.successes, s.ignored), (n - ignored, ignored), "{s:?}");
+}
+
+#[test]
+fn rejections_from_many_threads_are_each_counted() {
+    let breaker = Breaker::new(BreakerConfig::default());
+    breaker.force_open();
+    let clock = FixedClock(1);
+    thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                for _ in 0..rounds() {
+                    assert!(breaker.try_acquire(&clock).is_err());
+                }
+            });
+        }
+    });
+    assert_eq!(breaker.snapshot().rejected, THREADS as u64 * rounds());
+}
