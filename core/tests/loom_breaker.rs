@@ -138,7 +138,7 @@ fn an_observer_of_half_open_sees_the_time_it_began() {
 /// entered may read its entry time's slot from before, and take over).
 #[test]
 fn concurrent_probes_never_exceed_half_open_max() {
-    model([], |_| {
+    model(["this thread was refused", "a spawned thread was refused"], |sides| {
         let b = Arc::new(breaker(1, 2));
         let after = trip_and_cool(&b, 10_000);
         // Three callers for two slots: two threads and this one.
@@ -149,6 +149,7 @@ fn concurrent_probes_never_exceed_half_open_max() {
             })
             .collect();
         let mine = b.try_acquire(&FixedClock(after)).ok();
+        sides.saw(usize::from(mine.is_some()));
         let probes: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).chain([mine]).flatten().collect();
         assert_eq!(probes.len(), 2, "exactly half_open_max probes admitted");
         assert!(probes.iter().all(|t| t.is_probe() && t.generation() == probes[0].generation()));
@@ -200,7 +201,7 @@ fn a_late_failure_from_an_older_generation_never_reopens() {
 /// the word's reload there (as in the model above).
 #[test]
 fn a_lost_probe_is_taken_over_once_after_the_cool_down() {
-    model([], |_| {
+    model(["the first thread took over", "the second thread took over"], |sides| {
         let clock = Arc::new(ManualClock::new(10_000));
         let b = Arc::new(breaker(1, 1));
         let after = trip_and_cool(&b, 10_000);
@@ -214,7 +215,11 @@ fn a_lost_probe_is_taken_over_once_after_the_cool_down() {
                 thread::spawn(move || b.try_acquire(&*clock).ok())
             })
             .collect();
-        let taken: Vec<_> = handles.into_iter().filter_map(|h| h.join().unwrap()).collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        if let [Some(_), None] | [None, Some(_)] = results[..] {
+            sides.saw(usize::from(results[1].is_some()));
+        }
+        let taken: Vec<_> = results.into_iter().flatten().collect();
         assert_eq!(taken.len(), 1, "one new probe, not two");
         let probe = taken[0];
         assert_eq!(probe.generation(), lost.generation().wrapping_add(1));

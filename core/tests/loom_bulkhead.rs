@@ -31,7 +31,7 @@ fn hold(bulkhead: &Bulkhead, observed: &AtomicU32) -> bool {
 /// same count both take the last slot).
 #[test]
 fn never_above_max() {
-    model([], |_| {
+    model(["one of the three was refused", "all three got in, one after a release"], |sides| {
         let bulkhead = Arc::new(Bulkhead::new(2));
         let observed = Arc::new(AtomicU32::new(0));
         let others: Vec<_> = (0..2)
@@ -44,6 +44,7 @@ fn never_above_max() {
         let admitted =
             others.into_iter().map(|t| t.join().unwrap()).filter(|&a| a).count() + usize::from(mine);
         assert!(admitted >= 2, "with max 2 at least two of three get in");
+        sides.saw(admitted - 2);
         let s = bulkhead.snapshot();
         assert_eq!(s.in_flight, 0);
         assert_eq!(s.acquired + s.rejected, 3);
@@ -152,19 +153,28 @@ fn raw_releases_restore_the_count_and_never_underflow() {
 /// a deadlock.
 #[test]
 fn a_waiter_is_woken_by_the_release() {
-    model([], |_| {
-        let bulkhead = Arc::new(Bulkhead::new(1));
-        let held = bulkhead.try_acquire_raw();
-        assert!(held);
-        let b = bulkhead.clone();
-        // Parks until a slot is free; a lost wake-up deadlocks, which loom reports.
-        let waiter = thread::spawn(move || {
-            let permit = b.acquire();
-            assert_eq!(b.in_flight(), 1);
-            drop(permit);
-        });
-        assert!(bulkhead.release_raw());
-        waiter.join().unwrap();
-        assert_eq!(bulkhead.in_flight(), 0);
-    });
+    model(
+        ["the waiter had asked when the release began", "the release began before the waiter asked"],
+        |sides| {
+            let bulkhead = Arc::new(Bulkhead::new(1));
+            let held = bulkhead.try_acquire_raw();
+            assert!(held);
+            // Set just before the waiter asks: a loom atomic, so that loom
+            // races it against the release and explores the waiter inside
+            // `acquire` when the release comes as well as before it.
+            let asking = Arc::new(AtomicBool::new(false));
+            let (b, a) = (bulkhead.clone(), asking.clone());
+            // Parks until a slot is free; a lost wake-up deadlocks, which loom reports.
+            let waiter = thread::spawn(move || {
+                a.store(true, Ordering::SeqCst);
+                let permit = b.acquire();
+                assert_eq!(b.in_flight(), 1);
+                drop(permit);
+            });
+            sides.saw(usize::from(!asking.load(Ordering::SeqCst)));
+            assert!(bulkhead.release_raw());
+            waiter.join().unwrap();
+            assert_eq!(bulkhead.in_flight(), 0);
+        },
+    );
 }

@@ -14,6 +14,7 @@ mod loom_support;
 use core::time::Duration;
 
 use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use loom_support::model;
 use tripwire::{Bulkhead, Timer};
@@ -33,20 +34,31 @@ impl Timer for Never {
 /// for good with the slot free; loom reports a deadlock).
 #[test]
 fn a_release_always_wakes_the_waiting_future() {
-    model([], |_| {
-        let bulkhead = Arc::new(Bulkhead::new(1));
-        let held = bulkhead.try_acquire().unwrap();
-        let b = bulkhead.clone();
-        let waiter = thread::spawn(move || {
-            // Deadlocks (and loom reports it) if the release's wake-up is lost.
-            let slot = block_on(b.acquire_async(&Never, Duration::from_secs(1)));
-            assert!(slot.is_ok());
-        });
-        drop(held);
-        waiter.join().unwrap();
-        assert_eq!(bulkhead.in_flight(), 0);
-        assert_eq!(bulkhead.snapshot().acquired, 2);
-    });
+    model(
+        [
+            "the future had been polled when the release began",
+            "the release began before the future was polled",
+        ],
+        |sides| {
+            let bulkhead = Arc::new(Bulkhead::new(1));
+            let held = bulkhead.try_acquire().unwrap();
+            // Set just before the future is polled: a loom atomic, so that loom
+            // races it against the release (as in the blocking model).
+            let asking = Arc::new(AtomicBool::new(false));
+            let (b, a) = (bulkhead.clone(), asking.clone());
+            let waiter = thread::spawn(move || {
+                a.store(true, Ordering::SeqCst);
+                // Deadlocks (and loom reports it) if the release's wake-up is lost.
+                let slot = block_on(b.acquire_async(&Never, Duration::from_secs(1)));
+                assert!(slot.is_ok());
+            });
+            sides.saw(usize::from(!asking.load(Ordering::SeqCst)));
+            drop(held);
+            waiter.join().unwrap();
+            assert_eq!(bulkhead.in_flight(), 0);
+            assert_eq!(bulkhead.snapshot().acquired, 2);
+        },
+    );
 }
 
 /// A wait given up (its future dropped after one poll) racing a release:

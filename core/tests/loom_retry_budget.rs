@@ -37,7 +37,7 @@ fn budget(ratio: f64, reserve_tokens: f64) -> RetryBudget {
 /// check in `try_withdraw` that a whole token is left.
 #[test]
 fn concurrent_withdrawals_take_at_most_the_balance() {
-    model([], |_| {
+    model(["this thread was refused", "a spawned thread was refused"], |sides| {
         let budget = Arc::new(budget(0.0, 2.0));
         let others: Vec<_> = (0..2)
             .map(|_| {
@@ -46,6 +46,7 @@ fn concurrent_withdrawals_take_at_most_the_balance() {
             })
             .collect();
         let mine = budget.try_withdraw(&NOW);
+        sides.saw(usize::from(mine));
         let taken = others.into_iter().map(|t| t.join().unwrap()).filter(|&t| t).count() + usize::from(mine);
         assert_eq!(taken, 2, "two tokens, three takers");
         assert_eq!(budget.available_milli(&NOW), 0);
