@@ -8,7 +8,9 @@ those words (and the bare call).
 Prints µs per call (the best of several rounds, the candidates taking turns
 in each, so that noise from other processes weighs least) and the overhead
 over a bare call, for sync calls and for awaited `async def`; then the wall
-time of 8 threads × 50 calls that each sleep 1 ms.
+time of 8 threads × 50 calls that each sleep 1 ms; then (`fleet.py`) a
+breaker joined to a fleet next to pybreaker's `CircuitRedisStorage`, both
+through one redis-server (`--only fleet` measures that section alone).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import threading
 import time
 import timeit
 
+import fleet
 import tripwire
 from tripwire.compat import pybreaker as compat
 
@@ -182,8 +185,11 @@ def main() -> None:
     async_rows = async_candidates()
     async_rows = measure_async([async_rows[0]] + [r for r in async_rows[1:] if selected(r[0])])
     thread_rows = [(name, threads(deco)) for name, deco in threads_candidates() if selected(name)]
+    via_redis = fleet.run(ROUNDS) if selected("fleet") else None
     if "--markdown" in sys.argv:
         markdown(rows, async_rows, thread_rows)
+        if via_redis is not None:
+            print("\n" + fleet.markdown(*via_redis))
         return
     bare = rows[0][1]
     print(
@@ -200,6 +206,8 @@ def main() -> None:
     print("\n# 8 threads × 50 calls that each sleep 1 ms (serialised: 0.400 s)")
     for name, secs in thread_rows:
         print(f"{name:45} {secs:8.3f} s")
+    if via_redis is not None:
+        print("\n" + fleet.text(*via_redis))
 
 
 def markdown(rows, async_rows, thread_rows) -> None:

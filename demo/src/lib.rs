@@ -17,6 +17,7 @@
 //! - the clients: [`clients::Kind`], [`clients::Guard`] (tripwire's layers)
 //! - what they saw: [`stats::ClientStats`], [`Summary`], [`memory::CountingAlloc`]
 //! - the output: [`table::render`], [`chart::render`], [`progress::show`]
+//! - several client processes on one fleet over Redis: [`fleet`] (`--bin fleet`)
 //!
 //! # Examples
 //! ```no_run
@@ -35,6 +36,7 @@ pub mod args;
 pub mod chart;
 pub mod clients;
 pub mod exchange;
+pub mod fleet;
 pub mod memory;
 pub mod progress;
 pub mod stats;

@@ -73,15 +73,16 @@ pub(crate) fn breaker_names() -> Vec<String> {
     BREAKERS.live().into_iter().map(|(n, _)| n).collect()
 }
 
-/// Every named breaker's, bulkhead's and stale cache's state and counters
-/// in the Prometheus text exposition format (version 0.0.4), written by
-/// the core's writer: the families, labels and help texts of a Rust
+/// Every named breaker's, bulkhead's and stale cache's state and counters,
+/// and the counters of the fleet links those breakers joined, in the
+/// Prometheus text exposition format (version 0.0.4), written by the
+/// core's writer: the families, labels and help texts of a Rust
 /// `Registry`.
 #[pyfunction]
 pub(crate) fn prometheus_text(py: Python<'_>) -> String {
-    let (breakers, bulkheads, stale) = py.detach(|| (BREAKERS.live(), BULKHEADS.live(), STALE_CACHES.live()));
+    let (cores, bulkheads, stale) = py.detach(|| (BREAKERS.live(), BULKHEADS.live(), STALE_CACHES.live()));
     let breakers: Vec<tripwire::prometheus::BreakerRow<'_>> =
-        breakers.iter().map(|(n, c)| (n.as_str(), c.breaker().state(), c.breaker().snapshot())).collect();
+        cores.iter().map(|(n, c)| (n.as_str(), c.breaker().state(), c.breaker().snapshot())).collect();
     let bulkheads: Vec<tripwire::prometheus::BulkheadRow<'_>> =
         bulkheads.iter().map(|(n, b)| (n.as_str(), b.max(), b.snapshot())).collect();
     let stale: Vec<tripwire::prometheus::StaleRow<'_>> =
@@ -91,5 +92,8 @@ pub(crate) fn prometheus_text(py: Python<'_>) -> String {
     let _ = tripwire::prometheus::write_breakers(&mut out, &breakers)
         .and_then(|()| tripwire::prometheus::write_bulkheads(&mut out, &bulkheads))
         .and_then(|()| tripwire::prometheus::write_stale_caches(&mut out, &stale));
+    // The fleet links those breakers joined: found and written by the core.
+    let cores: Vec<&tripwire::Breaker> = cores.iter().map(|(_, c)| c.breaker()).collect();
+    let _ = tripwire::prometheus::write_joined_fleets(&mut out, &cores);
     out
 }

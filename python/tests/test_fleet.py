@@ -108,3 +108,44 @@ def test_unlinked_a_joined_breaker_is_a_plain_local_one() -> None:
     with b:
         pass
     assert b.state == "closed"
+
+
+def test_prometheus_text_carries_the_link_of_a_joined_breaker() -> None:
+    # Unlinked (nothing listens on port 1) is a state the export shows too.
+    ns = f"py-export-{uuid.uuid4().hex}"
+    other = f"py-export-{uuid.uuid4().hex}"
+    fleet = tripwire.Fleet("redis://127.0.0.1:1", ns, KEY, connect_timeout=0.05)
+    lonely = tripwire.Fleet("redis://127.0.0.1:1", other, KEY, connect_timeout=0.05)
+    b = tripwire.Breaker(name=f"exchange-{ns}", failure_threshold=1)
+    assert f'fleet="{ns}"' not in tripwire.prometheus_text()
+    fleet.join(b)
+    text = tripwire.prometheus_text()
+    assert f'tripwire_fleet_link_state{{fleet="{ns}",state="down"}} 1' in text.splitlines(), text
+    for family in ("sent", "received", "dropped", "reconnects"):
+        assert f'tripwire_fleet_{family}_total{{fleet="{ns}"}} 0' in text.splitlines(), text
+    assert f'tripwire_fleet_rejected_total{{fleet="{ns}",reason="replayed"}} 0' in text.splitlines()
+    # The fleet's own lines, the same in both exports; no fleet none of the
+    # named breakers joined.
+    mine = [line for line in text.splitlines() if f'fleet="{ns}"' in line]
+    assert mine == [line for line in fleet.prometheus().splitlines() if f'fleet="{ns}"' in line]
+    assert f'fleet="{other}"' not in text
+    del lonely
+
+
+@needs_redis
+def test_prometheus_text_counts_what_the_link_sent() -> None:
+    assert REDIS is not None
+    ns = f"py-export-{uuid.uuid4().hex}"
+    fleet = tripwire.Fleet(REDIS, ns, KEY)
+    b = tripwire.Breaker(name=f"exchange-{ns}", failure_threshold=1, open_timeout=5.0)
+    fleet.join(b)
+    assert fleet.wait_linked(5.0)
+    with pytest.raises(Down):
+        with b:
+            raise Down
+    deadline = time.monotonic() + 2
+    while fleet.snapshot()["sent"] != 1 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    text = tripwire.prometheus_text()
+    assert f'tripwire_fleet_link_state{{fleet="{ns}",state="up"}} 1' in text.splitlines(), text
+    assert f'tripwire_fleet_sent_total{{fleet="{ns}"}} 1' in text.splitlines(), text

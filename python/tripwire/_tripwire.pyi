@@ -431,7 +431,8 @@ class RetryRun:
 
 def prometheus_text() -> str:
     """Every named breaker's, bulkhead's and stale cache's state and
-    counters, in the Prometheus text format (the core's writer)."""
+    counters, and the counters of the fleet links those breakers joined, in
+    the Prometheus text format (the core's writer)."""
 
 def breaker_names() -> list[str]:
     """The names of the named breakers alive now, sorted."""

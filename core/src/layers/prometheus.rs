@@ -204,13 +204,26 @@ pub fn write_fleets(out: &mut impl Write, rows: &[FleetRow<'_>]) -> fmt::Result 
     Ok(())
 }
 
+/// The counters of every fleet link that one of `breakers` joined
+/// ([`fleet::joined_by`](crate::layers::fleet::joined_by)), as
+/// [`write_fleets`] writes them: what a registry of breakers adds to its
+/// export, so that a scrape of any process of a fleet shows its link.
+#[cfg(feature = "fleet")]
+pub fn write_joined_fleets(out: &mut impl Write, breakers: &[&crate::breaker::Breaker]) -> fmt::Result {
+    let rows = crate::layers::fleet::joined_by(breakers);
+    let rows: Vec<FleetRow<'_>> = rows.iter().map(|(ns, snap)| (ns.as_str(), *snap)).collect();
+    write_fleets(out, &rows)
+}
+
 impl Registry {
     /// Every breaker's, bulkhead's and stale cache's counters and states in
-    /// the Prometheus text exposition format (see [`prometheus`](crate::layers::prometheus)).
+    /// the Prometheus text exposition format (see [`prometheus`](crate::layers::prometheus));
+    /// with the feature `fleet`, the counters of the fleet links its
+    /// breakers joined too ([`write_joined_fleets`]).
     pub fn prometheus(&self) -> String {
-        let breakers = self.breakers();
+        let named = self.breakers();
         let breakers: Vec<BreakerRow<'_>> =
-            breakers.iter().map(|b| (b.name(), b.state(), b.snapshot())).collect();
+            named.iter().map(|b| (b.name(), b.state(), b.snapshot())).collect();
         let bulkheads = self.bulkheads();
         let bulkheads: Vec<BulkheadRow<'_>> =
             bulkheads.iter().map(|(n, b)| (n.as_str(), b.max(), b.snapshot())).collect();
@@ -221,6 +234,11 @@ impl Registry {
         let _ = write_breakers(&mut out, &breakers)
             .and_then(|()| write_bulkheads(&mut out, &bulkheads))
             .and_then(|()| write_stale_caches(&mut out, &stale));
+        #[cfg(feature = "fleet")]
+        {
+            let cores: Vec<&crate::breaker::Breaker> = named.iter().map(|b| b.breaker()).collect();
+            let _ = write_joined_fleets(&mut out, &cores);
+        }
         out
     }
 }

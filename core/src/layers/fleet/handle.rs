@@ -133,6 +133,7 @@ impl Fleet {
             stop: AtomicU32::new(0),
             resync: AtomicU32::new(0),
         });
+        super::live::register(&shared);
         let spawn = |s: Arc<Shared>, name: &str, run: fn(Arc<Shared>)| {
             std::thread::Builder::new()
                 .name(String::from(name))

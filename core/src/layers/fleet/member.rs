@@ -58,6 +58,9 @@ pub(crate) fn apply<T>(f: impl FnOnce() -> T) -> T {
 /// What the link needs of a joined breaker, whatever clock it reads.
 pub(crate) trait Joined: Send + Sync {
     fn name(&self) -> &str;
+    /// The core breaker, by which an export finds the fleets a breaker
+    /// joined (see `live`).
+    fn core(&self) -> &Breaker;
     fn generation(&self) -> u32;
     fn state(&self) -> State;
     /// The time until an Open breaker's next call is a probe, and whether a
@@ -74,6 +77,10 @@ pub(crate) trait Joined: Send + Sync {
 impl<C: Clock + Send + Sync + 'static> Joined for NamedBreaker<C> {
     fn name(&self) -> &str {
         NamedBreaker::name(self)
+    }
+
+    fn core(&self) -> &Breaker {
+        self.breaker()
     }
 
     fn generation(&self) -> u32 {
@@ -130,6 +137,10 @@ pub(crate) struct Core<H, C> {
 impl<H: AsBreaker, C: Clock + Send + Sync + 'static> Joined for Core<H, C> {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn core(&self) -> &Breaker {
+        self.handle.as_breaker()
     }
 
     fn generation(&self) -> u32 {

@@ -27,7 +27,8 @@
 //!   are dropped and counted ([`RejectReason`]).
 //!
 //! Counters: [`Fleet::snapshot`] → [`FleetSnapshot`], and
-//! [`Fleet::prometheus`].
+//! [`Fleet::prometheus`]; a [`Registry`](crate::Registry) whose breakers
+//! joined a fleet exports its counters too ([`joined_by`]).
 //!
 //! # Clocks
 //! A receiver holds its breaker for the wait a message carries, from when
@@ -44,6 +45,7 @@ mod handle;
 mod keys;
 mod lease;
 mod listen;
+mod live;
 mod member;
 mod message;
 mod publish;
@@ -53,5 +55,6 @@ mod sign;
 pub use config::{FleetConfig, FleetConfigBuilder, FleetError, MAX_NAMESPACE};
 pub use counters::{FleetSnapshot, LinkState, RejectReason};
 pub use handle::Fleet;
+pub use live::joined_by;
 pub use member::AsBreaker;
 pub use sign::MIN_KEY_LEN;
