@@ -114,7 +114,7 @@ static void test_nulls(void) {
     alignas(128) unsigned char mem[256];
 
     CHECK_STATUS(tw_breaker_config_default(NULL), TW_STATUS_NULL_ARGUMENT);
-    CHECK_MESSAGE("tw_breaker_config_default: `out` is NULL");
+    CHECK_MESSAGE("tw_breaker_config_init: `out` is NULL");
     CHECK_STATUS(tw_breaker_config_validate(NULL), TW_STATUS_NULL_ARGUMENT);
     CHECK_STATUS(tw_breaker_new(NULL, &b), TW_STATUS_NULL_ARGUMENT);
     CHECK_MESSAGE("tw_breaker_new: `config` is NULL");
