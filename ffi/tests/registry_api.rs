@@ -185,22 +185,32 @@ fn bad_pointers_and_names_get_a_status_and_a_message() {
 fn registries_are_shared_between_threads() {
     let b = breaker(5);
     let r = registry();
-    let (rp, bp) = (r as usize, b as usize);
+    /// The handles, sent to the threads (both are thread-safe).
+    #[derive(Clone, Copy)]
+    struct Handles(*const tw_registry, *const tw_breaker);
+    // SAFETY: the registry's and the breaker's functions used here are
+    // thread-safe, and both outlive the scope.
+    unsafe impl Send for Handles {}
+    let handles = Handles(r, b);
     let threads = if cfg!(miri) { 2 } else { 4 };
     std::thread::scope(|s| {
         for i in 0..threads {
             s.spawn(move || {
+                // The whole value, not its fields (a closure would capture
+                // the raw pointers apart, which are not `Send`).
+                let h = handles;
+                let Handles(rp, bp) = h;
                 let name = std::ffi::CString::new(format!("b{i}")).unwrap();
                 // SAFETY: live handles for the whole scope; a thread-safe call.
                 unsafe {
                     assert_eq!(
-                        tw_registry_add_breaker(rp as *const tw_registry, name.as_ptr(), bp as *const tw_breaker),
+                        tw_registry_add_breaker(rp, name.as_ptr(), bp),
                         tw_status::Ok
                     );
                 }
                 let mut len = 0;
                 // SAFETY: as above; `cap` 0 asks for the length only.
-                let status = unsafe { tw_registry_prometheus(rp as *const tw_registry, null_mut(), 0, &mut len) };
+                let status = unsafe { tw_registry_prometheus(rp, null_mut(), 0, &mut len) };
                 assert_eq!(status, tw_status::Ok);
                 assert!(len > 0);
             });
