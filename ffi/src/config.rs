@@ -255,7 +255,10 @@ fn c_field(builder_method: &'static str) -> &'static str {
 /// # Safety
 /// `p` is non-null and points to a readable `tw_breaker_config` of the
 /// caller's header, `struct_size` bytes long.
-pub(crate) unsafe fn core_config(p: *const tw_breaker_config, fn_name: &str) -> Result<BreakerConfig, tw_status> {
+pub(crate) unsafe fn core_config(
+    p: *const tw_breaker_config,
+    fn_name: &str,
+) -> Result<BreakerConfig, tw_status> {
     // SAFETY: the caller's guarantee is `read_in`'s.
     let c = unsafe { read_in(fn_name, p) }?;
     to_core(&c, fn_name)

@@ -98,13 +98,15 @@ pub use hold::{
     TW_HOLD_UNSPECIFIED, tw_assessment, tw_breaker_hold_for, tw_breaker_hold_for_at, tw_breaker_hold_left,
     tw_breaker_hold_left_at, tw_breaker_settle, tw_breaker_settle_at, tw_http_assess,
 };
-pub use registry::{tw_registry, tw_registry_add_breaker, tw_registry_free, tw_registry_new, tw_registry_prometheus};
+pub use registry::{
+    tw_registry, tw_registry_add_breaker, tw_registry_free, tw_registry_new, tw_registry_prometheus,
+};
 pub use retry::{
-    tw_backoff, tw_backoff_config, tw_backoff_config_default, tw_backoff_config_init, tw_backoff_free, tw_backoff_new,
-    tw_backoff_next_delay, tw_backoff_reset, tw_jitter, tw_retry_budget, tw_retry_budget_available_at,
-    tw_retry_budget_config, tw_retry_budget_config_default, tw_retry_budget_config_init, tw_retry_budget_deposit,
-    tw_retry_budget_deposit_at, tw_retry_budget_free, tw_retry_budget_new, tw_retry_budget_try_withdraw,
-    tw_retry_budget_try_withdraw_at,
+    tw_backoff, tw_backoff_config, tw_backoff_config_default, tw_backoff_config_init, tw_backoff_free,
+    tw_backoff_new, tw_backoff_next_delay, tw_backoff_reset, tw_jitter, tw_retry_budget,
+    tw_retry_budget_available_at, tw_retry_budget_config, tw_retry_budget_config_default,
+    tw_retry_budget_config_init, tw_retry_budget_deposit, tw_retry_budget_deposit_at, tw_retry_budget_free,
+    tw_retry_budget_new, tw_retry_budget_try_withdraw, tw_retry_budget_try_withdraw_at,
 };
 pub use shared::{tw_breaker_attach, tw_breaker_init_in, tw_breaker_layout, tw_breaker_open_in};
 pub use status::{tw_last_error_message, tw_status, tw_status_name};

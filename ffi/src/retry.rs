@@ -305,7 +305,10 @@ unsafe impl Boxed for tw_retry_budget {}
 /// # Safety
 /// `out` is NULL or points to `size` writable bytes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn tw_retry_budget_config_init(out: *mut tw_retry_budget_config, size: usize) -> tw_status {
+pub unsafe extern "C" fn tw_retry_budget_config_init(
+    out: *mut tw_retry_budget_config,
+    size: usize,
+) -> tw_status {
     ffi_body!("tw_retry_budget_config_init"; {
         let out = arg!("tw_retry_budget_config_init", out);
         // SAFETY:

@@ -148,12 +148,7 @@ pub(crate) unsafe fn read_in<T: Versioned>(fn_name: &str, p: *const T) -> Result
 ///
 /// # Safety
 /// `out` is non-null and points to `size` writable bytes.
-pub(crate) unsafe fn write_out<T: Versioned>(
-    fn_name: &str,
-    out: *mut T,
-    size: usize,
-    value: T,
-) -> tw_status {
+pub(crate) unsafe fn write_out<T: Versioned>(fn_name: &str, out: *mut T, size: usize, value: T) -> tw_status {
     if let Err(status) = check::<T>(fn_name, size) {
         return status;
     }

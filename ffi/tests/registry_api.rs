@@ -49,7 +49,8 @@ fn export(r: *const tw_registry) -> String {
     let mut buf = vec![0x55u8; len + 1];
     let mut again = 0;
     // SAFETY: `buf` holds `len + 1` writable bytes.
-    let status = unsafe { tw_registry_prometheus(r, buf.as_mut_ptr().cast::<c_char>(), buf.len(), &mut again) };
+    let status =
+        unsafe { tw_registry_prometheus(r, buf.as_mut_ptr().cast::<c_char>(), buf.len(), &mut again) };
     assert_eq!(status, tw_status::Ok);
     assert_eq!(again, len, "the counters did not move in between");
     assert_eq!(buf[len], 0, "NUL-terminated");
@@ -168,9 +169,15 @@ fn bad_pointers_and_names_get_a_status_and_a_message() {
         assert_eq!(tw_registry_add_breaker(r, c"a".as_ptr(), b), tw_status::Ok);
         assert_eq!(tw_registry_add_breaker(r, c"a".as_ptr(), b), tw_status::InvalidArgument);
         assert_eq!(last_error(), "tw_registry_add_breaker: a breaker named \"a\" is registered already");
-        assert_eq!(tw_registry_prometheus(null(), buf.as_mut_ptr().cast(), 8, &mut len), tw_status::NullArgument);
+        assert_eq!(
+            tw_registry_prometheus(null(), buf.as_mut_ptr().cast(), 8, &mut len),
+            tw_status::NullArgument
+        );
         assert_eq!(last_error(), "tw_registry_prometheus: `registry` is NULL");
-        assert_eq!(tw_registry_prometheus(r, buf.as_mut_ptr().cast(), 8, null_mut()), tw_status::NullArgument);
+        assert_eq!(
+            tw_registry_prometheus(r, buf.as_mut_ptr().cast(), 8, null_mut()),
+            tw_status::NullArgument
+        );
         assert_eq!(last_error(), "tw_registry_prometheus: `len` is NULL");
         len = 7;
         assert_eq!(tw_registry_prometheus(r, null_mut(), 8, &mut len), tw_status::NullArgument);
@@ -203,10 +210,7 @@ fn registries_are_shared_between_threads() {
                 let name = std::ffi::CString::new(format!("b{i}")).unwrap();
                 // SAFETY: live handles for the whole scope; a thread-safe call.
                 unsafe {
-                    assert_eq!(
-                        tw_registry_add_breaker(rp, name.as_ptr(), bp),
-                        tw_status::Ok
-                    );
+                    assert_eq!(tw_registry_add_breaker(rp, name.as_ptr(), bp), tw_status::Ok);
                 }
                 let mut len = 0;
                 // SAFETY: as above; `cap` 0 asks for the length only.
@@ -218,7 +222,10 @@ fn registries_are_shared_between_threads() {
     });
     let text = export(r);
     for i in 0..threads {
-        assert!(text.contains(&format!("tripwire_breaker_state{{breaker=\"b{i}\",state=\"closed\"}} 1\n")), "{text}");
+        assert!(
+            text.contains(&format!("tripwire_breaker_state{{breaker=\"b{i}\",state=\"closed\"}} 1\n")),
+            "{text}"
+        );
     }
     // SAFETY: live handles, each freed once; the registry first.
     unsafe {

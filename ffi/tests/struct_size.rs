@@ -52,8 +52,11 @@ impl Buf {
     }
 }
 
-const SIZES: [usize; 3] =
-    [TW_BREAKER_CONFIG_SIZE_V1 as usize, TW_BREAKER_CONFIG_SIZE_V2 as usize, TW_BREAKER_CONFIG_SIZE_V3 as usize];
+const SIZES: [usize; 3] = [
+    TW_BREAKER_CONFIG_SIZE_V1 as usize,
+    TW_BREAKER_CONFIG_SIZE_V2 as usize,
+    TW_BREAKER_CONFIG_SIZE_V3 as usize,
+];
 
 fn full_default() -> tw_breaker_config {
     let mut c = core::mem::MaybeUninit::<tw_breaker_config>::uninit();
@@ -127,7 +130,10 @@ fn an_older_layout_is_filled_and_read_by_its_own_size_and_gets_the_defaults_it_l
             // SAFETY: a live handle; `t` is writable.
             unsafe {
                 assert_eq!(tw_breaker_try_acquire_at(b, now, &mut t, null_mut()), tw_status::Ok);
-                assert_eq!(tw_breaker_record_at(b, now, t, tw_outcome::Failure as u32, null_mut()), tw_status::Ok);
+                assert_eq!(
+                    tw_breaker_record_at(b, now, t, tw_outcome::Failure as u32, null_mut()),
+                    tw_status::Ok
+                );
             }
         }
         let mut state = tw_state::Closed;
@@ -213,7 +219,11 @@ fn every_other_breaker_config_size_is_refused_naming_struct_size() {
         // past its first four is read.
         unsafe {
             assert_eq!(tw_breaker_config_validate(buf.ptr()), tw_status::InvalidStructSize, "{size}");
-            assert!(last_error().starts_with(&expect_start("tw_breaker_config_validate")), "{}", last_error());
+            assert!(
+                last_error().starts_with(&expect_start("tw_breaker_config_validate")),
+                "{}",
+                last_error()
+            );
             assert_eq!(tw_breaker_new(buf.ptr(), &mut b), tw_status::InvalidStructSize, "{size}");
             assert!(last_error().starts_with(&expect_start("tw_breaker_new")), "{}", last_error());
             assert!(
@@ -236,7 +246,7 @@ fn every_other_breaker_config_size_is_refused_naming_struct_size() {
     // SAFETY: refused before writing anything.
     unsafe { assert_eq!(tw_breaker_config_init(huge.mut_ptr(), usize::MAX), tw_status::InvalidStructSize) };
     assert!(huge.untouched_from(0));
-    let mut why = |size: u32| {
+    let why = |size: u32| {
         let buf = Buf::with_size(size);
         // SAFETY: as above.
         unsafe { tw_breaker_config_validate(buf.ptr()) };
@@ -348,8 +358,20 @@ fn the_other_config_structs_follow_the_same_rules() {
     }
     let structs: [(&str, usize, Init, Read, tw_status); 3] = [
         ("tw_backoff_config", size_of::<tw_backoff_config>(), backoff_init, backoff_read, tw_status::Ok),
-        ("tw_retry_budget_config", size_of::<tw_retry_budget_config>(), budget_init, budget_read, tw_status::Ok),
-        ("tw_fleet_options", size_of::<tw_fleet_options>(), fleet_init, fleet_read, tw_status::InvalidArgument),
+        (
+            "tw_retry_budget_config",
+            size_of::<tw_retry_budget_config>(),
+            budget_init,
+            budget_read,
+            tw_status::Ok,
+        ),
+        (
+            "tw_fleet_options",
+            size_of::<tw_fleet_options>(),
+            fleet_init,
+            fleet_read,
+            tw_status::InvalidArgument,
+        ),
     ];
     for (name, own, init, read, accepted) in structs {
         for size in [own, own + 8, 256] {
@@ -363,7 +385,11 @@ fn the_other_config_structs_follow_the_same_rules() {
                 if size > own {
                     buf.0[size - 1] = 1;
                     assert_eq!(read(buf.0.as_ptr()), tw_status::InvalidStructSize, "{name} {size}");
-                    assert!(last_error().contains(&format!("{name}.struct_size = {size}, larger")), "{}", last_error());
+                    assert!(
+                        last_error().contains(&format!("{name}.struct_size = {size}, larger")),
+                        "{}",
+                        last_error()
+                    );
                 }
             }
         }
