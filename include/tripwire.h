@@ -8,6 +8,20 @@
  * forever); out-parameters are written only on success; pointers are
  * checked for NULL; tw_last_error_message() explains the last failure on
  * the calling thread. Functions without _at read CLOCK_MONOTONIC.
+ *
+ * ABI stability: every config struct passed by pointer (tw_breaker_config,
+ * tw_backoff_config, tw_retry_budget_config, tw_fleet_options) starts with
+ * uint32_t struct_size, which its _default() function (static inline, at
+ * the end of this header) sets to sizeof the struct as this header
+ * declares it. The library reads exactly struct_size bytes: a program
+ * built against an older header (a smaller struct) gets the defaults for
+ * the fields added since; one built against a newer header runs on an
+ * older library as long as the fields that library does not know are
+ * zero. Any other struct_size (smaller than the first layout, between two
+ * layouts, above 4096 or not a multiple of 8, or a newer header's struct
+ * that sets unknown fields) is TW_STATUS_INVALID_STRUCT_SIZE with a
+ * message naming the struct's struct_size. Fields are only ever appended.
+ * Always fill a struct with its _default() first; never set struct_size.
  */
 
 #ifndef TRIPWIRE_H
@@ -16,6 +30,24 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/**
+ * `tw_breaker_config.struct_size` of the first layout: the fields up to
+ * `reserved` (the cool-down, probes and success counting).
+ */
+#define TW_BREAKER_CONFIG_SIZE_V1 64
+
+/**
+ * `tw_breaker_config.struct_size` with the time-based rolling window and
+ * its rates: the fields up to `min_calls`.
+ */
+#define TW_BREAKER_CONFIG_SIZE_V2 104
+
+/**
+ * `tw_breaker_config.struct_size` with the choice of window
+ * (`window_kind`, `count_window`): this header's layout.
+ */
+#define TW_BREAKER_CONFIG_SIZE_V3 112
 
 /**
  * A `hold_ns` for a response that asked for less traffic without naming a
@@ -115,6 +147,13 @@ typedef enum tw_status {
      * report it with the message.
      */
     TW_STATUS_PANIC = 14,
+    /**
+     * A config struct's `struct_size` is no layout this library can read:
+     * smaller than the first, between two, garbage, or a newer header's
+     * struct that sets fields this library does not know. The message
+     * names the struct.
+     */
+    TW_STATUS_INVALID_STRUCT_SIZE = 15,
 } tw_status;
 
 /**
@@ -234,6 +273,17 @@ typedef struct tw_bulkhead tw_bulkhead;
 typedef struct tw_fleet tw_fleet;
 
 /**
+ * Named breakers to export together. Opaque; made by `tw_registry_new`,
+ * freed by `tw_registry_free`.
+ *
+ * It borrows the breakers added to it: each must stay alive (a shared
+ * one, mapped) until the registry is freed. Adding and exporting are
+ * thread-safe: they take the registry's lock for the time it takes to
+ * insert a name or to read the counters, never on a breaker's call path.
+ */
+typedef struct tw_registry tw_registry;
+
+/**
  * Retries allowed as a fraction of recent calls, shared by every caller of
  * one dependency. Opaque; made by `tw_retry_budget_new`, freed by
  * `tw_retry_budget_free`. Every function taking a
@@ -246,10 +296,24 @@ typedef struct tw_retry_budget tw_retry_budget;
  * nanoseconds.
  *
  * Always start from `tw_breaker_config_default()`, then change the fields
- * you care about: fields are appended in later versions, and the default
- * fills them in.
+ * you care about. It sets `struct_size` to `sizeof(tw_breaker_config)` as
+ * your header declares it, and the library reads that many bytes and no
+ * more: a program built against an older header (a smaller struct) gets
+ * the defaults for the fields added since; one built against a newer
+ * header works with this library as long as it leaves the newer fields at
+ * zero, and gets `TW_STATUS_INVALID_STRUCT_SIZE` otherwise. The sizes
+ * this library reads are `TW_BREAKER_CONFIG_SIZE_V1` (up to
+ * `reserved`), `_V2` (up to `min_calls`) and `_V3` (up to
+ * `count_window`); any other `struct_size` is
+ * `TW_STATUS_INVALID_STRUCT_SIZE`, with a message naming
+ * `tw_breaker_config.struct_size`.
  */
 typedef struct tw_breaker_config {
+    /**
+     * The size of the struct in the caller's header:
+     * `tw_breaker_config_default()` sets it; leave it alone.
+     */
+    uint32_t struct_size;
     /**
      * Consecutive failures that trip a Closed breaker (1 to 65535; default
      * 5); 0 turns the condition off when a rate condition is set.
@@ -259,6 +323,11 @@ typedef struct tw_breaker_config {
      * Probes allowed in flight at once in Half-Open (1 to 10; default 1).
      */
     uint32_t half_open_max;
+    /**
+     * Successful probes that close a Half-Open breaker (1 to
+     * `half_open_max`; default 1).
+     */
+    uint32_t half_open_successes;
     /**
      * The cool-down after a trip (1 µs to 7 days; default 30 s).
      */
@@ -283,15 +352,15 @@ typedef struct tw_breaker_config {
      */
     uint64_t jitter_seed;
     /**
-     * Successful probes that close a Half-Open breaker (1 to
-     * `half_open_max`; default 1).
-     */
-    uint32_t half_open_successes;
-    /**
      * 1 to count successes in the snapshot (default), 0 not to: a Closed
      * breaker's success path then writes nothing at all.
      */
     uint32_t count_successes;
+    /**
+     * Must be 0: keeps the struct free of padding. The end of
+     * `TW_BREAKER_CONFIG_SIZE_V1`.
+     */
+    uint32_t reserved;
     /**
      * Width of one bucket of the rolling window (1 ms to 1 h; default 1 s).
      */
@@ -317,7 +386,8 @@ typedef struct tw_breaker_config {
     uint32_t window_buckets;
     /**
      * Calls the window must hold before a rate can trip (1 to 1,000,000;
-     * default 10; at most `count_window` for a count-based window).
+     * default 10; at most `count_window` for a count-based window). The
+     * end of `TW_BREAKER_CONFIG_SIZE_V2`.
      */
     uint32_t min_calls;
     /**
@@ -329,7 +399,7 @@ typedef struct tw_breaker_config {
     uint32_t window_kind;
     /**
      * A count-based window's calls (1 to 1000); must be 0 (the default)
-     * for a time-based window.
+     * for a time-based window. The end of `TW_BREAKER_CONFIG_SIZE_V3`.
      */
     uint32_t count_window;
 } tw_breaker_config;
@@ -472,9 +542,20 @@ typedef struct tw_bulkhead_stats {
 
 /**
  * Optional settings of `tw_fleet_new`: a zero (or NULL) field keeps the
- * default.
+ * default. Start from `tw_fleet_options_default()`, which zeroes it and
+ * sets `struct_size`: the library reads that many bytes, by the rules of
+ * `tw_breaker_config` (one layout so far, `sizeof(tw_fleet_options)`).
  */
 typedef struct tw_fleet_options {
+    /**
+     * The size of the struct in the caller's header:
+     * `tw_fleet_options_default()` sets it; leave it alone.
+     */
+    uint32_t struct_size;
+    /**
+     * Must be 0: keeps the struct free of padding.
+     */
+    uint32_t reserved;
     /**
      * The ACL user (NUL-terminated), or NULL.
      */
@@ -595,9 +676,20 @@ typedef struct tw_assessment {
 
 /**
  * How a backoff spaces retries. Durations are `uint64_t` nanoseconds.
- * Start from `tw_backoff_config_default()`.
+ * Start from `tw_backoff_config_default()`, which sets `struct_size`:
+ * the library reads that many bytes, by the rules of `tw_breaker_config`
+ * (one layout so far, `sizeof(tw_backoff_config)`).
  */
 typedef struct tw_backoff_config {
+    /**
+     * The size of the struct in the caller's header:
+     * `tw_backoff_config_default()` sets it; leave it alone.
+     */
+    uint32_t struct_size;
+    /**
+     * A `tw_jitter` (default `TW_JITTER_FULL`).
+     */
+    uint32_t jitter;
     /**
      * The first delay, before jitter (1 ns up to the cap; default 100 ms).
      */
@@ -614,21 +706,24 @@ typedef struct tw_backoff_config {
      * Mixed into each instance's random generator (default 0).
      */
     uint64_t seed;
-    /**
-     * A `tw_jitter` (default `TW_JITTER_FULL`).
-     */
-    uint32_t jitter;
-    /**
-     * Must be 0: keeps the struct free of padding for later fields.
-     */
-    uint32_t reserved;
 } tw_backoff_config;
 
 /**
  * How a retry budget limits retries. Start from
- * `tw_retry_budget_config_default()`.
+ * `tw_retry_budget_config_default()`, which sets `struct_size`: the
+ * library reads that many bytes, by the rules of `tw_breaker_config` (one
+ * layout so far, `sizeof(tw_retry_budget_config)`).
  */
 typedef struct tw_retry_budget_config {
+    /**
+     * The size of the struct in the caller's header:
+     * `tw_retry_budget_config_default()` sets it; leave it alone.
+     */
+    uint32_t struct_size;
+    /**
+     * Must be 0: keeps the struct free of padding.
+     */
+    uint32_t reserved;
     /**
      * The share of a token each call deposits: 0.2 lets retries add 20% to
      * the load (0.0 to 100.0; default 0.2).
@@ -653,12 +748,15 @@ extern "C" {
  * to `*out`. Free it with `tw_breaker_free`.
  *
  * Returns `TW_STATUS_INVALID_CONFIG` (with a message naming the field) if
- * the config is out of range; `*out` is written only on success. Neither
- * pointer may be NULL. Thread-safe.
+ * the config is out of range, `TW_STATUS_INVALID_STRUCT_SIZE` if its
+ * `struct_size` is no layout this library reads (see
+ * `tw_breaker_config`); `*out` is written only on success. Neither pointer
+ * may be NULL. Thread-safe.
  *
  * # Safety
- * `config` is NULL or points to a readable `tw_breaker_config`; `out` is
- * NULL or points to a writable `tw_breaker *`.
+ * `config` is NULL or points to a readable `tw_breaker_config` of
+ * `struct_size` bytes; `out` is NULL or points to a writable
+ * `tw_breaker *`.
  */
 enum tw_status tw_breaker_new(const struct tw_breaker_config *config, struct tw_breaker **out);
 
@@ -883,42 +981,66 @@ enum tw_status tw_bulkhead_release(const struct tw_bulkhead *bulkhead);
 enum tw_status tw_bulkhead_snapshot(const struct tw_bulkhead *bulkhead, struct tw_bulkhead_stats *out);
 
 /**
- * Fills `*out` with the default config: 5 consecutive failures trip the
- * breaker, 30 s cool-down without growth or jitter, one probe that closes
- * it on success, successes counted; no rate conditions (a time-based
- * 10 × 1 s window and `min_calls` 10 are ready for them).
+ * Fills the first `size` bytes at `out` with the default config and sets
+ * `struct_size` to `size`: what `tw_breaker_config_default(out)` does with
+ * `size = sizeof *out`. Call that instead; this is the symbol it reaches.
  *
- * `out` must not be NULL. Thread-safe.
+ * The default: 5 consecutive failures trip the breaker, 30 s cool-down
+ * without growth or jitter, one probe that closes it on success, successes
+ * counted; no rate conditions (a time-based 10 × 1 s window and
+ * `min_calls` 10 are ready for them).
+ *
+ * `size` must be one of `TW_BREAKER_CONFIG_SIZE_V1`, `_V2`, `_V3`, or
+ * larger (a newer header's struct, at most 4096 and a multiple of 8: the
+ * bytes past the fields this library knows are zeroed); any other is
+ * `TW_STATUS_INVALID_STRUCT_SIZE`. `out` must not be NULL. Thread-safe.
  *
  * # Safety
- * `out` is NULL or points to a writable `tw_breaker_config`.
+ * `out` is NULL or points to `size` writable bytes.
  */
-enum tw_status tw_breaker_config_default(struct tw_breaker_config *out);
+enum tw_status tw_breaker_config_init(struct tw_breaker_config *out, size_t size);
 
 /**
- * Checks `*config` as `tw_breaker_new` would: `TW_STATUS_OK`, or
- * `TW_STATUS_INVALID_CONFIG` with a message naming the first bad field
- * and its accepted range, e.g. `"invalid breaker config: half_open_max =
- * 0, expected 1 to 10"`.
+ * Checks `*config` as `tw_breaker_new` would: `TW_STATUS_OK`;
+ * `TW_STATUS_INVALID_STRUCT_SIZE` for a `struct_size` this library cannot
+ * read (see `tw_breaker_config`); or `TW_STATUS_INVALID_CONFIG` with a
+ * message naming the first bad field and its accepted range, e.g.
+ * `"invalid breaker config: half_open_max = 0, expected 1 to 10"`.
  *
  * `config` must not be NULL. Thread-safe.
  *
  * # Safety
- * `config` is NULL or points to a readable `tw_breaker_config`.
+ * `config` is NULL or points to a readable `tw_breaker_config` of
+ * `struct_size` bytes.
  */
 enum tw_status tw_breaker_config_validate(const struct tw_breaker_config *config);
 
 /**
- * Writes the config `breaker` runs with to `*out` (e.g. after attaching to
- * a shared breaker). `open_timeout_max_ns` is the actual cap, never 0.
+ * Writes the first `size` bytes of the config `breaker` runs with to
+ * `out` (e.g. after attaching to a shared breaker), `struct_size` set to
+ * `size`: what `tw_breaker_get_config(breaker, out)` does with `size =
+ * sizeof *out`. Call that instead; `size` is as for
+ * `tw_breaker_config_init`. `open_timeout_max_ns` reads as the effective
+ * cap (never 0).
  *
  * Neither pointer may be NULL. Thread-safe.
  *
  * # Safety
- * `breaker` is NULL or a live breaker handle; `out` is NULL or points to a
- * writable `tw_breaker_config`.
+ * `breaker` is NULL or a live handle; `out` is NULL or points to `size`
+ * writable bytes.
  */
-enum tw_status tw_breaker_get_config(const struct tw_breaker *breaker, struct tw_breaker_config *out);
+enum tw_status tw_breaker_get_config_sized(const struct tw_breaker *breaker, struct tw_breaker_config *out, size_t size);
+
+/**
+ * Fills the first `size` bytes at `out` with the default options (every
+ * field zero or NULL: the defaults) and sets `struct_size` to `size`: what
+ * `tw_fleet_options_default(out)` does with `size = sizeof *out`. `size`
+ * is checked as for `tw_breaker_config_init`. `out` must not be NULL.
+ *
+ * # Safety
+ * `out` is NULL or points to `size` writable bytes.
+ */
+enum tw_status tw_fleet_options_init(struct tw_fleet_options *out, size_t size);
 
 /**
  * Makes a fleet link to the Redis at `url` (`redis://[user:pass@]host:port`)
@@ -928,13 +1050,16 @@ enum tw_status tw_breaker_get_config(const struct tw_breaker *breaker, struct tw
  * this returns at once, whether Redis is up or not.
  *
  * Returns `TW_STATUS_INVALID_ARGUMENT` with a message naming the setting if
- * one is out of range or the URL does not parse; `*out` is written only on
+ * one is out of range or the URL does not parse, and
+ * `TW_STATUS_INVALID_STRUCT_SIZE` if `options->struct_size` is no layout
+ * this library reads; `*out` is written only on
  * success. `url`, `ns`, `key` and `out` must not be NULL. Thread-safe.
  *
  * # Safety
  * `url` and `ns` are NULL or NUL-terminated strings; `key` is NULL or
  * points to `key_len` readable bytes; `options` is NULL or points to a
- * readable `tw_fleet_options` whose strings are NULL or NUL-terminated;
+ * readable `tw_fleet_options` of `struct_size` bytes whose strings are
+ * NULL or NUL-terminated;
  * `out` is NULL or points to a writable `tw_fleet *`.
  */
 enum tw_status tw_fleet_new(const char *url, const char *ns, const uint8_t *key, size_t key_len, const struct tw_fleet_options *options, struct tw_fleet **out);
@@ -1064,22 +1189,90 @@ enum tw_status tw_breaker_settle(const struct tw_breaker *breaker, struct tw_tic
 enum tw_status tw_breaker_settle_at(const struct tw_breaker *breaker, uint64_t now_ns, struct tw_ticket ticket, uint32_t outcome, uint64_t hold_ns, struct tw_transition *transition);
 
 /**
- * Fills `*out` with the default backoff config: 100 ms doubling up to
- * 30 s, full jitter. `out` must not be NULL.
+ * Makes an empty registry and writes its handle to `*out`. Free it with
+ * `tw_registry_free`. `out` must not be NULL. Thread-safe.
  *
  * # Safety
- * `out` is NULL or writable.
+ * `out` is NULL or points to a writable `tw_registry *`.
  */
-enum tw_status tw_backoff_config_default(struct tw_backoff_config *out);
+enum tw_status tw_registry_new(struct tw_registry **out);
+
+/**
+ * Frees a registry; the breakers it named are left alone. NULL is allowed
+ * and does nothing. No other thread may use the registry during or after
+ * this call.
+ *
+ * # Safety
+ * `registry` is NULL or a live handle from `tw_registry_new`, not used
+ * again afterwards.
+ */
+void tw_registry_free(struct tw_registry *registry);
+
+/**
+ * Adds `breaker` (heap or shared memory) to the registry under `name`, a
+ * non-empty NUL-terminated UTF-8 string that becomes the `breaker` label
+ * of its series (copied: the caller's string may go). The registry
+ * borrows the breaker: it must stay alive until the registry is freed.
+ *
+ * `TW_STATUS_INVALID_ARGUMENT` if the name is empty, not UTF-8 or taken
+ * already (one breaker per name, as in a Rust `Registry`). No pointer may
+ * be NULL. Thread-safe.
+ *
+ * # Safety
+ * `registry` is NULL or a live handle; `name` is NULL or NUL-terminated;
+ * `breaker` is NULL or a live handle that outlives `registry`.
+ */
+enum tw_status tw_registry_add_breaker(const struct tw_registry *registry, const char *name, const struct tw_breaker *breaker);
+
+/**
+ * Writes every named breaker's state and counters in the Prometheus text
+ * exposition format (version 0.0.4) to `buf`, as `snprintf` does: at most
+ * `cap` bytes, the text cut at `cap - 1` bytes if longer, always followed
+ * by a NUL when `cap` > 0; `*len` gets the text's whole length (without
+ * the NUL). So `*len >= cap` means the text was cut: call again with a
+ * buffer of at least `*len + 1` bytes (a little more, as counters may
+ * grow a digit meanwhile). An empty registry gives the empty text.
+ *
+ * The text is what a Rust `Registry` holding the same breakers gives
+ * from `prometheus()`: `tripwire_breaker_state` (a gauge per state),
+ * `tripwire_breaker_calls_total` by `outcome`,
+ * `tripwire_breaker_rejected_total`, `tripwire_breaker_slow_calls_total`
+ * and `tripwire_breaker_transitions_total`, each labelled
+ * `breaker="<name>"`, sorted by name. Each breaker's counters are read
+ * separately (see `tw_snapshot`).
+ *
+ * `buf` may be NULL only when `cap` is 0 (to ask for the length);
+ * `registry` and `len` must not be NULL. Allocates (the text, once) and
+ * takes the registry's lock. Thread-safe.
+ *
+ * # Safety
+ * `registry` is NULL or a live handle; `buf` is NULL or points to `cap`
+ * writable bytes; `len` is NULL or writable.
+ */
+enum tw_status tw_registry_prometheus(const struct tw_registry *registry, char *buf, size_t cap, size_t *len);
+
+/**
+ * Fills the first `size` bytes at `out` with the default backoff config
+ * (100 ms doubling up to 30 s, full jitter) and sets `struct_size` to
+ * `size`: what `tw_backoff_config_default(out)` does with `size = sizeof
+ * *out`. `size` is checked as for `tw_breaker_config_init`. `out` must
+ * not be NULL.
+ *
+ * # Safety
+ * `out` is NULL or points to `size` writable bytes.
+ */
+enum tw_status tw_backoff_config_init(struct tw_backoff_config *out, size_t size);
 
 /**
  * Makes a backoff from `*config` and writes its handle to `*out`;
  * `TW_STATUS_INVALID_CONFIG` with a message naming the field if the config
- * is out of range. Each backoff gets its own random sequence. Neither
- * pointer may be NULL.
+ * is out of range, `TW_STATUS_INVALID_STRUCT_SIZE` for a `struct_size`
+ * this library cannot read. Each backoff gets its own random sequence.
+ * Neither pointer may be NULL.
  *
  * # Safety
- * `config` is NULL or readable; `out` is NULL or writable.
+ * `config` is NULL or readable for its `struct_size` bytes; `out` is NULL
+ * or writable.
  */
 enum tw_status tw_backoff_new(const struct tw_backoff_config *config, struct tw_backoff **out);
 
@@ -1112,21 +1305,26 @@ enum tw_status tw_backoff_next_delay(struct tw_backoff *backoff, uint64_t *delay
 enum tw_status tw_backoff_reset(struct tw_backoff *backoff);
 
 /**
- * Fills `*out` with the default budget config (20% of calls over 10 s,
- * at least 10 retries per second). `out` must not be NULL.
+ * Fills the first `size` bytes at `out` with the default budget config
+ * (20% of calls over 10 s, at least 10 retries per second) and sets
+ * `struct_size` to `size`: what `tw_retry_budget_config_default(out)` does
+ * with `size = sizeof *out`. `size` is checked as for
+ * `tw_breaker_config_init`. `out` must not be NULL.
  *
  * # Safety
- * `out` is NULL or writable.
+ * `out` is NULL or points to `size` writable bytes.
  */
-enum tw_status tw_retry_budget_config_default(struct tw_retry_budget_config *out);
+enum tw_status tw_retry_budget_config_init(struct tw_retry_budget_config *out, size_t size);
 
 /**
  * Makes a retry budget from `*config` and writes its handle to `*out`;
  * `TW_STATUS_INVALID_CONFIG` with a message if the config is out of
- * range. Neither pointer may be NULL.
+ * range, `TW_STATUS_INVALID_STRUCT_SIZE` for a `struct_size` this library
+ * cannot read. Neither pointer may be NULL.
  *
  * # Safety
- * `config` is NULL or readable; `out` is NULL or writable.
+ * `config` is NULL or readable for its `struct_size` bytes; `out` is NULL
+ * or writable.
  */
 enum tw_status tw_retry_budget_new(const struct tw_retry_budget_config *config, struct tw_retry_budget **out);
 
@@ -1207,7 +1405,8 @@ enum tw_status tw_breaker_layout(size_t *size, size_t *align);
  * `TW_STATUS_REGION_ALREADY_INITIALISED` or
  * `TW_STATUS_REGION_INITIALISING` and should `tw_breaker_attach`, or all
  * of them call `tw_breaker_open_in`. Other errors:
- * `TW_STATUS_INVALID_CONFIG`, `TW_STATUS_REGION_MISALIGNED`,
+ * `TW_STATUS_INVALID_CONFIG`, `TW_STATUS_INVALID_STRUCT_SIZE`,
+ * `TW_STATUS_REGION_MISALIGNED`,
  * `TW_STATUS_REGION_TOO_SMALL`, `TW_STATUS_REGION_INVALID` (memory not
  * zero-filled).
  *
@@ -1221,7 +1420,8 @@ enum tw_status tw_breaker_layout(size_t *size, size_t *align);
  *   as the handle is used, in every process that maps it.
  * - The region's bytes are only accessed through tripwire (in every
  *   process) while any handle to it is in use.
- * - `config` is NULL or readable; `out` is NULL or writable.
+ * - `config` is NULL or points to a readable `tw_breaker_config` of
+ *   `struct_size` bytes; `out` is NULL or writable.
  */
 enum tw_status tw_breaker_init_in(void *mem, size_t len, const struct tw_breaker_config *config, const struct tw_breaker **out);
 
@@ -1295,3 +1495,56 @@ const char *tw_version(void);
 #endif  // __cplusplus
 
 #endif  /* TRIPWIRE_H */
+
+#ifndef TRIPWIRE_H_DEFAULTS
+#define TRIPWIRE_H_DEFAULTS
+
+/**
+ * Fills `*out` with the default breaker config and sets `out->struct_size`
+ * to this header's `sizeof(tw_breaker_config)`: call it before setting any
+ * field. `tw_breaker_config_init` with `sizeof *out`; `out` must not be
+ * NULL. Thread-safe.
+ */
+static inline tw_status tw_breaker_config_default(tw_breaker_config *out) {
+    return tw_breaker_config_init(out, sizeof *out);
+}
+
+/**
+ * Writes the config `breaker` runs with to `*out` (e.g. after attaching to
+ * a shared breaker), as much of it as this header's struct holds:
+ * `tw_breaker_get_config_sized` with `sizeof *out`. Neither pointer may be
+ * NULL. Thread-safe.
+ */
+static inline tw_status tw_breaker_get_config(const tw_breaker *breaker, tw_breaker_config *out) {
+    return tw_breaker_get_config_sized(breaker, out, sizeof *out);
+}
+
+/**
+ * Fills `*out` with the default backoff config, `struct_size` set to this
+ * header's `sizeof(tw_backoff_config)`: `tw_backoff_config_init` with
+ * `sizeof *out`. `out` must not be NULL.
+ */
+static inline tw_status tw_backoff_config_default(tw_backoff_config *out) {
+    return tw_backoff_config_init(out, sizeof *out);
+}
+
+/**
+ * Fills `*out` with the default retry budget config, `struct_size` set to
+ * this header's `sizeof(tw_retry_budget_config)`:
+ * `tw_retry_budget_config_init` with `sizeof *out`. `out` must not be
+ * NULL.
+ */
+static inline tw_status tw_retry_budget_config_default(tw_retry_budget_config *out) {
+    return tw_retry_budget_config_init(out, sizeof *out);
+}
+
+/**
+ * Fills `*out` with the default fleet options (all zero or NULL),
+ * `struct_size` set to this header's `sizeof(tw_fleet_options)`:
+ * `tw_fleet_options_init` with `sizeof *out`. `out` must not be NULL.
+ */
+static inline tw_status tw_fleet_options_default(tw_fleet_options *out) {
+    return tw_fleet_options_init(out, sizeof *out);
+}
+
+#endif  /* TRIPWIRE_H_DEFAULTS */

@@ -12,6 +12,10 @@
 //   no success() or failure(), so the two clocks cannot be mixed by mistake.
 // - tripwire::bulkhead (with an RAII slot), tripwire::backoff and
 //   tripwire::retry_budget wrap the other C types the same way.
+// - tripwire::registry names breakers and gives their Prometheus text as a
+//   std::string (tw_registry_prometheus).
+// - Config structs carry struct_size (see tripwire.h): the wrappers fill
+//   them with the _default() functions, which set it.
 // - Errors (bad config, bad shared region) throw tripwire::error (a
 //   std::system_error whose what() is tw_last_error_message() and whose
 //   status() / code() is the tw_status), or, with the overloads taking a
@@ -552,6 +556,60 @@ public:
 
 private:
     tw_bulkhead *h_ = nullptr;
+};
+
+/// Named breakers exported together as Prometheus text. It borrows the
+/// breakers added to it: each must outlive the registry. Move-only;
+/// add() and prometheus() are thread-safe (the registry's lock, never on a
+/// breaker's call path).
+class registry {
+public:
+    registry() { detail::throw_if_failed(make_error_code(tw_registry_new(&h_))); }
+    registry(registry &&other) noexcept : h_(std::exchange(other.h_, nullptr)) {}
+    registry &operator=(registry &&other) noexcept {
+        if (this != &other) {
+            tw_registry_free(h_);
+            h_ = std::exchange(other.h_, nullptr);
+        }
+        return *this;
+    }
+    registry(const registry &) = delete;
+    registry &operator=(const registry &) = delete;
+    ~registry() { tw_registry_free(h_); }
+
+    /// Adds `b` under `name` (non-empty UTF-8, not taken yet); throws
+    /// tripwire::error (TW_STATUS_INVALID_ARGUMENT) otherwise.
+    void add(const std::string &name, const breaker &b) {
+        detail::throw_if_failed(make_error_code(tw_registry_add_breaker(h_, name.c_str(), b.get())));
+    }
+    bool add(const std::string &name, const breaker &b, std::error_code &ec) noexcept {
+        return detail::set(ec, tw_registry_add_breaker(h_, name.c_str(), b.get()));
+    }
+
+    /// Every breaker's state and counters in the Prometheus text format,
+    /// the text of a Rust Registry holding the same breakers.
+    std::string prometheus() const {
+        std::string text;
+        std::size_t len = 0;
+        detail::throw_if_failed(make_error_code(tw_registry_prometheus(h_, nullptr, 0, &len)));
+        // Counters may grow a digit between two calls: ask again until the
+        // whole text fits.
+        for (;;) {
+            text.resize(len + 64);
+            std::size_t need = 0;
+            detail::throw_if_failed(make_error_code(tw_registry_prometheus(h_, &text[0], text.size(), &need)));
+            if (need < text.size()) {
+                text.resize(need);
+                return text;
+            }
+            len = need;
+        }
+    }
+
+    const tw_registry *get() const noexcept { return h_; }
+
+private:
+    tw_registry *h_ = nullptr;
 };
 
 /// The delays between attempts of one operation. Move-only; one thread at a time.

@@ -6,7 +6,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use tripwire::{Breaker, Clock, FixedClock, MonotonicClock, SharedRegion, Transition};
 
-use crate::config::{to_core, tw_breaker_config};
+use crate::config::{core_config, tw_breaker_config};
 use crate::handle::{Handle, handle};
 use crate::status::{arg, fail, ffi_body, tw_status};
 use crate::values::{
@@ -76,21 +76,27 @@ const _: () = assert!(OWNED != SharedRegion::MAGIC && OWNED != SharedRegion::INI
 /// to `*out`. Free it with `tw_breaker_free`.
 ///
 /// Returns `TW_STATUS_INVALID_CONFIG` (with a message naming the field) if
-/// the config is out of range; `*out` is written only on success. Neither
-/// pointer may be NULL. Thread-safe.
+/// the config is out of range, `TW_STATUS_INVALID_STRUCT_SIZE` if its
+/// `struct_size` is no layout this library reads (see
+/// `tw_breaker_config`); `*out` is written only on success. Neither pointer
+/// may be NULL. Thread-safe.
 ///
 /// # Safety
-/// `config` is NULL or points to a readable `tw_breaker_config`; `out` is
-/// NULL or points to a writable `tw_breaker *`.
+/// `config` is NULL or points to a readable `tw_breaker_config` of
+/// `struct_size` bytes; `out` is NULL or points to a writable
+/// `tw_breaker *`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_breaker_new(
     config: *const tw_breaker_config,
     out: *mut *mut tw_breaker,
 ) -> tw_status {
     ffi_body!("tw_breaker_new"; {
-        let config = arg!("tw_breaker_new", &config);
+        let config = arg!("tw_breaker_new", config);
         let out = arg!("tw_breaker_new", out);
-        let config = match to_core(config, "tw_breaker_new") {
+        // SAFETY:
+        // - Non-null (checked); readable for its `struct_size` bytes (the
+        //   caller's guarantee).
+        let config = match unsafe { core_config(config, "tw_breaker_new") } {
             Ok(c) => c,
             Err(status) => return status,
         };

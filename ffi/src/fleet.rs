@@ -10,6 +10,7 @@ use tripwire::{Breaker, MonotonicClock};
 
 use crate::breaker::tw_breaker;
 use crate::status::{arg, fail, ffi_body, tw_status};
+use crate::struct_size::{Versioned, read_in, write_out};
 
 /// A link from this process's breakers to the other hosts of a fleet,
 /// through Redis. Opaque; made by `tw_fleet_new`, freed by `tw_fleet_free`.
@@ -19,10 +20,17 @@ pub struct tw_fleet {
 }
 
 /// Optional settings of `tw_fleet_new`: a zero (or NULL) field keeps the
-/// default.
+/// default. Start from `tw_fleet_options_default()`, which zeroes it and
+/// sets `struct_size`: the library reads that many bytes, by the rules of
+/// `tw_breaker_config` (one layout so far, `sizeof(tw_fleet_options)`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct tw_fleet_options {
+    /// The size of the struct in the caller's header:
+    /// `tw_fleet_options_default()` sets it; leave it alone.
+    pub struct_size: u32,
+    /// Must be 0: keeps the struct free of padding.
+    pub reserved: u32,
     /// The ACL user (NUL-terminated), or NULL.
     pub username: *const c_char,
     /// The password (`AUTH`, NUL-terminated), or NULL.
@@ -37,6 +45,60 @@ pub struct tw_fleet_options {
     pub connect_timeout_ns: u64,
     /// How long one command may take (default 500 ms).
     pub io_timeout_ns: u64,
+}
+
+const _: () = assert!(
+    size_of::<tw_fleet_options>() == 8 + 2 * size_of::<*const c_char>() + 5 * 8,
+    "tw_fleet_options has padding"
+);
+
+// SAFETY:
+// - `#[repr(C)]`, `struct_size: u32` first, no padding (asserted above),
+//   integers and raw pointers only; one size, a multiple of 8 (two
+//   pointers of 4 or 8 bytes).
+unsafe impl Versioned for tw_fleet_options {
+    const NAME: &'static str = "tw_fleet_options";
+    const SIZES: &'static [usize] = &[size_of::<tw_fleet_options>()];
+    fn defaults() -> Self {
+        tw_fleet_options {
+            struct_size: size_of::<tw_fleet_options>() as u32,
+            reserved: 0,
+            username: core::ptr::null(),
+            password: core::ptr::null(),
+            lease_lead_ns: 0,
+            probe_timeout_ns: 0,
+            max_skew_ns: 0,
+            connect_timeout_ns: 0,
+            io_timeout_ns: 0,
+        }
+    }
+}
+
+/// Fills the first `size` bytes at `out` with the default options (every
+/// field zero or NULL: the defaults) and sets `struct_size` to `size`: what
+/// `tw_fleet_options_default(out)` does with `size = sizeof *out`. `size`
+/// is checked as for `tw_breaker_config_init`. `out` must not be NULL.
+///
+/// # Safety
+/// `out` is NULL or points to `size` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_fleet_options_init(out: *mut tw_fleet_options, size: usize) -> tw_status {
+    ffi_body!("tw_fleet_options_init"; {
+        let out = arg!("tw_fleet_options_init", out);
+        // SAFETY:
+        // - Non-null (checked), `size` writable bytes (the caller's guarantee).
+        unsafe { write_out("tw_fleet_options_init", out, size, tw_fleet_options::defaults()) }
+    })
+}
+
+/// The header's `static inline tw_fleet_options_default(out)`, for Rust
+/// callers of this crate: `tw_fleet_options_init` with this crate's layout.
+///
+/// # Safety
+/// `out` is NULL or writable.
+pub unsafe fn tw_fleet_options_default(out: *mut tw_fleet_options) -> tw_status {
+    // SAFETY: the caller's guarantee, for this crate's size.
+    unsafe { tw_fleet_options_init(out, size_of::<tw_fleet_options>()) }
 }
 
 /// A fleet link's counters at one moment.
@@ -111,13 +173,16 @@ unsafe fn text<'a>(f: &str, field: &str, p: *const c_char) -> Result<&'a str, tw
 /// this returns at once, whether Redis is up or not.
 ///
 /// Returns `TW_STATUS_INVALID_ARGUMENT` with a message naming the setting if
-/// one is out of range or the URL does not parse; `*out` is written only on
+/// one is out of range or the URL does not parse, and
+/// `TW_STATUS_INVALID_STRUCT_SIZE` if `options->struct_size` is no layout
+/// this library reads; `*out` is written only on
 /// success. `url`, `ns`, `key` and `out` must not be NULL. Thread-safe.
 ///
 /// # Safety
 /// `url` and `ns` are NULL or NUL-terminated strings; `key` is NULL or
 /// points to `key_len` readable bytes; `options` is NULL or points to a
-/// readable `tw_fleet_options` whose strings are NULL or NUL-terminated;
+/// readable `tw_fleet_options` of `struct_size` bytes whose strings are
+/// NULL or NUL-terminated;
 /// `out` is NULL or points to a writable `tw_fleet *`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_fleet_new(
@@ -140,8 +205,18 @@ pub unsafe extern "C" fn tw_fleet_new(
         let key = unsafe { core::slice::from_raw_parts(key, key_len) };
         let mut b = FleetConfig::builder(url, ns, key);
         if !options.is_null() {
-            // SAFETY: non-null (checked) and readable (the caller's guarantee).
-            let o = unsafe { &*options };
+            // SAFETY: non-null (checked) and readable for its `struct_size`
+            // bytes (the caller's guarantee).
+            let o = match unsafe { read_in(F, options) } {
+                Ok(o) => o,
+                Err(status) => return status,
+            };
+            if o.reserved != 0 {
+                return fail(
+                    tw_status::InvalidArgument,
+                    format_args!("{F}: options.reserved = {}, expected 0", o.reserved),
+                );
+            }
             // SAFETY: each non-null string is NUL-terminated (the caller's guarantee).
             let strings = unsafe { (opt_text(F, "options.username", o.username), opt_text(F, "options.password", o.password)) };
             match strings {

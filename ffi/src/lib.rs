@@ -11,6 +11,10 @@
 //!   the last failure on the calling thread.
 //! - Every exported body runs inside one boundary macro (`ffi_body!`) that
 //!   catches panics: none ever unwinds into C.
+//! - Every config struct passed by pointer starts with `uint32_t
+//!   struct_size`, set by its `_default()`; the library reads that many
+//!   bytes and no more, so a program built against an older header keeps
+//!   working (`struct_size.rs` has the rules).
 //! - Handle ownership lives in one file (`handle.rs`: `box_into_out`,
 //!   `free_box`, `handle!`); the plain C value types and their conversions
 //!   in another (`values.rs`).
@@ -20,8 +24,11 @@
 //!   [`tw_status_name`].
 //! - Version: [`tw_version`] (the library's), [`TW_VERSION_MAJOR`],
 //!   [`TW_VERSION_MINOR`], [`TW_VERSION_PATCH`] (the header's).
-//! - Config: [`tw_breaker_config`], [`tw_breaker_config_default`],
-//!   [`tw_breaker_config_validate`], [`tw_breaker_get_config`].
+//! - Config: [`tw_breaker_config`], [`tw_breaker_config_default`] (a
+//!   `static inline` in the header over [`tw_breaker_config_init`]),
+//!   [`tw_breaker_config_validate`], [`tw_breaker_get_config`] (over
+//!   [`tw_breaker_get_config_sized`]); the layouts
+//!   [`TW_BREAKER_CONFIG_SIZE_V1`] to [`TW_BREAKER_CONFIG_SIZE_V3`].
 //! - Breaker: [`tw_breaker_new`], [`tw_breaker_free`];
 //!   [`tw_breaker_try_acquire`] / [`tw_breaker_try_acquire_at`] →
 //!   [`tw_ticket`] or [`tw_rejection`]; [`tw_breaker_record`] /
@@ -31,6 +38,8 @@
 //!   [`tw_breaker_force_open`], [`tw_breaker_disable`], [`tw_breaker_reset`].
 //! - Shared between processes: [`tw_breaker_layout`],
 //!   [`tw_breaker_init_in`], [`tw_breaker_attach`], [`tw_breaker_open_in`].
+//! - Prometheus export: [`tw_registry_new`], [`tw_registry_add_breaker`],
+//!   [`tw_registry_prometheus`], [`tw_registry_free`].
 //! - Bulkhead: [`tw_bulkhead_new`], [`tw_bulkhead_free`],
 //!   [`tw_bulkhead_try_acquire`], [`tw_bulkhead_release`],
 //!   [`tw_bulkhead_snapshot`] → [`tw_bulkhead_stats`].
@@ -59,9 +68,11 @@ mod config;
 mod fleet;
 mod handle;
 mod hold;
+mod registry;
 mod retry;
 mod shared;
 mod status;
+mod struct_size;
 mod values;
 mod version;
 
@@ -75,22 +86,27 @@ pub use bulkhead::{
     tw_bulkhead_stats, tw_bulkhead_try_acquire,
 };
 pub use config::{
-    tw_breaker_config, tw_breaker_config_default, tw_breaker_config_validate, tw_breaker_get_config,
-    tw_window_kind,
+    TW_BREAKER_CONFIG_SIZE_V1, TW_BREAKER_CONFIG_SIZE_V2, TW_BREAKER_CONFIG_SIZE_V3, tw_breaker_config,
+    tw_breaker_config_default, tw_breaker_config_init, tw_breaker_config_validate, tw_breaker_get_config,
+    tw_breaker_get_config_sized, tw_window_kind,
 };
 pub use fleet::{
-    tw_fleet, tw_fleet_free, tw_fleet_join, tw_fleet_new, tw_fleet_options, tw_fleet_snapshot, tw_fleet_stats,
+    tw_fleet, tw_fleet_free, tw_fleet_join, tw_fleet_new, tw_fleet_options, tw_fleet_options_default,
+    tw_fleet_options_init, tw_fleet_snapshot, tw_fleet_stats,
 };
 pub use hold::{
     TW_HOLD_UNSPECIFIED, tw_assessment, tw_breaker_hold_for, tw_breaker_hold_for_at, tw_breaker_hold_left,
     tw_breaker_hold_left_at, tw_breaker_settle, tw_breaker_settle_at, tw_http_assess,
 };
+pub use registry::{
+    tw_registry, tw_registry_add_breaker, tw_registry_free, tw_registry_new, tw_registry_prometheus,
+};
 pub use retry::{
-    tw_backoff, tw_backoff_config, tw_backoff_config_default, tw_backoff_free, tw_backoff_new,
-    tw_backoff_next_delay, tw_backoff_reset, tw_jitter, tw_retry_budget, tw_retry_budget_available_at,
-    tw_retry_budget_config, tw_retry_budget_config_default, tw_retry_budget_deposit,
-    tw_retry_budget_deposit_at, tw_retry_budget_free, tw_retry_budget_new, tw_retry_budget_try_withdraw,
-    tw_retry_budget_try_withdraw_at,
+    tw_backoff, tw_backoff_config, tw_backoff_config_default, tw_backoff_config_init, tw_backoff_free,
+    tw_backoff_new, tw_backoff_next_delay, tw_backoff_reset, tw_jitter, tw_retry_budget,
+    tw_retry_budget_available_at, tw_retry_budget_config, tw_retry_budget_config_default,
+    tw_retry_budget_config_init, tw_retry_budget_deposit, tw_retry_budget_deposit_at, tw_retry_budget_free,
+    tw_retry_budget_new, tw_retry_budget_try_withdraw, tw_retry_budget_try_withdraw_at,
 };
 pub use shared::{tw_breaker_attach, tw_breaker_init_in, tw_breaker_layout, tw_breaker_open_in};
 pub use status::{tw_last_error_message, tw_status, tw_status_name};

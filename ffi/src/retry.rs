@@ -10,6 +10,7 @@ use tripwire::{
 
 use crate::handle::{Boxed, Handle, box_into_out, free_box, handle};
 use crate::status::{arg, fail, ffi_body, tw_status};
+use crate::struct_size::{Versioned, read_in, write_out};
 
 fn config_error(fn_name: &str, e: RetryConfigError) -> tw_status {
     fail(tw_status::InvalidConfig, format_args!("{fn_name}: {e}"))
@@ -31,10 +32,17 @@ pub enum tw_jitter {
 }
 
 /// How a backoff spaces retries. Durations are `uint64_t` nanoseconds.
-/// Start from `tw_backoff_config_default()`.
+/// Start from `tw_backoff_config_default()`, which sets `struct_size`:
+/// the library reads that many bytes, by the rules of `tw_breaker_config`
+/// (one layout so far, `sizeof(tw_backoff_config)`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct tw_backoff_config {
+    /// The size of the struct in the caller's header:
+    /// `tw_backoff_config_default()` sets it; leave it alone.
+    pub struct_size: u32,
+    /// A `tw_jitter` (default `TW_JITTER_FULL`).
+    pub jitter: u32,
     /// The first delay, before jitter (1 ns up to the cap; default 100 ms).
     pub base_ns: u64,
     /// The longest delay (default 30 s).
@@ -43,10 +51,19 @@ pub struct tw_backoff_config {
     pub factor: f64,
     /// Mixed into each instance's random generator (default 0).
     pub seed: u64,
-    /// A `tw_jitter` (default `TW_JITTER_FULL`).
-    pub jitter: u32,
-    /// Must be 0: keeps the struct free of padding for later fields.
-    pub reserved: u32,
+}
+
+const _: () = assert!(size_of::<tw_backoff_config>() == 40, "tw_backoff_config has padding");
+
+// SAFETY:
+// - `#[repr(C)]`, `struct_size: u32` first, no padding (asserted above),
+//   integers and floats only; one size, a multiple of 8.
+unsafe impl Versioned for tw_backoff_config {
+    const NAME: &'static str = "tw_backoff_config";
+    const SIZES: &'static [usize] = &[size_of::<tw_backoff_config>()];
+    fn defaults() -> Self {
+        backoff_from_core(&BackoffConfig::default())
+    }
 }
 
 /// The `tw_jitter` value of a core mode. The C values are the core's
@@ -64,12 +81,12 @@ fn jitter_from_c(value: u32) -> Option<Jitter> {
 
 fn backoff_from_core(c: &BackoffConfig) -> tw_backoff_config {
     tw_backoff_config {
+        struct_size: size_of::<tw_backoff_config>() as u32,
+        jitter: jitter_to_c(c.jitter()),
         base_ns: duration_ns(c.base()),
         cap_ns: duration_ns(c.cap()),
         factor: c.factor(),
         seed: c.seed(),
-        jitter: jitter_to_c(c.jitter()),
-        reserved: 0,
     }
 }
 
@@ -84,12 +101,6 @@ fn backoff_to_core(c: &tw_backoff_config, fn_name: &str) -> Result<BackoffConfig
             ),
         ));
     };
-    if c.reserved != 0 {
-        return Err(fail(
-            tw_status::InvalidConfig,
-            format_args!("{fn_name}: invalid backoff config: reserved = {}, expected 0", c.reserved),
-        ));
-    }
     BackoffConfig::builder()
         .base(Duration::from_nanos(c.base_ns))
         .cap(Duration::from_nanos(c.cap_ns))
@@ -118,38 +129,57 @@ unsafe impl Handle for tw_backoff {
 // - `tw_backoff_new` is the only maker, through `box_into_out`.
 unsafe impl Boxed for tw_backoff {}
 
-/// Fills `*out` with the default backoff config: 100 ms doubling up to
-/// 30 s, full jitter. `out` must not be NULL.
+/// Fills the first `size` bytes at `out` with the default backoff config
+/// (100 ms doubling up to 30 s, full jitter) and sets `struct_size` to
+/// `size`: what `tw_backoff_config_default(out)` does with `size = sizeof
+/// *out`. `size` is checked as for `tw_breaker_config_init`. `out` must
+/// not be NULL.
+///
+/// # Safety
+/// `out` is NULL or points to `size` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_backoff_config_init(out: *mut tw_backoff_config, size: usize) -> tw_status {
+    ffi_body!("tw_backoff_config_init"; {
+        let out = arg!("tw_backoff_config_init", out);
+        // SAFETY:
+        // - Non-null (checked), `size` writable bytes (the caller's guarantee).
+        unsafe { write_out("tw_backoff_config_init", out, size, tw_backoff_config::defaults()) }
+    })
+}
+
+/// The header's `static inline tw_backoff_config_default(out)`, for Rust
+/// callers of this crate: `tw_backoff_config_init` with this crate's layout.
 ///
 /// # Safety
 /// `out` is NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn tw_backoff_config_default(out: *mut tw_backoff_config) -> tw_status {
-    ffi_body!("tw_backoff_config_default"; {
-        let out = arg!("tw_backoff_config_default", out);
-        // SAFETY:
-        // - Non-null (checked), writable (the caller's guarantee).
-        unsafe { out.write(backoff_from_core(&BackoffConfig::default())) };
-        tw_status::Ok
-    })
+pub unsafe fn tw_backoff_config_default(out: *mut tw_backoff_config) -> tw_status {
+    // SAFETY: the caller's guarantee, for this crate's size.
+    unsafe { tw_backoff_config_init(out, size_of::<tw_backoff_config>()) }
 }
 
 /// Makes a backoff from `*config` and writes its handle to `*out`;
 /// `TW_STATUS_INVALID_CONFIG` with a message naming the field if the config
-/// is out of range. Each backoff gets its own random sequence. Neither
-/// pointer may be NULL.
+/// is out of range, `TW_STATUS_INVALID_STRUCT_SIZE` for a `struct_size`
+/// this library cannot read. Each backoff gets its own random sequence.
+/// Neither pointer may be NULL.
 ///
 /// # Safety
-/// `config` is NULL or readable; `out` is NULL or writable.
+/// `config` is NULL or readable for its `struct_size` bytes; `out` is NULL
+/// or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_backoff_new(
     config: *const tw_backoff_config,
     out: *mut *mut tw_backoff,
 ) -> tw_status {
     ffi_body!("tw_backoff_new"; {
-        let config = arg!("tw_backoff_new", &config);
+        let config = arg!("tw_backoff_new", config);
         let out = arg!("tw_backoff_new", out);
-        let config = match backoff_to_core(config, "tw_backoff_new") {
+        // SAFETY:
+        // - Non-null (checked), readable for its `struct_size` bytes (the
+        //   caller's guarantee).
+        let config = match unsafe { read_in("tw_backoff_new", config) }
+            .and_then(|c| backoff_to_core(&c, "tw_backoff_new"))
+        {
             Ok(c) => c,
             Err(status) => return status,
         };
@@ -207,10 +237,17 @@ pub unsafe extern "C" fn tw_backoff_reset(backoff: *mut tw_backoff) -> tw_status
 }
 
 /// How a retry budget limits retries. Start from
-/// `tw_retry_budget_config_default()`.
+/// `tw_retry_budget_config_default()`, which sets `struct_size`: the
+/// library reads that many bytes, by the rules of `tw_breaker_config` (one
+/// layout so far, `sizeof(tw_retry_budget_config)`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct tw_retry_budget_config {
+    /// The size of the struct in the caller's header:
+    /// `tw_retry_budget_config_default()` sets it; leave it alone.
+    pub struct_size: u32,
+    /// Must be 0: keeps the struct free of padding.
+    pub reserved: u32,
     /// The share of a token each call deposits: 0.2 lets retries add 20% to
     /// the load (0.0 to 100.0; default 0.2).
     pub ratio: f64,
@@ -218,6 +255,26 @@ pub struct tw_retry_budget_config {
     pub min_retries_per_sec: f64,
     /// How long a deposit counts, on average (100 ms to 7 days; default 10 s).
     pub ttl_ns: u64,
+}
+
+const _: () = assert!(size_of::<tw_retry_budget_config>() == 32, "tw_retry_budget_config has padding");
+
+// SAFETY:
+// - `#[repr(C)]`, `struct_size: u32` first, no padding (asserted above),
+//   integers and floats only; one size, a multiple of 8.
+unsafe impl Versioned for tw_retry_budget_config {
+    const NAME: &'static str = "tw_retry_budget_config";
+    const SIZES: &'static [usize] = &[size_of::<tw_retry_budget_config>()];
+    fn defaults() -> Self {
+        let c = RetryBudgetConfig::default();
+        tw_retry_budget_config {
+            struct_size: size_of::<tw_retry_budget_config>() as u32,
+            reserved: 0,
+            ratio: c.ratio(),
+            min_retries_per_sec: c.min_retries_per_sec(),
+            ttl_ns: duration_ns(c.ttl()),
+        }
+    }
 }
 
 /// Retries allowed as a fraction of recent calls, shared by every caller of
@@ -239,42 +296,67 @@ unsafe impl Handle for tw_retry_budget {
 // - `tw_retry_budget_new` is the only maker, through `box_into_out`.
 unsafe impl Boxed for tw_retry_budget {}
 
-/// Fills `*out` with the default budget config (20% of calls over 10 s,
-/// at least 10 retries per second). `out` must not be NULL.
+/// Fills the first `size` bytes at `out` with the default budget config
+/// (20% of calls over 10 s, at least 10 retries per second) and sets
+/// `struct_size` to `size`: what `tw_retry_budget_config_default(out)` does
+/// with `size = sizeof *out`. `size` is checked as for
+/// `tw_breaker_config_init`. `out` must not be NULL.
+///
+/// # Safety
+/// `out` is NULL or points to `size` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_retry_budget_config_init(
+    out: *mut tw_retry_budget_config,
+    size: usize,
+) -> tw_status {
+    ffi_body!("tw_retry_budget_config_init"; {
+        let out = arg!("tw_retry_budget_config_init", out);
+        // SAFETY:
+        // - Non-null (checked), `size` writable bytes (the caller's guarantee).
+        unsafe { write_out("tw_retry_budget_config_init", out, size, tw_retry_budget_config::defaults()) }
+    })
+}
+
+/// The header's `static inline tw_retry_budget_config_default(out)`, for
+/// Rust callers of this crate: `tw_retry_budget_config_init` with this
+/// crate's layout.
 ///
 /// # Safety
 /// `out` is NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn tw_retry_budget_config_default(out: *mut tw_retry_budget_config) -> tw_status {
-    ffi_body!("tw_retry_budget_config_default"; {
-        let out = arg!("tw_retry_budget_config_default", out);
-        let c = RetryBudgetConfig::default();
-        let cfg = tw_retry_budget_config {
-            ratio: c.ratio(),
-            min_retries_per_sec: c.min_retries_per_sec(),
-            ttl_ns: duration_ns(c.ttl()),
-        };
-        // SAFETY:
-        // - Non-null (checked), writable (the caller's guarantee).
-        unsafe { out.write(cfg) };
-        tw_status::Ok
-    })
+pub unsafe fn tw_retry_budget_config_default(out: *mut tw_retry_budget_config) -> tw_status {
+    // SAFETY: the caller's guarantee, for this crate's size.
+    unsafe { tw_retry_budget_config_init(out, size_of::<tw_retry_budget_config>()) }
 }
 
 /// Makes a retry budget from `*config` and writes its handle to `*out`;
 /// `TW_STATUS_INVALID_CONFIG` with a message if the config is out of
-/// range. Neither pointer may be NULL.
+/// range, `TW_STATUS_INVALID_STRUCT_SIZE` for a `struct_size` this library
+/// cannot read. Neither pointer may be NULL.
 ///
 /// # Safety
-/// `config` is NULL or readable; `out` is NULL or writable.
+/// `config` is NULL or readable for its `struct_size` bytes; `out` is NULL
+/// or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_retry_budget_new(
     config: *const tw_retry_budget_config,
     out: *mut *mut tw_retry_budget,
 ) -> tw_status {
     ffi_body!("tw_retry_budget_new"; {
-        let c = arg!("tw_retry_budget_new", &config);
+        let config = arg!("tw_retry_budget_new", config);
         let out = arg!("tw_retry_budget_new", out);
+        // SAFETY:
+        // - Non-null (checked), readable for its `struct_size` bytes (the
+        //   caller's guarantee).
+        let c = match unsafe { read_in("tw_retry_budget_new", config) } {
+            Ok(c) => c,
+            Err(status) => return status,
+        };
+        if c.reserved != 0 {
+            return fail(
+                tw_status::InvalidConfig,
+                format_args!("tw_retry_budget_new: invalid retry budget config: reserved = {}, expected 0", c.reserved),
+            );
+        }
         let built = RetryBudgetConfig::builder()
             .ratio(c.ratio)
             .min_retries_per_sec(c.min_retries_per_sec)

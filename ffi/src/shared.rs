@@ -5,7 +5,7 @@ use core::ffi::c_void;
 
 use tripwire::{Breaker, SharedError, SharedRegion};
 
-use crate::config::{to_core, tw_breaker_config};
+use crate::config::{core_config, tw_breaker_config};
 use crate::status::{arg, fail, ffi_body, tw_status};
 use crate::tw_breaker;
 
@@ -86,7 +86,8 @@ pub unsafe extern "C" fn tw_breaker_layout(size: *mut usize, align: *mut usize) 
 /// `TW_STATUS_REGION_ALREADY_INITIALISED` or
 /// `TW_STATUS_REGION_INITIALISING` and should `tw_breaker_attach`, or all
 /// of them call `tw_breaker_open_in`. Other errors:
-/// `TW_STATUS_INVALID_CONFIG`, `TW_STATUS_REGION_MISALIGNED`,
+/// `TW_STATUS_INVALID_CONFIG`, `TW_STATUS_INVALID_STRUCT_SIZE`,
+/// `TW_STATUS_REGION_MISALIGNED`,
 /// `TW_STATUS_REGION_TOO_SMALL`, `TW_STATUS_REGION_INVALID` (memory not
 /// zero-filled).
 ///
@@ -100,7 +101,8 @@ pub unsafe extern "C" fn tw_breaker_layout(size: *mut usize, align: *mut usize) 
 ///   as the handle is used, in every process that maps it.
 /// - The region's bytes are only accessed through tripwire (in every
 ///   process) while any handle to it is in use.
-/// - `config` is NULL or readable; `out` is NULL or writable.
+/// - `config` is NULL or points to a readable `tw_breaker_config` of
+///   `struct_size` bytes; `out` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tw_breaker_init_in(
     mem: *mut c_void,
@@ -110,9 +112,12 @@ pub unsafe extern "C" fn tw_breaker_init_in(
 ) -> tw_status {
     ffi_body!("tw_breaker_init_in"; {
         let mem = arg!("tw_breaker_init_in", mem).cast::<u8>();
-        let config = arg!("tw_breaker_init_in", &config);
+        let config = arg!("tw_breaker_init_in", config);
         let out = arg!("tw_breaker_init_in", out);
-        let config = match to_core(config, "tw_breaker_init_in") {
+        // SAFETY:
+        // - Non-null (checked); readable for its `struct_size` bytes (the
+        //   caller's guarantee).
+        let config = match unsafe { core_config(config, "tw_breaker_init_in") } {
             Ok(c) => c,
             Err(status) => return status,
         };
@@ -172,9 +177,12 @@ pub unsafe extern "C" fn tw_breaker_open_in(
 ) -> tw_status {
     ffi_body!("tw_breaker_open_in"; {
         let mem = arg!("tw_breaker_open_in", mem).cast::<u8>();
-        let config = arg!("tw_breaker_open_in", &config);
+        let config = arg!("tw_breaker_open_in", config);
         let out = arg!("tw_breaker_open_in", out);
-        let config = match to_core(config, "tw_breaker_open_in") {
+        // SAFETY:
+        // - Non-null (checked); readable for its `struct_size` bytes (the
+        //   caller's guarantee).
+        let config = match unsafe { core_config(config, "tw_breaker_open_in") } {
             Ok(c) => c,
             Err(status) => return status,
         };

@@ -48,6 +48,11 @@ pub enum tw_status {
     /// A bug in tripwire: a Rust panic was caught at the boundary. Please
     /// report it with the message.
     Panic = 14,
+    /// A config struct's `struct_size` is no layout this library can read:
+    /// smaller than the first, between two, garbage, or a newer header's
+    /// struct that sets fields this library does not know. The message
+    /// names the struct.
+    InvalidStructSize = 15,
 }
 
 /// The longest message kept, terminating NUL included; longer ones are cut.
@@ -216,6 +221,7 @@ pub extern "C" fn tw_status_name(status: u32) -> *const c_char {
             12 => c"TW_STATUS_REGION_CORRUPT",
             13 => c"TW_STATUS_REGION_CONFIG_MISMATCH",
             14 => c"TW_STATUS_PANIC",
+            15 => c"TW_STATUS_INVALID_STRUCT_SIZE",
             _ => c"TW_STATUS_UNKNOWN",
         };
         name.as_ptr()
@@ -258,6 +264,7 @@ mod tests {
         let name = |s| unsafe { CStr::from_ptr(tw_status_name(s)) }.to_str().unwrap();
         assert_eq!(name(tw_status::Ok as u32), "TW_STATUS_OK");
         assert_eq!(name(tw_status::Panic as u32), "TW_STATUS_PANIC");
-        assert_eq!(name(15), "TW_STATUS_UNKNOWN");
+        assert_eq!(name(tw_status::InvalidStructSize as u32), "TW_STATUS_INVALID_STRUCT_SIZE");
+        assert_eq!(name(16), "TW_STATUS_UNKNOWN");
     }
 }

@@ -153,12 +153,12 @@ fn every_pointer_argument_is_checked_for_null() {
     // - Every non-null pointer below is valid for its use; the NULL ones
     //   are refused before any access.
     unsafe {
-        check(tw_breaker_config_default(null_mut()), "tw_breaker_config_default: `out` is NULL");
+        check(tw_breaker_config_default(null_mut()), "tw_breaker_config_init: `out` is NULL");
         check(tw_breaker_config_validate(null()), "tw_breaker_config_validate: `config` is NULL");
         check(tw_breaker_new(null(), &mut out_b), "tw_breaker_new: `config` is NULL");
         check(tw_breaker_new(&c, null_mut()), "tw_breaker_new: `out` is NULL");
-        check(tw_breaker_get_config(null(), null_mut()), "tw_breaker_get_config: `breaker` is NULL");
-        check(tw_breaker_get_config(b.0, null_mut()), "tw_breaker_get_config: `out` is NULL");
+        check(tw_breaker_get_config(null(), null_mut()), "tw_breaker_get_config_sized: `breaker` is NULL");
+        check(tw_breaker_get_config(b.0, null_mut()), "tw_breaker_get_config_sized: `out` is NULL");
         check(
             tw_breaker_try_acquire(null(), null_mut(), null_mut()),
             "tw_breaker_try_acquire: `breaker` is NULL",

@@ -1,5 +1,6 @@
 //! Compiles the C and C++ tests in `tests/c/` against the static library
-//! this test run built and `include/`, with `-Wall -Wextra -Werror
+//! this test run built (and, for the old-header test, the shared one too)
+//! and `include/`, with `-Wall -Wextra -Werror
 //! -Wconversion -Wsign-conversion -Wshadow` (and `-Wold-style-cast` for
 //! C++), once plainly and once with `-fsanitize=address,undefined`, and
 //! runs them.
@@ -21,22 +22,51 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_path_buf()
 }
 
-/// Builds `source` twice (plain, sanitized) and runs both binaries.
+/// Which library a test links.
+#[derive(Clone, Copy, PartialEq)]
+enum Link {
+    Static,
+    /// `libtripwire_ffi.so`, found at run time through an rpath.
+    Shared,
+}
+
+/// Builds `source` twice (plain, sanitized) against the static library and
+/// runs both binaries.
 fn build_and_run(source: &str, cpp: bool) {
+    build_and_run_linked(source, cpp, Link::Static);
+}
+
+/// As [`build_and_run`], against the library `link` names.
+fn build_and_run_linked(source: &str, cpp: bool, link: Link) {
     let deps = deps_dir();
-    let lib = deps.join("libtripwire_ffi.a");
+    let mut lib = deps.join(if link == Link::Static { "libtripwire_ffi.a" } else { "libtripwire_ffi.so" });
     assert!(lib.exists(), "{} is missing: cargo builds it with the tests", lib.display());
-    let root = repo_root();
-    let src = root.join("ffi/tests/c").join(source);
     let out_dir = deps.join("c-tests");
     std::fs::create_dir_all(&out_dir).unwrap();
+    let mut link_flags = Vec::new();
+    if link == Link::Shared {
+        // The library's soname (build.rs) is libtripwire.so.0, which is
+        // what the program looks for at run time, through the rpath.
+        let dir = out_dir.join("shared");
+        std::fs::create_dir_all(&dir).unwrap();
+        let so = dir.join("libtripwire.so.0");
+        std::fs::copy(&lib, &so).unwrap();
+        lib = so;
+        link_flags.push(format!("-Wl,-rpath,{}", dir.display()));
+    }
+    let root = repo_root();
+    let src = root.join("ffi/tests/c").join(source);
     let (compiler, std_flag, lang_flags) = if cpp {
         (std::env::var("CXX").unwrap_or_else(|_| "c++".into()), "-std=c++17", &["-Wold-style-cast"][..])
     } else {
         (std::env::var("CC").unwrap_or_else(|_| "cc".into()), "-std=c11", &[][..])
     };
     let stem = Path::new(source).file_stem().unwrap().to_str().unwrap().to_owned();
-    let ext = if cpp { "_cpp" } else { "" };
+    let ext = match (cpp, link) {
+        (true, _) => "_cpp",
+        (false, Link::Static) => "",
+        (false, Link::Shared) => "_shared",
+    };
     for (suffix, extra) in
         [("", &[][..]), ("_san", &["-fsanitize=address,undefined", "-fno-sanitize-recover=all"][..])]
     {
@@ -50,6 +80,7 @@ fn build_and_run(source: &str, cpp: bool) {
             .arg(root.join("include"))
             .arg(&src)
             .arg(&lib)
+            .args(&link_flags)
             .args(["-lpthread", "-ldl", "-lm", "-o"])
             .arg(&exe)
             .status()
@@ -85,4 +116,11 @@ fn fleet_from_c() {
 #[cfg_attr(miri, ignore)] // runs a C++ compiler
 fn cpp_wrapper() {
     build_and_run("test_tripwire.cpp", true);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // runs a C compiler
+fn a_program_built_against_an_older_header_runs_with_this_library() {
+    build_and_run_linked("test_old_header.c", false, Link::Static);
+    build_and_run_linked("test_old_header.c", false, Link::Shared);
 }

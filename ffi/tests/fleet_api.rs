@@ -62,6 +62,8 @@ fn bad_arguments_are_statuses_with_messages() {
     assert_eq!(new_fleet(c"http://nowhere", ns, KEY, null()), Err(tw_status::InvalidArgument));
     let bad_utf8 = [0xFFu8, 0];
     let options = tw_fleet_options {
+        struct_size: size_of::<tw_fleet_options>() as u32,
+        reserved: 0,
         username: bad_utf8.as_ptr().cast(),
         password: null(),
         lease_lead_ns: 0,

@@ -1,7 +1,8 @@
-//! Arbitrary `tw_breaker_config` values: validation and construction agree,
-//! every refusal is `TW_STATUS_INVALID_CONFIG` with a message, and a breaker
-//! built from an accepted config survives arbitrary calls at arbitrary times.
-//! Backoff and retry budget configs likewise: refused cleanly, or working.
+//! Arbitrary `tw_breaker_config` values and `struct_size`s: validation and
+//! construction agree, every refusal is `TW_STATUS_INVALID_CONFIG` or
+//! `TW_STATUS_INVALID_STRUCT_SIZE` with a message, and a breaker built from
+//! an accepted config survives arbitrary calls at arbitrary times. Backoff
+//! and retry budget configs likewise: refused cleanly, or working.
 #![no_main]
 
 use core::ffi::CStr;
@@ -32,11 +33,16 @@ impl Input<'_> {
     }
 }
 
+/// Room for any `struct_size` the library reads, aligned as the struct.
+#[repr(C, align(8))]
+struct CallerStruct([u8; 4096]);
+
 fuzz_target!(|data: &[u8]| {
     let mut input = Input(data);
     // Small values are the interesting ones for counts; keep a way to reach them.
     let small = |v: u32| if v & 0x8000_0000 != 0 { v } else { v % 70 };
     let config = tw_breaker_config {
+        struct_size: 0,
         failure_threshold: small(input.u32()),
         half_open_max: small(input.u32()),
         open_timeout_ns: input.u64(),
@@ -46,6 +52,7 @@ fuzz_target!(|data: &[u8]| {
         jitter_seed: input.u64(),
         half_open_successes: small(input.u32()),
         count_successes: input.u32() % 3,
+        reserved: input.u32() % 2,
         window_bucket_ns: input.u64(),
         failure_rate: input.f64(),
         slow_call_ns: input.u64(),
@@ -57,15 +64,48 @@ fuzz_target!(|data: &[u8]| {
         count_window: small(input.u32()),
     };
     let backoff = tw_backoff_config {
+        struct_size: size_of::<tw_backoff_config>() as u32,
+        jitter: input.u32() % 5,
         base_ns: input.u64(),
         cap_ns: input.u64(),
         factor: input.f64(),
         seed: input.u64(),
-        jitter: input.u32() % 5,
-        reserved: input.u32() % 2,
     };
-    let budget =
-        tw_retry_budget_config { ratio: input.f64(), min_retries_per_sec: input.f64(), ttl_ns: input.u64() };
+    let budget = tw_retry_budget_config {
+        struct_size: size_of::<tw_retry_budget_config>() as u32,
+        reserved: input.u32() % 2,
+        ratio: input.f64(),
+        min_retries_per_sec: input.f64(),
+        ttl_ns: input.u64(),
+    };
+    // The breaker config as a caller's struct of any size: a layout, a
+    // newer header's (its unknown bytes zero or not), or garbage. The
+    // buffer holds the largest size the library reads (4096), so no size
+    // can make it read past the caller's memory.
+    let mut caller = Box::new(CallerStruct([0; 4096]));
+    // SAFETY: `config` is 112 plain bytes, `caller.0` 4096.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            (&raw const config).cast::<u8>(),
+            caller.0.as_mut_ptr(),
+            size_of::<tw_breaker_config>(),
+        )
+    };
+    let struct_size = match input.bytes::<1>()[0] % 8 {
+        0 => input.u32(),
+        1 => TW_BREAKER_CONFIG_SIZE_V1,
+        2 => TW_BREAKER_CONFIG_SIZE_V2,
+        3 => {
+            // A newer header's, maybe setting a field unknown here.
+            let size = TW_BREAKER_CONFIG_SIZE_V3 + 8 * (input.u32() % 8);
+            let at = size_of::<tw_breaker_config>() + (input.u32() % 64) as usize;
+            caller.0[at] = input.bytes::<1>()[0] % 2;
+            size
+        }
+        _ => TW_BREAKER_CONFIG_SIZE_V3,
+    };
+    caller.0[..4].copy_from_slice(&struct_size.to_ne_bytes());
+    let config_ptr = caller.0.as_ptr().cast::<tw_breaker_config>();
     // SAFETY:
     // - Every pointer passed is valid for the call; each handle is freed once.
     unsafe {
@@ -93,15 +133,19 @@ fuzz_target!(|data: &[u8]| {
             }
             other => assert_eq!(other, tw_status::InvalidConfig),
         }
-        let valid = tw_breaker_config_validate(&config);
+        let valid = tw_breaker_config_validate(config_ptr);
         let mut b = null_mut();
-        let made = tw_breaker_new(&config, &mut b);
+        let made = tw_breaker_new(config_ptr, &mut b);
         assert_eq!(valid, made, "validate and new disagree");
         if made != tw_status::Ok {
-            assert_eq!(made, tw_status::InvalidConfig);
             assert!(b.is_null());
             let msg = CStr::from_ptr(tw_last_error_message()).to_str().unwrap();
-            assert!(msg.starts_with("tw_breaker_new: invalid breaker config: "), "{msg}");
+            let prefix = match made {
+                tw_status::InvalidConfig => "tw_breaker_new: invalid breaker config: ",
+                tw_status::InvalidStructSize => "tw_breaker_new: tw_breaker_config.struct_size = ",
+                other => panic!("{other:?}: {msg}"),
+            };
+            assert!(msg.starts_with(prefix), "{msg}");
             return;
         }
         let mut now = 0u64;

@@ -44,7 +44,12 @@ static void test_bad_arguments(void) {
     CHECK(contains(tw_last_error_message(), "`key`"));
     CHECK_STATUS(tw_fleet_new("http://nowhere", "c", KEY, KEY_LEN, NULL, &f), TW_STATUS_INVALID_ARGUMENT);
     tw_fleet_options o;
+    /* Zeroed by hand, struct_size is 0: no layout. */
     memset(&o, 0, sizeof o);
+    CHECK_STATUS(tw_fleet_new(url, "c", KEY, KEY_LEN, &o, &f), TW_STATUS_INVALID_STRUCT_SIZE);
+    CHECK(contains(tw_last_error_message(), "tw_fleet_options.struct_size = 0"));
+    CHECK_STATUS(tw_fleet_options_default(&o), TW_STATUS_OK);
+    CHECK(o.struct_size == sizeof o && o.username == NULL && o.io_timeout_ns == 0);
     o.probe_timeout_ns = 1;
     CHECK_STATUS(tw_fleet_new(url, "c", KEY, KEY_LEN, &o, &f), TW_STATUS_INVALID_ARGUMENT);
     CHECK(contains(tw_last_error_message(), "probe_timeout"));

@@ -43,7 +43,29 @@ static void test_strings(void) {
     CHECK(TW_STATUS_REGION_ALREADY_INITIALISED == 9 && TW_STATUS_REGION_INVALID == 10);
     CHECK(TW_STATUS_REGION_VERSION_MISMATCH == 11 && TW_STATUS_REGION_CORRUPT == 12);
     CHECK(TW_STATUS_REGION_CONFIG_MISMATCH == 13 && TW_STATUS_PANIC == 14);
+    CHECK(TW_STATUS_INVALID_STRUCT_SIZE == 15);
+    CHECK(strcmp(tw_status_name(TW_STATUS_INVALID_STRUCT_SIZE), "TW_STATUS_INVALID_STRUCT_SIZE") == 0);
     CHECK(sizeof(tw_ticket) == 16);
+    /* This header's layouts: _default() sets struct_size to them. */
+    CHECK(sizeof(tw_breaker_config) == TW_BREAKER_CONFIG_SIZE_V3);
+    tw_breaker_config c;
+    CHECK_STATUS(tw_breaker_config_default(&c), TW_STATUS_OK);
+    CHECK(c.struct_size == sizeof c);
+    tw_backoff_config bc;
+    CHECK_STATUS(tw_backoff_config_default(&bc), TW_STATUS_OK);
+    CHECK(bc.struct_size == sizeof bc);
+    tw_retry_budget_config rc;
+    CHECK_STATUS(tw_retry_budget_config_default(&rc), TW_STATUS_OK);
+    CHECK(rc.struct_size == sizeof rc && rc.reserved == 0);
+    /* A struct zeroed by hand has no layout. */
+    memset(&c, 0, sizeof c);
+    CHECK_STATUS(tw_breaker_config_validate(&c), TW_STATUS_INVALID_STRUCT_SIZE);
+    CHECK(strstr(tw_last_error_message(), "tw_breaker_config.struct_size = 0") != NULL);
+    memset(&bc, 0, sizeof bc);
+    tw_backoff *bo = NULL;
+    CHECK_STATUS(tw_backoff_new(&bc, &bo), TW_STATUS_INVALID_STRUCT_SIZE);
+    CHECK(strstr(tw_last_error_message(), "tw_backoff_config.struct_size = 0") != NULL);
+    CHECK(bo == NULL);
 }
 
 static void test_config(void) {
@@ -114,7 +136,7 @@ static void test_nulls(void) {
     alignas(128) unsigned char mem[256];
 
     CHECK_STATUS(tw_breaker_config_default(NULL), TW_STATUS_NULL_ARGUMENT);
-    CHECK_MESSAGE("tw_breaker_config_default: `out` is NULL");
+    CHECK_MESSAGE("tw_breaker_config_init: `out` is NULL");
     CHECK_STATUS(tw_breaker_config_validate(NULL), TW_STATUS_NULL_ARGUMENT);
     CHECK_STATUS(tw_breaker_new(NULL, &b), TW_STATUS_NULL_ARGUMENT);
     CHECK_MESSAGE("tw_breaker_new: `config` is NULL");
@@ -441,6 +463,71 @@ static void test_backpressure(void) {
     tw_breaker_free(b);
 }
 
+static bool has_line(const char *text, const char *line) {
+    size_t n = strlen(line);
+    for (const char *p = strstr(text, line); p != NULL; p = strstr(p + 1, line)) {
+        if ((p == text || p[-1] == '\n') && p[n] == '\n') {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void test_registry(void) {
+    tw_breaker_config c = config_with_threshold(1, 1000);
+    tw_breaker *orders = NULL, *books = NULL;
+    CHECK_STATUS(tw_breaker_new(&c, &orders), TW_STATUS_OK);
+    CHECK_STATUS(tw_breaker_new(&c, &books), TW_STATUS_OK);
+    tw_registry *r = NULL;
+    CHECK_STATUS(tw_registry_new(&r), TW_STATUS_OK);
+    CHECK_STATUS(tw_registry_add_breaker(r, "binance/orders", orders), TW_STATUS_OK);
+    CHECK_STATUS(tw_registry_add_breaker(r, "binance/books", books), TW_STATUS_OK);
+    CHECK_STATUS(tw_registry_add_breaker(r, "binance/books", orders), TW_STATUS_INVALID_ARGUMENT);
+    CHECK_MESSAGE("tw_registry_add_breaker: a breaker named \"binance/books\" is registered already");
+    tw_ticket t;
+    CHECK_STATUS(tw_breaker_try_acquire_at(orders, 5, &t, NULL), TW_STATUS_OK);
+    CHECK_STATUS(tw_breaker_record_at(orders, 5, t, TW_OUTCOME_FAILURE, NULL), TW_STATUS_OK);
+
+    /* snprintf's convention: the length needed, at most cap bytes, NUL-terminated. */
+    size_t len = 0;
+    CHECK_STATUS(tw_registry_prometheus(r, NULL, 0, &len), TW_STATUS_OK);
+    CHECK(len > 0);
+    char small[16];
+    memset(small, 'x', sizeof small);
+    size_t cut = 0;
+    CHECK_STATUS(tw_registry_prometheus(r, small, sizeof small, &cut), TW_STATUS_OK);
+    CHECK(cut == len && small[sizeof small - 1] == '\0' && strlen(small) == sizeof small - 1);
+    char *text = malloc(len + 1);
+    CHECK(text != NULL);
+    if (text != NULL) {
+        size_t got = 0;
+        CHECK_STATUS(tw_registry_prometheus(r, text, len + 1, &got), TW_STATUS_OK);
+        CHECK(got == len && strlen(text) == len);
+        CHECK(strncmp(text, small, sizeof small - 1) == 0);
+        CHECK(has_line(text, "# TYPE tripwire_breaker_state gauge"));
+        CHECK(has_line(text, "tripwire_breaker_state{breaker=\"binance/orders\",state=\"open\"} 1"));
+        CHECK(has_line(text, "tripwire_breaker_state{breaker=\"binance/books\",state=\"closed\"} 1"));
+        CHECK(has_line(text, "tripwire_breaker_calls_total{breaker=\"binance/orders\",outcome=\"failure\"} 1"));
+        CHECK(has_line(text, "tripwire_breaker_transitions_total{breaker=\"binance/orders\"} 1"));
+        /* Sorted by name, as a Rust Registry's. */
+        const char *first = strstr(text, "\"binance/books\"");
+        const char *second = strstr(text, "\"binance/orders\"");
+        CHECK(first != NULL && second != NULL && first < second);
+        free(text);
+    }
+    CHECK_STATUS(tw_registry_prometheus(r, NULL, 8, &len), TW_STATUS_NULL_ARGUMENT);
+    CHECK_STATUS(tw_registry_prometheus(r, small, sizeof small, NULL), TW_STATUS_NULL_ARGUMENT);
+    CHECK_STATUS(tw_registry_prometheus(NULL, small, sizeof small, &len), TW_STATUS_NULL_ARGUMENT);
+    CHECK_STATUS(tw_registry_add_breaker(r, "", books), TW_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(tw_registry_add_breaker(r, NULL, books), TW_STATUS_NULL_ARGUMENT);
+    CHECK_STATUS(tw_registry_new(NULL), TW_STATUS_NULL_ARGUMENT);
+    /* The registry first: it borrows the breakers. */
+    tw_registry_free(r);
+    tw_registry_free(NULL);
+    tw_breaker_free(orders);
+    tw_breaker_free(books);
+}
+
 int main(void) {
     test_strings();
     test_config();
@@ -450,6 +537,7 @@ int main(void) {
     test_shared_regions();
     test_bulkhead_backoff_budget();
     test_backpressure();
+    test_registry();
     if (failures != 0) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;

@@ -349,6 +349,39 @@ static void test_backpressure() {
     CHECK(ec == TW_STATUS_INVALID_ARGUMENT);
 }
 
+static void test_registry() {
+    tripwire::breaker orders{tripwire::config{}.failure_threshold(1)};
+    tripwire::breaker books{tripwire::config{}};
+    tripwire::registry r;
+    CHECK(r.prometheus().empty());
+    r.add("binance/orders", orders);
+    r.add(std::string("binance/books"), books);
+    std::error_code ec;
+    CHECK(!r.add("binance/books", orders, ec) && ec == TW_STATUS_INVALID_ARGUMENT);
+    bool thrown = false;
+    try {
+        r.add("", orders);
+    } catch (const tripwire::error &e) {
+        thrown = true;
+        CHECK(e.status() == TW_STATUS_INVALID_ARGUMENT);
+        CHECK(std::string(e.what()) == "tw_registry_add_breaker: `name` is empty");
+    }
+    CHECK(thrown);
+    orders.try_acquire_at(10).failure_at(11);
+    const std::string text = r.prometheus();
+    // The whole text: what the C call gives with room to spare.
+    std::size_t len = 0;
+    CHECK(tw_registry_prometheus(r.get(), nullptr, 0, &len) == TW_STATUS_OK);
+    CHECK(text.size() == len && text.find('\0') == std::string::npos);
+    CHECK(text.find("tripwire_breaker_state{breaker=\"binance/orders\",state=\"open\"} 1\n") != std::string::npos);
+    CHECK(text.find("tripwire_breaker_state{breaker=\"binance/books\",state=\"closed\"} 1\n") != std::string::npos);
+    CHECK(text.back() == '\n');
+    // A registry moves; the moved-from one holds nothing.
+    tripwire::registry moved = std::move(r);
+    CHECK(moved.prometheus() == text);
+    CHECK(r.get() == nullptr);
+}
+
 int main() {
     test_errors();
     test_permits();
@@ -356,6 +389,7 @@ int main() {
     test_shared();
     test_bulkhead_backoff_budget();
     test_backpressure();
+    test_registry();
     if (failures != 0) {
         std::fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
