@@ -64,6 +64,11 @@
 //!   [`on_state_change`](NamedBreaker::on_state_change) listeners
 //!   ([`StateChange`], which carries a hold's length); [`NamedPermit`],
 //!   [`OwnedNamedPermit`]; [`Assessment`] for what a classifier decides.
+//! - [`Events`] (feature `std`): the bulkhead refusals and waits
+//!   ([`BulkheadEvent`]) and the retries ([`RetryNotice`], with a
+//!   [`RetryCause`]) of the layers it is given, heard by listeners,
+//!   counted ([`EventCounts`]), logged with `tracing` and published to
+//!   `metrics`, allocating nothing.
 //! - [`Pipeline`] and [`PipelineBuilder`]: fallback → retry → breaker →
 //!   bulkhead → timeout → call, sync and async (feature `async`), with
 //!   [`PipelineError`] naming the layer that answered; [`Nesting`].

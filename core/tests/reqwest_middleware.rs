@@ -278,3 +278,48 @@ async fn an_inner_guards_refusal_is_no_failure_for_an_outer_one() {
     assert_eq!((endpoint.state(), s.failures, s.ignored), (State::Closed, 0, 5));
     assert_eq!(server.hits(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_and_bulkhead_refusals_are_each_heard_once() {
+    use std::sync::Mutex;
+    use tripwire::{BulkheadEvent, Events, RetryNotice};
+
+    let server = Server::start().await;
+    let events = Arc::new(Events::new("reqwest/events"));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (b, r) = (log.clone(), log.clone());
+    events.on_bulkhead(move |e| {
+        if let BulkheadEvent::Refused { in_flight, max, .. } = *e {
+            b.lock().unwrap().push(format!("refused {in_flight}/{max}"));
+        }
+    });
+    events.on_retry(move |e| {
+        r.lock().unwrap().push(match *e {
+            RetryNotice::Scheduled { attempt, cause, .. } => format!("retry {attempt}: {cause}"),
+            RetryNotice::Exhausted { attempts, .. } => format!("exhausted after {attempts}"),
+            RetryNotice::BudgetRefused { attempts, .. } => format!("budget refused after {attempts}"),
+            _ => unreachable!("no other kind yet"),
+        });
+    });
+    let take = || std::mem::take(&mut *log.lock().unwrap());
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let client = client([GuardMiddleware::new(breaker("reqwest/events", 100))
+        .bulkhead(bulkhead.clone())
+        .retry(retries(3))
+        .events(events.clone())]);
+
+    server.set(Mode::Unavailable);
+    assert_eq!(status(&client, &server).await, 503);
+    assert_eq!(take(), ["retry 1: HTTP 503", "retry 2: HTTP 503", "exhausted after 3"]);
+    server.set(Mode::UnavailableUntil(server.hits() + 1));
+    assert_eq!(status(&client, &server).await, 200);
+    assert_eq!(take(), ["retry 1: HTTP 503"], "a retry that succeeded: no end to report");
+
+    let _busy = bulkhead.try_acquire().unwrap();
+    for _ in 0..2 {
+        assert_eq!(refused(&client, &server).await, RefusedBy::Bulkhead(BulkheadFull { max: 1 }));
+    }
+    assert_eq!(take(), ["refused 1/1", "refused 1/1"]);
+    let c = events.counts();
+    assert_eq!((c.retries_scheduled, c.retries_exhausted, c.bulkhead_refused), (3, 1, 2));
+}

@@ -8,7 +8,8 @@ use std::time::Instant;
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::{MonotonicClock, instant_at, monotonic_at};
-use crate::layers::pipeline::{Failed, Nesting, Pipeline, PipelineError, from_retry, judged, ok_is_success};
+use crate::layers::events::wait_slot_async;
+use crate::layers::pipeline::{Failed, Nesting, Pipeline, PipelineError, judged, ok_is_success};
 use crate::layers::timeout::{Timer, timeout};
 use crate::retry::error::RetryError;
 use crate::retry::step::RetryLoop;
@@ -140,14 +141,17 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                 Err(failed) => failed,
             };
             match run.failed(&policy, &clock, failed) {
-                Ok(delay) => self.timer.sleep(delay).await,
+                Ok(delay) => {
+                    self.retry_scheduled(attempts, delay, run.last_error());
+                    self.timer.sleep(delay).await;
+                }
                 Err(e) => break Err(e),
             }
         };
         if let Some(p) = outer {
             p.settle(last);
         }
-        result.map_err(from_retry)
+        result.map_err(|e| self.retry_ended(e))
     }
 
     /// A bulkhead slot, then one call under the timeout; its assessment
@@ -163,15 +167,14 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
     {
         let _slot = match &self.bulkhead {
             None => None,
-            // A wait needs the timer; a plain refusal does not.
-            Some(b) => match if self.bulkhead_wait.is_zero() {
-                b.try_acquire()
-            } else {
-                b.acquire_async(&self.timer, self.bulkhead_wait).await
-            } {
-                Ok(slot) => Some(slot),
-                Err(full) => return (Assessment::Ignored, Err(Failed::refused(PipelineError::Full(full)))),
-            },
+            Some(b) => {
+                match wait_slot_async(b, &self.timer, self.bulkhead_wait, self.events.as_deref()).await {
+                    Ok(slot) => Some(slot),
+                    Err(full) => {
+                        return (Assessment::Ignored, Err(Failed::refused(PipelineError::Full(full))));
+                    }
+                }
+            }
         };
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let limit = match (self.timeout, left) {

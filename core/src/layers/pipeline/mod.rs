@@ -34,6 +34,7 @@ use crate::bulkhead::{Bulkhead, BulkheadPermit};
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::{MonotonicClock, monotonic_at};
+use crate::layers::events::{Events, RetryCause, wait_slot};
 use crate::layers::named::{NamedBreaker, NamedPermit};
 use crate::retry::budget::RetryBudget;
 use crate::retry::error::RetryError;
@@ -112,6 +113,7 @@ pub struct Pipeline<C: Clock = MonotonicClock, Tm = ()> {
     budget: Option<Arc<RetryBudget>>,
     timeout: Option<Duration>,
     nesting: Nesting,
+    events: Option<Arc<Events>>,
     timer: Tm,
 }
 
@@ -151,6 +153,7 @@ impl Pipeline {
                 budget: None,
                 timeout: None,
                 nesting: Nesting::default(),
+                events: None,
                 timer: (),
             },
         }
@@ -171,6 +174,7 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
                 budget: p.budget,
                 timeout: p.timeout,
                 nesting: p.nesting,
+                events: p.events,
                 timer: p.timer,
             },
         }
@@ -223,6 +227,7 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
                 budget: p.budget,
                 timeout: p.timeout,
                 nesting: p.nesting,
+                events: p.events,
                 timer,
             },
         }
@@ -232,6 +237,13 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
     /// per logical request, however many attempts it takes.
     pub fn breaker_outside_retry(mut self) -> Self {
         self.pipeline.nesting = Nesting::BreakerOutsideRetry;
+        self
+    }
+
+    /// Reports the bulkhead's refusals and waits and the retries to
+    /// `events` (its listeners, counts, `tracing` and `metrics`).
+    pub fn events(mut self, events: Arc<Events>) -> Self {
+        self.pipeline.events = Some(events);
         self
     }
 
@@ -257,6 +269,14 @@ impl<E> Failed<E> {
 
     pub(crate) fn refused(error: PipelineError<E>) -> Self {
         Failed { error, assessment: Assessment::Ignored }
+    }
+
+    /// What the attempt failed with, for a retry's event.
+    pub(crate) fn cause(&self) -> RetryCause<'static> {
+        match self.error {
+            PipelineError::Timeout(d) => RetryCause::Timeout(d),
+            _ => RetryCause::Failed,
+        }
     }
 }
 
@@ -405,9 +425,25 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
                 Ok(value) => return Ok(value),
                 Err(failed) => failed,
             };
-            let delay = run.failed(&policy, &clock, failed).map_err(from_retry)?;
+            let delay = run.failed(&policy, &clock, failed).map_err(|e| self.retry_ended(e))?;
+            self.retry_scheduled(n, delay, run.last_error());
             std::thread::sleep(delay);
         }
+    }
+
+    /// Reports a retry about to wait, if there are events to report to.
+    pub(crate) fn retry_scheduled<E>(&self, attempt: u32, delay: Duration, failed: Option<&Failed<E>>) {
+        if let (Some(events), Some(failed)) = (&self.events, failed) {
+            events.retry_scheduled(attempt, delay, failed.cause());
+        }
+    }
+
+    /// Reports why the retries stopped, and makes the caller's error of it.
+    pub(crate) fn retry_ended<E>(&self, e: RetryError<Failed<E>>) -> PipelineError<E> {
+        if let Some(events) = &self.events {
+            events.retry_ended(&e);
+        }
+        from_retry(e)
     }
 
     /// The breaker's admission, if there is a breaker.
@@ -424,12 +460,9 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     #[inline]
     fn slot_sync<E>(&self) -> Result<Option<BulkheadPermit<'_>>, Failed<E>> {
         let Some(b) = &self.bulkhead else { return Ok(None) };
-        let slot = if self.bulkhead_wait.is_zero() {
-            b.try_acquire()
-        } else {
-            b.acquire_timeout(self.bulkhead_wait)
-        };
-        slot.map(Some).map_err(|full| Failed::refused(PipelineError::Full(full)))
+        wait_slot(b, self.bulkhead_wait, self.events.as_deref())
+            .map(Some)
+            .map_err(|full| Failed::refused(PipelineError::Full(full)))
     }
 
     /// Records an attempt's assessment and turns its result into the

@@ -15,6 +15,7 @@ use crate::bulkhead::{Bulkhead, BulkheadPermit};
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::MonotonicClock;
+use crate::layers::events::{Events, RetryCause, wait_slot_async};
 use crate::layers::http::assess;
 use crate::layers::named::NamedBreaker;
 use crate::layers::reqwest::refused::Refused;
@@ -37,6 +38,7 @@ pub struct GuardMiddleware<C: Clock = MonotonicClock, Tm = TokioTimer> {
     bulkhead_wait: Duration,
     retry: Option<RetryPolicy<'static, RetryAll>>,
     budget: Option<Arc<RetryBudget>>,
+    events: Option<Arc<Events>>,
     timer: Tm,
 }
 
@@ -62,6 +64,7 @@ impl<C: Clock> GuardMiddleware<C, TokioTimer> {
             bulkhead_wait: Duration::ZERO,
             retry: None,
             budget: None,
+            events: None,
             timer: TokioTimer,
         }
     }
@@ -103,10 +106,18 @@ impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
         self
     }
 
+    /// Reports the bulkhead's refusals and waits and the retries to
+    /// `events` (its listeners, counts, `tracing` and `metrics`).
+    #[must_use]
+    pub fn events(mut self, events: Arc<Events>) -> Self {
+        self.events = Some(events);
+        self
+    }
+
     /// Waits (the retries' backoff, a bulkhead slot) on `timer` instead.
     pub fn timer<Tm2: Timer>(self, timer: Tm2) -> GuardMiddleware<C, Tm2> {
-        let Self { breaker, bulkhead, bulkhead_wait, retry, budget, .. } = self;
-        GuardMiddleware { breaker, bulkhead, bulkhead_wait, retry, budget, timer }
+        let Self { breaker, bulkhead, bulkhead_wait, retry, budget, events, .. } = self;
+        GuardMiddleware { breaker, bulkhead, bulkhead_wait, retry, budget, events, timer }
     }
 
     /// The breaker.
@@ -141,6 +152,14 @@ fn judge(result: &Result<Response>) -> Assessment {
     }
 }
 
+/// What an attempt failed with, for a retry's event.
+fn cause(result: &Result<Response>) -> RetryCause<'_> {
+    match result {
+        Ok(response) => RetryCause::Response(Some(response.status().as_u16())),
+        Err(e) => RetryCause::Error(e),
+    }
+}
+
 fn refused(by: RefusedBy) -> Error {
     Error::middleware(Refused::new(by))
 }
@@ -153,11 +172,7 @@ where
     /// A bulkhead slot for one attempt, if there is a bulkhead.
     async fn slot(&self) -> core::result::Result<Option<BulkheadPermit<'_>>, RefusedBy> {
         let Some(bulkhead) = &self.bulkhead else { return Ok(None) };
-        let permit = if self.bulkhead_wait.is_zero() {
-            bulkhead.try_acquire()
-        } else {
-            bulkhead.acquire_async(&self.timer, self.bulkhead_wait).await
-        };
+        let permit = wait_slot_async(bulkhead, &self.timer, self.bulkhead_wait, self.events.as_deref()).await;
         permit.map(Some).map_err(RefusedBy::Bulkhead)
     }
 
@@ -200,10 +215,10 @@ where
         // a wait.
         let mut last: Option<Result<Response>> = None;
         loop {
-            if run.start(&clock).is_err() {
+            let Ok(n) = run.start(&clock) else {
                 // Time up after a wait: the last answer; before any attempt: a refusal.
                 return last.unwrap_or_else(|| Err(refused(RefusedBy::Deadline(DeadlinePassed))));
-            }
+            };
             // Free the last answer's connection before the next attempt.
             drop(last.take());
             // The copy for the next attempt, taken before this one consumes
@@ -219,12 +234,20 @@ where
             let Some(spare) = spare.filter(|_| assessment == Assessment::Failure) else { return result };
             match run.failed(&policy, &clock, Failed) {
                 Ok(delay) => {
+                    if let Some(events) = &self.events {
+                        events.retry_scheduled(n, delay, cause(&result));
+                    }
                     last = Some(result);
                     self.timer.sleep(delay).await;
                     req = spare;
                 }
                 // Attempts, time or budget used up: this answer is the answer.
-                Err(_) => return result,
+                Err(e) => {
+                    if let Some(events) = &self.events {
+                        events.retry_ended(&e);
+                    }
+                    return result;
+                }
             }
         }
     }

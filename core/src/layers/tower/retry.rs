@@ -12,7 +12,9 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::layers::assessment::Assessment;
-use crate::layers::retry::future::retry_async;
+use crate::layers::events::{Events, RetryCause};
+use crate::layers::retry::blocking::RetryEvent;
+use crate::layers::retry::future::retry_async_notify;
 use crate::layers::timeout::Timer;
 use crate::layers::tower::classify::{
     ClassifyFn, ClassifyResult, HttpClassifier, RetryRequest, ServiceError,
@@ -63,6 +65,7 @@ use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
 pub struct RetryLayer<K = HttpClassifier, Tm = ()> {
     policy: RetryPolicy<'static, RetryAll>,
     budget: Option<Arc<RetryBudget>>,
+    events: Option<Arc<Events>>,
     classifier: K,
     timer: Tm,
 }
@@ -79,7 +82,7 @@ impl<Tm> RetryLayer<HttpClassifier, Tm> {
     /// Retries what [`HttpClassifier`] calls a failure (5xx, connection
     /// errors), waiting on `timer`.
     pub fn new(policy: RetryPolicy<'static, RetryAll>, timer: Tm) -> Self {
-        Self { policy, budget: None, classifier: HttpClassifier, timer }
+        Self { policy, budget: None, events: None, classifier: HttpClassifier, timer }
     }
 }
 
@@ -87,6 +90,13 @@ impl<K, Tm> RetryLayer<K, Tm> {
     /// The budget that caps retries to a fraction of calls.
     pub fn budget(mut self, budget: Arc<RetryBudget>) -> Self {
         self.budget = Some(budget);
+        self
+    }
+
+    /// Reports every retry, and retries that stop for want of budget or
+    /// attempts, to `events` (see [`RetryNotice`](crate::RetryNotice)).
+    pub fn events(mut self, events: Arc<Events>) -> Self {
+        self.events = Some(events);
         self
     }
 
@@ -98,7 +108,13 @@ impl<K, Tm> RetryLayer<K, Tm> {
 
     /// The same layer with another [`ClassifyResult`].
     pub fn classifier<K2>(self, classifier: K2) -> RetryLayer<K2, Tm> {
-        RetryLayer { policy: self.policy, budget: self.budget, classifier, timer: self.timer }
+        RetryLayer {
+            policy: self.policy,
+            budget: self.budget,
+            events: self.events,
+            classifier,
+            timer: self.timer,
+        }
     }
 }
 
@@ -125,10 +141,21 @@ impl<S, K, Tm> fmt::Debug for RetryService<S, K, Tm> {
     }
 }
 
-/// One failed attempt: a response judged a failure, or an error.
+/// One failed attempt: a response judged a failure (with its HTTP
+/// status, when the classifier reads one), or an error.
 enum Attempt<Res, Err> {
-    Response(Res),
+    Response { response: Res, status: Option<u16> },
     Error { error: Err, retryable: bool },
+}
+
+impl<Res, Err: core::error::Error> Attempt<Res, Err> {
+    /// What the attempt failed with, for a retry's event.
+    fn cause(&self) -> RetryCause<'_> {
+        match self {
+            Attempt::Response { status, .. } => RetryCause::Response(*status),
+            Attempt::Error { error, .. } => RetryCause::Error(error),
+        }
+    }
 }
 
 impl<Res, Err: core::error::Error + 'static> Refusal for Attempt<Res, Err> {
@@ -143,7 +170,7 @@ impl<Res, Err: core::error::Error + 'static> Refusal for Attempt<Res, Err> {
 fn settle<Res, Err>(e: RetryError<Attempt<Res, Err>>) -> Result<Res, RetryError<Err>> {
     let (attempts, last) = (e.attempts(), e);
     let rebuild = |last: Attempt<Res, Err>, make: fn(u32, Err) -> RetryError<Err>| match last {
-        Attempt::Response(r) => Ok(r),
+        Attempt::Response { response, .. } => Ok(response),
         Attempt::Error { error, .. } => Err(make(attempts, error)),
     };
     match last {
@@ -194,9 +221,9 @@ where
         let svc = self.inner.clone();
         let layer = self.layer.clone();
         Box::pin(async move {
-            let RetryLayer { policy, budget, classifier, timer } = layer;
+            let RetryLayer { policy, budget, events, classifier, timer } = layer;
             let verdict = |a: &Attempt<S::Response, S::Error>| match a {
-                Attempt::Response(_) | Attempt::Error { retryable: true, .. } => Verdict::Retry,
+                Attempt::Response { .. } | Attempt::Error { retryable: true, .. } => Verdict::Retry,
                 Attempt::Error { retryable: false, .. } => Verdict::Final,
             };
             let policy = policy.classify(verdict);
@@ -214,13 +241,25 @@ where
                     let result = svc.call(req).await;
                     let failed = classifier.classify(&result) == Assessment::Failure;
                     match result {
-                        Ok(response) if failed => Err(Attempt::Response(response)),
+                        Ok(response) if failed => {
+                            let status = classifier.status(&response);
+                            Err(Attempt::Response { response, status })
+                        }
                         Ok(response) => Ok(response),
                         Err(error) => Err(Attempt::Error { error, retryable: failed }),
                     }
                 }
             };
-            retry_async(&policy, &timer, None, attempt).await.or_else(settle)
+            let on_retry = |e: RetryEvent<'_, Attempt<S::Response, S::Error>>| {
+                if let Some(events) = &events {
+                    events.retry_scheduled(e.attempt, e.delay, e.error.cause());
+                }
+            };
+            let result = retry_async_notify(&policy, &timer, None, on_retry, attempt).await;
+            if let (Err(e), Some(events)) = (&result, &events) {
+                events.retry_ended(e);
+            }
+            result.or_else(settle)
         })
     }
 }
