@@ -89,6 +89,9 @@ pub struct EventCounts {
     pub bulkhead_timed_out: u64,
     /// Retries scheduled.
     pub retries_scheduled: u64,
+    /// Retries scheduled whose server asked for a pause longer than the
+    /// policy's `max_retry_after`, and waited that cap instead.
+    pub retry_pauses_capped: u64,
     /// Requests whose retries stopped for want of a budget token.
     pub retry_budget_refused: u64,
     /// Requests whose every allowed attempt failed.
@@ -97,7 +100,7 @@ pub struct EventCounts {
 
 /// One counter per kind of event, in the order of [`EventCounts`].
 #[derive(Default)]
-struct Counts([AtomicU64; 6]);
+struct Counts([AtomicU64; 7]);
 
 const REFUSED: usize = 0;
 const WAITED: usize = 1;
@@ -105,6 +108,7 @@ const TIMED_OUT: usize = 2;
 const SCHEDULED: usize = 3;
 const BUDGET_REFUSED: usize = 4;
 const EXHAUSTED: usize = 5;
+const CAPPED: usize = 6;
 
 impl Counts {
     fn bump(&self, i: usize) {
@@ -153,6 +157,7 @@ impl Events {
             bulkhead_waited: c.get(WAITED),
             bulkhead_timed_out: c.get(TIMED_OUT),
             retries_scheduled: c.get(SCHEDULED),
+            retry_pauses_capped: c.get(CAPPED),
             retry_budget_refused: c.get(BUDGET_REFUSED),
             retries_exhausted: c.get(EXHAUSTED),
         }
@@ -174,6 +179,9 @@ impl Events {
     /// Reports a retry event.
     #[cold]
     pub(crate) fn retry(&self, e: RetryNotice<'_>) {
+        if let RetryNotice::Scheduled { capped_from: Some(_), .. } = e {
+            self.counts.bump(CAPPED);
+        }
         self.counts.bump(match e {
             RetryNotice::Scheduled { .. } => SCHEDULED,
             RetryNotice::BudgetRefused { .. } => BUDGET_REFUSED,
@@ -184,9 +192,16 @@ impl Events {
         self.retry.each(|listener| listener(&e));
     }
 
-    /// Reports a retry about to wait `delay` after attempt `attempt`.
-    pub(crate) fn retry_scheduled(&self, attempt: u32, delay: Duration, cause: RetryCause<'_>) {
-        self.retry(RetryNotice::Scheduled { name: &self.name, attempt, delay, cause });
+    /// Reports a retry about to wait `delay` after attempt `attempt`
+    /// (`capped_from`: the longer pause the server asked for).
+    pub(crate) fn retry_scheduled(
+        &self,
+        attempt: u32,
+        delay: Duration,
+        capped_from: Option<Duration>,
+        cause: RetryCause<'_>,
+    ) {
+        self.retry(RetryNotice::Scheduled { name: &self.name, attempt, delay, cause, capped_from });
     }
 
     /// Reports why a retry loop stopped, if it stopped for want of budget
@@ -223,9 +238,17 @@ fn trace_bulkhead(e: &BulkheadEvent<'_>) {
 #[cfg(feature = "tracing")]
 fn trace_retry(e: &RetryNotice<'_>) {
     match *e {
-        RetryNotice::Scheduled { name, attempt, delay, cause } => {
+        RetryNotice::Scheduled { name, attempt, delay, cause, capped_from } => {
             let delay_ms = delay.as_millis() as u64;
-            tracing::debug!(target: "tripwire", retry = name, attempt, delay_ms, cause = %cause, "retry scheduled");
+            match capped_from {
+                None => {
+                    tracing::debug!(target: "tripwire", retry = name, attempt, delay_ms, cause = %cause, "retry scheduled")
+                }
+                Some(asked) => {
+                    let asked_ms = u64::try_from(asked.as_millis()).unwrap_or(u64::MAX);
+                    tracing::info!(target: "tripwire", retry = name, attempt, delay_ms, asked_ms, cause = %cause, "retry scheduled; the server's pause capped");
+                }
+            }
         }
         RetryNotice::BudgetRefused { name, attempts } => {
             tracing::warn!(target: "tripwire", retry = name, attempts, "retry budget exhausted: not retried");

@@ -6,14 +6,14 @@ use crate::layers::events::hub::Events;
 
 /// Bulkhead events by kind: `{bulkhead, event = refused | waited | timed_out}`.
 pub(crate) const BULKHEAD_EVENTS: &str = "tripwire_bulkhead_events_total";
-/// Retry events by kind: `{retry, event = scheduled | budget_refused | exhausted}`.
+/// Retry events by kind: `{retry, event = scheduled | pause_capped | budget_refused | exhausted}`.
 pub(crate) const RETRY_EVENTS: &str = "tripwire_retry_events_total";
 
 impl Events {
     /// Copies the counts to the `metrics` recorder as absolute counters,
     /// `tripwire_bulkhead_events_total{bulkhead, event}` (`refused`,
     /// `waited`, `timed_out`) and `tripwire_retry_events_total{retry,
-    /// event}` (`scheduled`, `budget_refused`, `exhausted`), labelled with
+    /// event}` (`scheduled`, `pause_capped`, `budget_refused`, `exhausted`), labelled with
     /// its name: call it where `Registry::publish_metrics` is called.
     ///
     /// # Examples
@@ -33,6 +33,7 @@ impl Events {
         }
         for (event, v) in [
             ("scheduled", c.retries_scheduled),
+            ("pause_capped", c.retry_pauses_capped),
             ("budget_refused", c.retry_budget_refused),
             ("exhausted", c.retries_exhausted),
         ] {

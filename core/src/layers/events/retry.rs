@@ -64,6 +64,10 @@ pub enum RetryNotice<'a> {
         delay: Duration,
         /// What the attempt failed with.
         cause: RetryCause<'a>,
+        /// The pause the server asked for, when it was longer than the
+        /// policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after)
+        /// and `delay` is that cap instead.
+        capped_from: Option<Duration>,
     },
     /// An attempt failed and the retry budget had no token for another.
     BudgetRefused {

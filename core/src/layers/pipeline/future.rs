@@ -142,7 +142,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             };
             match run.failed(&policy, &clock, failed) {
                 Ok(delay) => {
-                    self.retry_scheduled(attempts, delay, run.last_error());
+                    self.retry_scheduled(attempts, delay, &run);
                     self.timer.sleep(delay).await;
                 }
                 Err(e) => break Err(e),

@@ -426,15 +426,15 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
                 Err(failed) => failed,
             };
             let delay = run.failed(&policy, &clock, failed).map_err(|e| self.retry_ended(e))?;
-            self.retry_scheduled(n, delay, run.last_error());
+            self.retry_scheduled(n, delay, &run);
             std::thread::sleep(delay);
         }
     }
 
     /// Reports a retry about to wait, if there are events to report to.
-    pub(crate) fn retry_scheduled<E>(&self, attempt: u32, delay: Duration, failed: Option<&Failed<E>>) {
-        if let (Some(events), Some(failed)) = (&self.events, failed) {
-            events.retry_scheduled(attempt, delay, failed.cause());
+    pub(crate) fn retry_scheduled<E>(&self, attempt: u32, delay: Duration, run: &RetryLoop<Failed<E>>) {
+        if let (Some(events), Some(failed)) = (&self.events, run.last_error()) {
+            events.retry_scheduled(attempt, delay, run.capped_hint(), failed.cause());
         }
     }
 

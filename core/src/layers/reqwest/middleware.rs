@@ -16,13 +16,13 @@ use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Events, RetryCause, wait_slot_async};
-use crate::layers::http::assess;
+use crate::layers::http::{assess, retry_after};
 use crate::layers::named::NamedBreaker;
 use crate::layers::reqwest::refused::Refused;
 use crate::layers::timeout::{Timer, TokioTimer};
 use crate::refusal::{DeadlinePassed, RefusedBy, refusal};
 use crate::retry::budget::RetryBudget;
-use crate::retry::policy::{Refusal, RetryAll, RetryPolicy};
+use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
 use crate::retry::step::RetryLoop;
 
 /// A `reqwest_middleware::Middleware` that guards every request with a
@@ -126,9 +126,18 @@ impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
     }
 }
 
-/// A failed attempt, as the retry loop sees it: the result itself stays
-/// with the middleware, which returns the last one.
-struct Failed;
+/// A failed attempt, as the retry loop sees it: the pause its server
+/// asked for (a 503's `Retry-After`), if any; the result itself stays with
+/// the middleware, which returns the last one.
+struct Failed(Option<Duration>);
+
+impl Failed {
+    /// The 503's own pause, if it named one, else the backoff's; the loop
+    /// caps a server's pause at the policy's `max_retry_after`.
+    fn verdict(&self) -> Verdict {
+        self.0.map_or(Verdict::Retry, Verdict::RetryAfter)
+    }
+}
 
 /// Refusals end the loop before it is asked.
 impl Refusal for Failed {}
@@ -150,6 +159,25 @@ fn judge(result: &Result<Response>) -> Assessment {
         Err(e) if refusal(e).is_some() => Assessment::Ignored,
         Err(_) => Assessment::Failure,
     }
+}
+
+/// The response's status, version, headers and URL, with an empty body:
+/// what is kept of an answer across a pause.
+fn head(response: Response) -> Response {
+    use ::reqwest::ResponseBuilderExt;
+
+    let url = response.url().clone();
+    let (parts, body) = http::Response::from(response).into_parts();
+    drop(body);
+    let mut head = http::Response::new(::reqwest::Body::from(std::vec::Vec::new()));
+    *head.status_mut() = parts.status;
+    *head.version_mut() = parts.version;
+    *head.headers_mut() = parts.headers;
+    let with_url = http::Response::builder().url(url).body(()).map(|r| r.into_parts().0.extensions);
+    if let Ok(extensions) = with_url {
+        *head.extensions_mut() = extensions;
+    }
+    Response::from(head)
 }
 
 /// What an attempt failed with, for a retry's event.
@@ -204,6 +232,7 @@ where
                 Attempt::Sent(result, _) => result,
             };
         };
+        let policy = policy.classify(Failed::verdict);
         let policy = match &self.budget {
             Some(budget) => policy.budget(budget),
             None => policy,
@@ -232,12 +261,16 @@ where
             };
             // Worth another attempt, and can one be made?
             let Some(spare) = spare.filter(|_| assessment == Assessment::Failure) else { return result };
-            match run.failed(&policy, &clock, Failed) {
+            let hint = result.as_ref().ok().and_then(|r| retry_after(r.headers()));
+            match run.failed(&policy, &clock, Failed(hint)) {
                 Ok(delay) => {
                     if let Some(events) = &self.events {
-                        events.retry_scheduled(n, delay, cause(&result));
+                        events.retry_scheduled(n, delay, run.capped_hint(), cause(&result));
                     }
-                    last = Some(result);
+                    // Only the head is kept across the pause (returned if
+                    // the time runs out meanwhile): the body and its
+                    // connection are let go now.
+                    last = Some(result.map(head));
                     self.timer.sleep(delay).await;
                     req = spare;
                 }

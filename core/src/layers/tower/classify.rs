@@ -43,6 +43,15 @@ pub trait ClassifyResult<Res, Err> {
         let _ = response;
         None
     }
+
+    /// The pause a response judged a failure asks for before the next
+    /// attempt (a 503's `Retry-After`), if this classifier reads one, for
+    /// the retry layer; `None` by default. Backpressure names its pause in
+    /// its [`Assessment`].
+    fn retry_after(&self, response: &Res) -> Option<core::time::Duration> {
+        let _ = response;
+        None
+    }
 }
 
 /// A closure `Fn(&Result<Res, Err>) -> Assessment` as a [`ClassifyResult`].
@@ -75,6 +84,10 @@ impl<B, Err> ClassifyResult<http::Response<B>, Err> for HttpClassifier {
 
     fn status(&self, response: &http::Response<B>) -> Option<u16> {
         Some(response.status().as_u16())
+    }
+
+    fn retry_after(&self, response: &http::Response<B>) -> Option<core::time::Duration> {
+        crate::layers::http::retry_after(response.headers())
     }
 }
 
