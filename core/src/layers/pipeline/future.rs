@@ -91,17 +91,19 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(PipelineError::Deadline { attempts: 0, last: None });
             }
-            let permit = self.admit().map_err(|f| f.error)?;
+            let permit = self.admit()?;
             let (assessment, result) = self.attempt_async(deadline, &assess, &mut f).await;
             if let Some(p) = permit {
                 p.settle(assessment);
             }
-            return result.map_err(|f| match f.error {
-                PipelineError::Deadline { last, .. } => PipelineError::Deadline { attempts: 1, last },
-                e => e,
+            return result.or_else(|f| match f.answer {
+                Err(PipelineError::Deadline { last, .. }) => {
+                    Err(PipelineError::Deadline { attempts: 1, last })
+                }
+                answer => answer,
             });
         };
-        let policy = policy.classify(Failed::<E>::verdict);
+        let policy = policy.classify(Failed::<T, E>::verdict);
         let policy = match &self.budget {
             Some(b) => policy.budget(b),
             None => policy,
@@ -113,7 +115,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         let deadline = run.deadline().and_then(instant_at);
         // Breaker outside the retries: one admission for the whole request.
         let outer = match self.nesting {
-            Nesting::BreakerOutsideRetry => self.admit().map_err(|f| f.error)?,
+            Nesting::BreakerOutsideRetry => self.admit()?,
             Nesting::RetryOutsideBreaker => None,
         };
         let mut last = Assessment::Ignored;
@@ -127,7 +129,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                 Nesting::RetryOutsideBreaker => match self.admit() {
                     Ok(permit) => permit,
                     // A refusal ends the retries at once.
-                    Err(error) => break Err(RetryError::Final { attempts, error }),
+                    Err(error) => break Err(RetryError::Final { attempts, error: Failed::refused(error) }),
                 },
                 Nesting::BreakerOutsideRetry => None,
             };
@@ -151,7 +153,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         if let Some(p) = outer {
             p.settle(last);
         }
-        result.map_err(|e| self.retry_ended(e))
+        result.or_else(|e| self.retry_ended(e))
     }
 
     /// A bulkhead slot, then one call under the timeout; its assessment
@@ -161,7 +163,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         deadline: Option<Instant>,
         assess: &impl Fn(&Result<T, E>) -> Assessment,
         f: &mut impl FnMut() -> Fut,
-    ) -> (Assessment, Result<T, Failed<E>>)
+    ) -> (Assessment, Result<T, Failed<T, E>>)
     where
         Fut: Future<Output = Result<T, E>>,
     {
@@ -191,7 +193,8 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                     return (Assessment::Ignored, Err(failed));
                 }
                 Err(_) => {
-                    let failed = Failed { error: PipelineError::Timeout(d), assessment: Assessment::Failure };
+                    let failed =
+                        Failed { answer: Err(PipelineError::Timeout(d)), assessment: Assessment::Failure };
                     return (Assessment::Failure, Err(failed));
                 }
             },
