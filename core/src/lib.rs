@@ -93,6 +93,8 @@
 //!   [`tower::TimeoutService`] (per call, on a [`Timer`]). The bounds they ask of the wrapped
 //!   service ([`tower::ServiceError`], [`tower::RetryRequest`]) and the
 //!   consequence of each order of layers are in the [`tower`] module docs.
+//!   With feature `reqwest` too, `tower::reqwest_service` makes a
+//!   `reqwest::Client` a service of `http` requests that fits every layer.
 //! - reqwest (feature `reqwest`): [`reqwest::GuardMiddleware`], a
 //!   `reqwest_middleware::Middleware` with the breaker, an optional
 //!   bulkhead, retries with a budget (for requests that can be cloned) and

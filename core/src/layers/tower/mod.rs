@@ -46,11 +46,15 @@
 mod breaker;
 mod bulkhead;
 mod classify;
+#[cfg(feature = "reqwest")]
+mod reqwest;
 mod retry;
 mod timeout;
 
 pub use breaker::{BreakerLayer, BreakerService, ResponseFuture};
 pub use bulkhead::{BulkheadError, BulkheadFuture, BulkheadLayer, BulkheadService};
 pub use classify::{ClassifyFn, ClassifyResult, HttpClassifier, RetryRequest, ServiceError};
+#[cfg(feature = "reqwest")]
+pub use reqwest::{ReqwestFuture, ReqwestService, reqwest_service};
 pub use retry::{RetryLayer, RetryService};
 pub use timeout::{TimeoutError, TimeoutFuture, TimeoutLayer, TimeoutService};
