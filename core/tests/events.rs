@@ -148,6 +148,14 @@ fn each_retry_is_scheduled_once_and_running_out_is_heard_once() {
     assert_eq!((c.retries_scheduled, c.retries_exhausted, c.retry_budget_refused), (3, 1, 1));
 }
 
+#[test]
+fn causes_read_as_their_kind() {
+    let e = std::io::Error::other("connection reset");
+    assert_eq!(RetryCause::Error(&e).to_string(), "connection reset");
+    assert_eq!(RetryCause::Response(Some(503)).to_string(), "HTTP 503");
+    assert_eq!(format!("{:?}", RetryCause::Error(&e)), "Error(connection reset)");
+}
+
 #[cfg(feature = "tokio")]
 #[tokio::test]
 async fn async_pipelines_report_timeouts_as_the_cause() {
@@ -264,13 +272,5 @@ mod tower {
         assert_eq!(take(&log), ["tower/retry budget refused after 1"]);
         let c = events.counts();
         assert_eq!((c.retries_scheduled, c.retries_exhausted, c.retry_budget_refused), (4, 2, 1));
-    }
-
-    #[test]
-    fn causes_read_as_their_kind() {
-        let e = std::io::Error::other("connection reset");
-        assert_eq!(RetryCause::Error(&e).to_string(), "connection reset");
-        assert_eq!(RetryCause::Response(Some(503)).to_string(), "HTTP 503");
-        assert_eq!(format!("{:?}", RetryCause::Error(&e)), "Error(connection reset)");
     }
 }
