@@ -45,7 +45,13 @@ fn reqwest_client() -> reqwest::Client {
 async fn the_whole_stack_over_a_reqwest_client_retries_a_503_and_reads_the_200() {
     let server = Server::start().await;
     let breaker = breaker("reqwest-tower/stack", 5);
-    let mut svc = RetryLayer::new(retries(3), TokioTimer).layer(BreakerLayer::new(breaker.clone()).layer(
+    let capped = RetryPolicy::builder()
+        .max_attempts(3)
+        .backoff(BackoffConfig::builder().base(Duration::from_millis(1)).build().unwrap())
+        .max_retry_after(Duration::from_millis(2))
+        .build()
+        .unwrap();
+    let mut svc = RetryLayer::new(capped, TokioTimer).layer(BreakerLayer::new(breaker.clone()).layer(
         BulkheadLayer::new(Arc::new(Bulkhead::new(4))).layer(
             TimeoutLayer::new(Duration::from_secs(5), TokioTimer).layer(reqwest_service(reqwest_client())),
         ),
@@ -64,8 +70,8 @@ async fn the_whole_stack_over_a_reqwest_client_retries_a_503_and_reads_the_200()
     assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 400);
     assert_eq!((server.hits(), breaker.snapshot().ignored), (3, 1));
 
-    // A 429 holds the breaker; the retry after its pause (capped at the
-    // backoff's 2 ms) meets the hold, whose refusal is the answer.
+    // A 429 holds the breaker; the retry after its pause (capped at 2 ms)
+    // meets the hold, whose refusal is the answer.
     server.set(Mode::TooMany("7".into()));
     let err = send(&mut svc, request(&server)).await.unwrap_err();
     let Some(RefusedBy::Breaker(r)) = tripwire::refusal(&err) else { panic!("{err:?}") };

@@ -19,6 +19,13 @@ use crate::retry::config::{MAX_NS, RetryConfigError, Value, check_range};
 /// The most attempts a policy allows.
 pub const MAX_ATTEMPTS: u32 = 10_000;
 
+/// The longest pause a server's hint imposes between two attempts unless
+/// the policy says otherwise ([`RetryPolicyBuilder::max_retry_after`]): one
+/// minute. A `Retry-After` longer than that (an hour's maintenance, or
+/// `u64::MAX` seconds) waits one minute; a caller that would rather wait
+/// the hour sets a longer cap, or stops and reads the hint itself.
+pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
 /// What the caller's classifier makes of a failed attempt.
 ///
 /// # Examples
@@ -177,7 +184,6 @@ pub struct RetryPolicy<'a, K = RetryAll> {
     max_attempts: u32,
     /// 0: no limit.
     max_total_ns: u64,
-    /// 0: the backoff's cap.
     max_retry_after_ns: u64,
     backoff: BackoffConfig,
     budget: Option<&'a RetryBudget>,
@@ -250,14 +256,12 @@ impl<'a, K> RetryPolicy<'a, K> {
 
     /// The longest pause a server's hint ([`Verdict::RetryAfter`]: a
     /// `Retry-After` header, a rate-limit reset) may impose between two
-    /// attempts: a longer hint waits this long instead. The backoff's
-    /// [`cap`](BackoffConfig::cap) unless set
-    /// ([`RetryPolicyBuilder::max_retry_after`]).
+    /// attempts: a longer hint waits this long instead.
+    /// [`DEFAULT_MAX_RETRY_AFTER`] (one minute) unless set
+    /// ([`RetryPolicyBuilder::max_retry_after`]). A hint is never cut to the
+    /// backoff's cap, which bounds the backoff's own delays only.
     pub fn max_retry_after(&self) -> Duration {
-        match self.max_retry_after_ns {
-            0 => self.backoff.cap(),
-            ns => Duration::from_nanos(ns),
-        }
+        Duration::from_nanos(self.max_retry_after_ns)
     }
 
     /// The backoff between attempts.
@@ -337,9 +341,9 @@ impl RetryPolicyBuilder {
     }
 
     /// The longest pause a server's hint may impose between two attempts
-    /// (1 ns to 7 days; default the backoff's [`cap`](BackoffConfig::cap),
-    /// 30 s by default): a `Retry-After` of an hour, or of `u64::MAX`
-    /// seconds, waits this long instead (see [`RetryLoop`](crate::RetryLoop)).
+    /// (1 ns to 7 days; default [`DEFAULT_MAX_RETRY_AFTER`], one minute): a
+    /// `Retry-After` of an hour, or of `u64::MAX` seconds, waits this long
+    /// instead (see [`RetryLoop`](crate::RetryLoop)).
     pub fn max_retry_after(mut self, d: Duration) -> Self {
         self.max_retry_after_ns = Some(duration_ns(d));
         self
@@ -374,7 +378,7 @@ impl RetryPolicyBuilder {
         Ok(RetryPolicy {
             max_attempts: self.max_attempts,
             max_total_ns: self.max_total_ns.unwrap_or(0),
-            max_retry_after_ns: self.max_retry_after_ns.unwrap_or(0),
+            max_retry_after_ns: self.max_retry_after_ns.unwrap_or(duration_ns(DEFAULT_MAX_RETRY_AFTER)),
             backoff: self.backoff,
             budget: None,
             classifier: RetryAll,

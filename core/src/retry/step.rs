@@ -25,8 +25,8 @@ use crate::retry::policy::{Classify, Next, Refusal, RetryPolicy};
 ///   error the classifier calls final ends it at once;
 /// - a classifier's [`Verdict::RetryAfter`](crate::Verdict::RetryAfter)
 ///   (a server's `Retry-After`) is the wait, not jittered, up to the
-///   policy's [`max_retry_after`](RetryPolicy::max_retry_after) (the
-///   backoff's cap unless set): a longer hint, up to `u64::MAX` seconds,
+///   policy's [`max_retry_after`](RetryPolicy::max_retry_after) (one
+///   minute unless set): a longer hint, up to `u64::MAX` seconds,
 ///   waits that long instead, and [`capped_hint`](Self::capped_hint) says
 ///   what it asked for; otherwise the backoff's next delay is the wait;
 /// - a wait that would end past the deadline is not begun;
@@ -63,7 +63,7 @@ use crate::retry::policy::{Classify, Next, Refusal, RetryPolicy};
 /// clock.advance(Duration::from_millis(100));
 /// assert_eq!(run.start(&clock).unwrap(), 2);
 /// // The server says when to come back: that is the wait, up to the
-/// // backoff's cap (30 s by default).
+/// // policy's `max_retry_after` (a minute by default).
 /// let wait = run.failed(&policy, &clock, Error::RateLimited(Duration::from_secs(2))).unwrap();
 /// assert_eq!((wait, run.capped_hint()), (Duration::from_secs(2), None));
 /// clock.advance(wait);
@@ -267,9 +267,14 @@ mod tests {
         // The curve went on under the hint: 2 s now.
         assert_eq!(run.failed(&p, &clock, Error::Down), Ok(Duration::from_secs(2)));
         run.start(&clock).unwrap();
+        // Longer than the backoff's cap (4 s): not cut to it.
+        let longer = Duration::from_secs(30);
+        assert_eq!(run.failed(&p, &clock, Error::After(longer)), Ok(longer));
+        assert_eq!(run.capped_hint(), None);
+        run.start(&clock).unwrap();
+        // Longer than the policy's cap on hints (a minute): capped there, and said so.
         let long = Duration::from_secs(3600);
-        // Longer than the backoff's cap (4 s): capped there, and said so.
-        assert_eq!(run.failed(&p, &clock, Error::After(long)), Ok(Duration::from_secs(4)));
+        assert_eq!(run.failed(&p, &clock, Error::After(long)), Ok(crate::DEFAULT_MAX_RETRY_AFTER));
         assert_eq!(run.capped_hint(), Some(long));
     }
 
@@ -332,9 +337,9 @@ mod tests {
             assert_eq!(run.failed(&p, &clock, Error::After(hint)), Ok(hint));
             assert_eq!(run.capped_hint(), None);
         }
-        // Unset, the cap is the backoff's.
+        // Unset, the cap is a minute.
         let d = RetryPolicy::builder().build().unwrap();
-        assert_eq!(d.max_retry_after(), d.backoff_config().cap());
+        assert_eq!(d.max_retry_after(), Duration::from_secs(60));
         // Out of range is an error, not a panic.
         let err = RetryPolicy::builder().max_retry_after(Duration::ZERO).build().unwrap_err();
         assert_eq!(err.field(), "max_retry_after");

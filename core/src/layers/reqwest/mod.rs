@@ -14,7 +14,7 @@
 //! | answer | the breaker | retried |
 //! | --- | --- | --- |
 //! | 1xx, 2xx, 3xx | success | no |
-//! | 5xx | failure | yes, after the backoff's pause, or after the 5xx's own `Retry-After` (capped at the policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after), the backoff's cap by default); the last 5xx is the answer once the retries stop |
+//! | 5xx | failure | yes, after the backoff's pause, or after the 5xx's own `Retry-After` (capped at the policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after), a minute by default); the last 5xx is the answer once the retries stop |
 //! | 429, 418 | held open for the `Retry-After` (or an equivalent reset header; else the breaker's `open_timeout`) | no: the hold refuses the next attempts; the 429 is the answer |
 //! | other 4xx | ignored: the caller's fault | no |
 //! | a connection error, a timeout | failure | yes |

@@ -52,8 +52,8 @@ use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
 /// ([`ClassifyResult::retry_after`]: a 503's `Retry-After` for
 /// [`HttpClassifier`]); [`Assessment::Backpressure`] (a 429) after the
 /// pause it names, or the backoff's. A server's pause is capped at the
-/// policy's [`max_retry_after`](RetryPolicy::max_retry_after) (the
-/// backoff's cap by default), whatever its header says. Under a breaker, a
+/// policy's [`max_retry_after`](RetryPolicy::max_retry_after) (a minute
+/// by default), whatever its header says. Under a breaker, a
 /// 429 holds the breaker open for its `Retry-After`, so a retry after that
 /// pause is admitted, and one after a capped, shorter pause ends the
 /// retries with the breaker's refusal.
