@@ -166,16 +166,14 @@ fn judge(result: &Result<Response>) -> Assessment {
 fn head(response: Response) -> Response {
     use ::reqwest::ResponseBuilderExt;
 
-    let url = response.url().clone();
+    // The URL travels as an extension, which `Response::from` reads back.
+    let mut url = http::Response::builder().url(response.url().clone());
     let (parts, body) = http::Response::from(response).into_parts();
+    // Let go of the body, and with it the connection, now.
     drop(body);
-    let mut head = http::Response::new(::reqwest::Body::from(std::vec::Vec::new()));
-    *head.status_mut() = parts.status;
-    *head.version_mut() = parts.version;
-    *head.headers_mut() = parts.headers;
-    let with_url = http::Response::builder().url(url).body(()).map(|r| r.into_parts().0.extensions);
-    if let Ok(extensions) = with_url {
-        *head.extensions_mut() = extensions;
+    let mut head = http::Response::from_parts(parts, ::reqwest::Body::from(std::vec::Vec::new()));
+    if let Some(url) = url.extensions_mut() {
+        head.extensions_mut().extend(core::mem::take(url));
     }
     Response::from(head)
 }
@@ -295,5 +293,28 @@ where
 {
     async fn handle(&self, req: Request, extensions: &mut Extensions, next: Next<'_>) -> Result<Response> {
         self.send(req, extensions, next).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_keeps_status_headers_and_url_and_drops_the_body() {
+        use ::reqwest::ResponseBuilderExt;
+
+        let url: ::reqwest::Url = "http://127.0.0.1:8080/book?depth=5".parse().unwrap();
+        let full = http::Response::builder()
+            .status(503)
+            .header("retry-after", "7")
+            .url(url.clone())
+            .body(::reqwest::Body::from("maintenance until 02:30"))
+            .unwrap();
+        let head = head(Response::from(full));
+        assert_eq!((head.status().as_u16(), head.url()), (503, &url));
+        assert_eq!(head.headers()["retry-after"], "7");
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        assert!(rt.block_on(head.bytes()).unwrap().is_empty());
     }
 }
