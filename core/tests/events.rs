@@ -91,15 +91,28 @@ fn a_waiting_bulkhead_reports_the_wait_or_its_timeout_never_a_refusal_too() {
         .bulkhead_wait(Duration::from_secs(60))
         .events(events.clone())
         .build();
-    std::thread::scope(|s| {
-        let waiter = s.spawn(|| long.call(|| Ok::<_, ()>(7)));
-        // Time for the waiter to find the bulkhead full and park (nothing
-        // public tells that it has).
-        std::thread::sleep(Duration::from_millis(100));
-        drop(busy);
-        assert_eq!(waiter.join().unwrap(), Ok(7));
-    });
-    assert_eq!(take(&log), ["pipe/wait waited"]);
+    drop(busy);
+    // Nothing public tells that the waiter has found the bulkhead full and
+    // parked: give it time, and try again should it have found the slot
+    // free (which is no event at all).
+    let mut waited = 0;
+    for _ in 0..5 {
+        let busy = bulkhead.try_acquire().unwrap();
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| long.call(|| Ok::<_, ()>(7)));
+            std::thread::sleep(Duration::from_millis(100));
+            drop(busy);
+            assert_eq!(waiter.join().unwrap(), Ok(7));
+        });
+        let got = take(&log);
+        if got.is_empty() {
+            continue;
+        }
+        assert_eq!(got, ["pipe/wait waited"]);
+        waited += 1;
+        break;
+    }
+    assert_eq!(waited, 1, "a wait was never heard");
     let c = events.counts();
     assert_eq!((c.bulkhead_refused, c.bulkhead_waited, c.bulkhead_timed_out), (0, 1, 1));
 }
@@ -183,9 +196,38 @@ async fn async_pipelines_report_timeouts_as_the_cause() {
         .timer(TokioTimer)
         .events(events.clone())
         .build();
-    let _busy = bulkhead.try_acquire().unwrap();
+    let busy = bulkhead.try_acquire().unwrap();
     assert!(matches!(waiting.call_async(|| async { Ok::<_, ()>(1) }).await, Err(PipelineError::Full(_))));
     assert_eq!(take(&log), ["pipe/async timed out 1"]);
+
+    // A wait that ends with a slot (tried again should the waiter have
+    // found the slot free: no event at all).
+    drop(busy);
+    let patient = Arc::new(
+        Pipeline::builder()
+            .bulkhead(bulkhead.clone())
+            .bulkhead_wait(Duration::from_secs(60))
+            .timer(TokioTimer)
+            .events(events.clone())
+            .build(),
+    );
+    let mut waited = 0;
+    for _ in 0..5 {
+        let busy = bulkhead.try_acquire().unwrap();
+        let p = patient.clone();
+        let waiter = tokio::spawn(async move { p.call_async(|| async { Ok::<_, ()>(7) }).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        drop(busy);
+        assert_eq!(waiter.await.unwrap(), Ok(7));
+        let got = take(&log);
+        if got.is_empty() {
+            continue;
+        }
+        assert_eq!(got, ["pipe/async waited"]);
+        waited += 1;
+        break;
+    }
+    assert_eq!(waited, 1, "a wait was never heard");
 }
 
 #[cfg(all(feature = "tower", feature = "tokio"))]
