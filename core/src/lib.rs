@@ -64,6 +64,11 @@
 //!   [`on_state_change`](NamedBreaker::on_state_change) listeners
 //!   ([`StateChange`], which carries a hold's length); [`NamedPermit`],
 //!   [`OwnedNamedPermit`]; [`Assessment`] for what a classifier decides.
+//! - [`Events`] (feature `std`): the bulkhead refusals and waits
+//!   ([`BulkheadEvent`]) and the retries ([`RetryNotice`], with a
+//!   [`RetryCause`]) of the layers it is given, heard by listeners,
+//!   counted ([`EventCounts`]), logged with `tracing` and published to
+//!   `metrics`, allocating nothing.
 //! - [`Pipeline`] and [`PipelineBuilder`]: fallback → retry → breaker →
 //!   bulkhead → timeout → call, sync and async (feature `async`), with
 //!   [`PipelineError`] naming the layer that answered; [`Nesting`].
@@ -88,6 +93,8 @@
 //!   [`tower::TimeoutService`] (per call, on a [`Timer`]). The bounds they ask of the wrapped
 //!   service ([`tower::ServiceError`], [`tower::RetryRequest`]) and the
 //!   consequence of each order of layers are in the [`tower`] module docs.
+//!   With feature `reqwest` too, `tower::reqwest_service` makes a
+//!   `reqwest::Client` a service of `http` requests that fits every layer.
 //! - reqwest (feature `reqwest`): [`reqwest::GuardMiddleware`], a
 //!   `reqwest_middleware::Middleware` with the breaker, an optional
 //!   bulkhead, retries with a budget (for requests that can be cloned) and

@@ -155,3 +155,55 @@ async fn a_dropped_call_counts_as_ignored_and_frees_the_probe() {
     let s = breaker.snapshot();
     assert_eq!((s.ignored, s.failures, breaker.state()), (1, 0, State::Closed));
 }
+
+/// A client's result judged by the HTTP classifier.
+fn by_status(r: &Result<http::Response<String>, String>) -> Assessment {
+    tripwire::http::assess_result(r)
+}
+
+#[tokio::test]
+async fn a_503_response_is_retried_and_a_400_is_not_judged_once_by_the_same_classifier() {
+    use tripwire::{BackoffConfig, RetryPolicy};
+
+    let server = Server::start().await;
+    let client = client();
+    let breaker = breaker("test/retry-503", 100);
+    let backoff = BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff.build().unwrap()).build().unwrap();
+    for nesting_outside in [false, true] {
+        let b = Pipeline::builder().retry(policy).breaker(breaker.clone()).timer(TokioTimer);
+        let pipeline = if nesting_outside { b.breaker_outside_retry() } else { b }.build();
+        let hits = server.hits();
+        // A 503 then a 200: the 200 is the answer.
+        server.set(Mode::UnavailableUntil(hits + 1));
+        let got = pipeline.call_async_with(by_status, || get(&client, server.url("/book"))).await;
+        assert_eq!(got.unwrap().status(), 200);
+        assert_eq!(server.hits(), hits + 2, "the 503 response was retried once");
+        // Only 503s: the last 503 is the answer once the attempts run out.
+        server.set(Mode::Unavailable);
+        let got = pipeline.call_async_with(by_status, || get(&client, server.url("/book"))).await;
+        assert_eq!(got.unwrap().status(), 503);
+        assert_eq!(server.hits(), hits + 5);
+        // A 400 is the caller's fault: sent once.
+        server.set(Mode::Status(400));
+        let got = pipeline.call_async_with(by_status, || get(&client, server.url("/book"))).await;
+        assert_eq!(got.unwrap().status(), 400);
+        assert_eq!(server.hits(), hits + 6);
+    }
+    // Retry outside the breaker: each attempt one outcome (1 + 3 failures, 1
+    // success, 1 ignored); breaker outside: one per request (the last attempt's).
+    let s = breaker.snapshot();
+    assert_eq!((s.failures, s.successes, s.ignored), (4 + 1, 1 + 1, 1 + 1));
+
+    // The sync pipeline judges the same way.
+    let sync = Pipeline::builder().retry(policy).build();
+    let mut n = 0;
+    let got = sync.call_with(
+        |r: &Result<u16, ()>| if matches!(r, Ok(503)) { Assessment::Failure } else { Assessment::Success },
+        || {
+            n += 1;
+            Ok(if n == 1 { 503 } else { 200 })
+        },
+    );
+    assert_eq!((got, n), (Ok(200), 2));
+}

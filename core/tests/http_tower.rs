@@ -359,3 +359,92 @@ async fn the_retry_layer_retries_a_timed_out_attempt() {
     );
     assert_eq!(server.hits(), 3);
 }
+
+/// `attempts` in all, 1–2 ms apart unless a server says otherwise, a
+/// server's pause capped at `cap`.
+fn quick_retries(attempts: u32, cap: Duration) -> tripwire::RetryPolicy<'static> {
+    use tripwire::{BackoffConfig, RetryPolicy};
+    let backoff = BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let policy = RetryPolicy::builder().max_attempts(attempts).backoff(backoff.build().unwrap());
+    policy.max_retry_after(cap).build().unwrap()
+}
+
+fn until(status: u16, retry_after: Option<&str>, last: u64) -> Mode {
+    Mode::StatusUntil { status, retry_after: retry_after.map(str::to_owned), last }
+}
+
+#[tokio::test]
+async fn the_retry_layer_judges_responses_a_503_then_a_200_is_the_200_and_a_400_is_sent_once() {
+    use tripwire::TokioTimer;
+    use tripwire::tower::RetryLayer;
+
+    let server = Server::start().await;
+    let mut svc = RetryLayer::new(quick_retries(3, Duration::from_secs(1)), TokioTimer).layer(client());
+    server.set(until(503, None, 1));
+    assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 200);
+    assert_eq!(server.hits(), 2, "the 503 was retried once");
+
+    server.set(Mode::Status(400));
+    assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 400);
+    assert_eq!(server.hits(), 3, "the caller's fault: never retried");
+
+    // A 429 is retried after its `Retry-After` (0 here), judged by the same
+    // classifier; and under a breaker, the 429's hold has ended by then.
+    server.set(until(429, Some("0"), server.hits() + 1));
+    assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 200);
+    assert_eq!(server.hits(), 5);
+    let breaker = Arc::new(NamedBreaker::new("tower/429-retried", BreakerConfig::default()));
+    let mut guarded = RetryLayer::new(quick_retries(3, Duration::from_secs(1)), TokioTimer)
+        .layer(BreakerLayer::new(breaker.clone()).layer(client()));
+    server.set(until(429, Some("1"), server.hits() + 1));
+    assert_eq!(send(&mut guarded, request(&server)).await.unwrap().status(), 200);
+    assert_eq!((server.hits(), breaker.state(), breaker.snapshot().failures), (7, State::Closed, 0));
+}
+
+#[tokio::test]
+async fn a_servers_pause_is_the_retry_pause_up_to_the_cap_whatever_its_header_says() {
+    use tripwire::tower::RetryLayer;
+    use tripwire::{Events, RetryNotice, TokioTimer};
+
+    let server = Server::start().await;
+    let events = Arc::new(Events::new("tower/retry-after"));
+    let pauses = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = pauses.clone();
+    events.on_retry(move |e| {
+        if let RetryNotice::Scheduled { delay, capped_from, .. } = *e {
+            seen.lock().unwrap().push((delay, capped_from));
+        }
+    });
+    let cap = Duration::from_millis(300);
+    let mut svc = RetryLayer::new(quick_retries(2, cap), TokioTimer).events(events.clone()).layer(client());
+    let backoff = Duration::from_millis(2);
+    for (status, header, want) in [
+        (503, "0", Some(Duration::ZERO)),
+        (503, "18446744073709551615", None), // u64::MAX seconds
+        (503, "9223372036854775808", None),  // 2^63 seconds
+        (429, "99999999999999999999999", None),
+        (429, "Fri, 31 Dec 9999 23:59:59 GMT", None),
+        (503, "-1", Some(backoff)),
+        (503, "soon", Some(backoff)),
+        (429, "1e9", Some(backoff)),
+    ] {
+        server.set(until(status, Some(header), server.hits() + 1));
+        let started = std::time::Instant::now();
+        let got = tokio::time::timeout(Duration::from_secs(10), send(&mut svc, request(&server))).await;
+        assert_eq!(got.expect("never a pause above the cap").unwrap().status(), 200, "{status} {header:?}");
+        let (delay, capped_from) = pauses.lock().unwrap().pop().unwrap();
+        match want {
+            // Capped: the cap, and the event says what was asked.
+            None => {
+                assert_eq!(delay, cap, "{header:?}");
+                assert!(capped_from.is_some_and(|asked| asked > cap), "{header:?}: {capped_from:?}");
+                assert!(started.elapsed() >= cap);
+            }
+            Some(Duration::ZERO) => assert_eq!((delay, capped_from), (Duration::ZERO, None)),
+            // Unreadable: the backoff's pause.
+            Some(at_most) => assert!(delay <= at_most && capped_from.is_none(), "{header:?}: {delay:?}"),
+        }
+    }
+    assert_eq!(events.counts().retry_pauses_capped, 4);
+    assert_eq!(events.counts().retries_scheduled, 8);
+}

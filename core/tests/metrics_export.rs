@@ -87,3 +87,45 @@ fn every_breaker_bulkhead_and_cache_reaches_the_recorder() {
         assert_eq!(got.get(key), Some(&want), "{key} in {got:#?}");
     }
 }
+
+#[test]
+fn bulkhead_and_retry_events_reach_the_recorder_by_kind() {
+    use std::time::Duration;
+    use tripwire::{BackoffConfig, Bulkhead, Events, Pipeline, RetryBudget, RetryBudgetConfig, RetryPolicy};
+
+    let events = Arc::new(Events::new("kraken/rest"));
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let backoff = BackoffConfig::builder().base(Duration::from_nanos(1)).build().unwrap();
+    let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff).build().unwrap();
+    let full = Pipeline::builder().bulkhead(bulkhead.clone()).events(events.clone()).build();
+    let retrying = Pipeline::builder().retry(policy).events(events.clone()).build();
+    let empty = RetryBudgetConfig::builder().ratio(0.0).min_retries_per_sec(0.0).build().unwrap();
+    let frugal = Pipeline::builder()
+        .retry(policy)
+        .retry_budget(Arc::new(RetryBudget::new(empty)))
+        .events(events.clone())
+        .build();
+    {
+        let _busy = bulkhead.try_acquire().unwrap();
+        for _ in 0..2 {
+            assert!(full.call(|| Ok::<_, ()>(1)).is_err());
+        }
+    }
+    assert!(retrying.call(|| Err::<(), _>("503")).is_err());
+    assert!(frugal.call(|| Err::<(), _>("503")).is_err());
+
+    let values = Values::default();
+    metrics::with_local_recorder(&values, || events.publish_metrics());
+    let got = values.0.lock().unwrap().clone();
+    for (key, want) in [
+        ("tripwire_bulkhead_events_total{bulkhead=kraken/rest,event=refused}", 2.0),
+        ("tripwire_bulkhead_events_total{bulkhead=kraken/rest,event=waited}", 0.0),
+        ("tripwire_bulkhead_events_total{bulkhead=kraken/rest,event=timed_out}", 0.0),
+        ("tripwire_retry_events_total{retry=kraken/rest,event=scheduled}", 2.0),
+        ("tripwire_retry_events_total{retry=kraken/rest,event=pause_capped}", 0.0),
+        ("tripwire_retry_events_total{retry=kraken/rest,event=exhausted}", 1.0),
+        ("tripwire_retry_events_total{retry=kraken/rest,event=budget_refused}", 1.0),
+    ] {
+        assert_eq!(got.get(key), Some(&want), "{key} in {got:#?}");
+    }
+}

@@ -143,3 +143,126 @@ fn transitions_heard_by_listeners_allocate_nothing() {
     // Nine transitions a round, each heard by both listeners.
     assert_eq!(heard.load(Ordering::Relaxed), 2 * 9 * rounds, "every listener heard every transition");
 }
+
+/// Bulkhead and retry events, heard by two listeners each, allocate
+/// nothing: a refusal by a full bulkhead costs no allocation with them, and
+/// a pipeline whose retries run out (or find no budget) allocates exactly
+/// what it allocates without them (the boxed last error of its
+/// `PipelineError`).
+#[cfg(feature = "std")]
+#[test]
+fn bulkhead_and_retry_events_allocate_nothing() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tripwire::{
+        BackoffConfig, Bulkhead, Events, Pipeline, PipelineError, RetryBudget, RetryBudgetConfig, RetryPolicy,
+    };
+
+    let events = Arc::new(Events::new("exchange/rest"));
+    let heard = Arc::new(AtomicUsize::new(0));
+    for _ in 0..2 {
+        let (b, r) = (heard.clone(), heard.clone());
+        // Relaxed: listeners run on this thread, which reads the count after the loop.
+        events.on_bulkhead(move |e| {
+            assert!(!e.name().is_empty());
+            b.fetch_add(1, Ordering::Relaxed);
+        });
+        events.on_retry(move |e| {
+            assert!(!e.name().is_empty());
+            r.fetch_add(1, Ordering::Relaxed);
+        });
+    }
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let backoff = BackoffConfig::builder().base(Duration::from_nanos(1)).build().unwrap();
+    let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff).build().unwrap();
+    let empty = RetryBudgetConfig::builder().ratio(0.0).min_retries_per_sec(0.0).build().unwrap();
+    let budget = Arc::new(RetryBudget::new(empty));
+    let full = Pipeline::builder().bulkhead(bulkhead.clone()).retry(policy).events(events.clone()).build();
+    let retrying = |with: bool| {
+        let b = Pipeline::builder().retry(policy);
+        if with { b.events(events.clone()) } else { b }.build()
+    };
+    let frugal = |with: bool| {
+        let b = Pipeline::builder().retry(policy).retry_budget(budget.clone());
+        if with { b.events(events.clone()) } else { b }.build()
+    };
+    let (retrying_with, retrying_without) = (retrying(true), retrying(false));
+    let (frugal_with, frugal_without) = (frugal(true), frugal(false));
+    let _busy = bulkhead.try_acquire().unwrap();
+
+    let rounds = if cfg!(miri) { 5 } else { 10_000 };
+    let refusals = allocations_in(|| {
+        for _ in 0..rounds {
+            assert!(matches!(full.call(|| Ok::<_, ()>(1)), Err(PipelineError::Full(_))));
+        }
+    });
+    assert_eq!(refusals, 0, "allocations over {rounds} refusals reported to two listeners");
+    let run = |p: &Pipeline| {
+        allocations_in(|| {
+            for _ in 0..rounds {
+                assert!(p.call(|| Err::<(), _>("503")).is_err());
+            }
+        })
+    };
+    assert_eq!(run(&retrying_with), run(&retrying_without), "retries reported to two listeners");
+    assert_eq!(run(&frugal_with), run(&frugal_without), "budget refusals reported to two listeners");
+    // Per round: a refusal, two retries and their end, one budget refusal;
+    // each heard by both listeners.
+    assert_eq!(heard.load(Ordering::Relaxed), 2 * (1 + 3 + 1) * rounds);
+    let c = events.counts();
+    let rounds = rounds as u64;
+    assert_eq!((c.bulkhead_refused, c.retries_scheduled, c.retries_exhausted), (rounds, 2 * rounds, rounds));
+    assert_eq!(c.retry_budget_refused, rounds);
+}
+
+/// A tower bulkhead's refusal, reported to a listener, allocates nothing.
+#[cfg(feature = "tower")]
+#[test]
+fn a_tower_bulkhead_refusal_with_events_allocates_nothing() {
+    use core::pin::pin;
+    use core::task::{Context, Poll, Waker};
+    use std::sync::Arc;
+    use tower_layer::Layer;
+    use tower_service::Service;
+    use tripwire::tower::{BulkheadError, BulkheadLayer};
+    use tripwire::{Bulkhead, Events};
+
+    let events = Arc::new(Events::new("exchange/rest"));
+    events.on_bulkhead(|e| assert!(e.is_refusal()));
+    let bulkhead = Arc::new(Bulkhead::new(0));
+    let mut svc = BulkheadLayer::new(bulkhead).events(events.clone()).layer(tower_service_fn());
+    let mut cx = Context::from_waker(Waker::noop());
+    let rounds = if cfg!(miri) { 5 } else { 10_000 };
+    let allocated = allocations_in(|| {
+        for _ in 0..rounds {
+            assert!(svc.poll_ready(&mut cx).is_ready());
+            let refused = pin!(svc.call(()));
+            assert!(matches!(refused.poll(&mut cx), Poll::Ready(Err(BulkheadError::Full(_)))));
+        }
+    });
+    assert_eq!(allocated, 0, "allocations over {rounds} refusals");
+    assert_eq!(events.counts().bulkhead_refused, rounds as u64);
+}
+
+/// A service that answers at once.
+#[cfg(feature = "tower")]
+fn tower_service_fn() -> Ready {
+    Ready
+}
+
+#[cfg(feature = "tower")]
+#[derive(Clone)]
+struct Ready;
+
+#[cfg(feature = "tower")]
+impl tower_service::Service<()> for Ready {
+    type Response = ();
+    type Error = std::io::Error;
+    type Future = core::future::Ready<Result<(), std::io::Error>>;
+    fn poll_ready(&mut self, _: &mut core::task::Context<'_>) -> core::task::Poll<Result<(), Self::Error>> {
+        core::task::Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, _: ()) -> Self::Future {
+        core::future::ready(Ok(()))
+    }
+}

@@ -278,3 +278,113 @@ async fn an_inner_guards_refusal_is_no_failure_for_an_outer_one() {
     assert_eq!((endpoint.state(), s.failures, s.ignored), (State::Closed, 0, 5));
     assert_eq!(server.hits(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_and_bulkhead_refusals_are_each_heard_once() {
+    use std::sync::Mutex;
+    use tripwire::{BulkheadEvent, Events, RetryNotice};
+
+    let server = Server::start().await;
+    let events = Arc::new(Events::new("reqwest/events"));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (b, r) = (log.clone(), log.clone());
+    events.on_bulkhead(move |e| {
+        if let BulkheadEvent::Refused { in_flight, max, .. } = *e {
+            b.lock().unwrap().push(format!("refused {in_flight}/{max}"));
+        }
+    });
+    events.on_retry(move |e| {
+        r.lock().unwrap().push(match *e {
+            RetryNotice::Scheduled { attempt, cause, .. } => format!("retry {attempt}: {cause}"),
+            RetryNotice::Exhausted { attempts, .. } => format!("exhausted after {attempts}"),
+            RetryNotice::BudgetRefused { attempts, .. } => format!("budget refused after {attempts}"),
+            _ => unreachable!("no other kind yet"),
+        });
+    });
+    let take = || std::mem::take(&mut *log.lock().unwrap());
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let client = client([GuardMiddleware::new(breaker("reqwest/events", 100))
+        .bulkhead(bulkhead.clone())
+        .retry(retries(3))
+        .events(events.clone())]);
+
+    server.set(Mode::Unavailable);
+    assert_eq!(status(&client, &server).await, 503);
+    assert_eq!(take(), ["retry 1: HTTP 503", "retry 2: HTTP 503", "exhausted after 3"]);
+    server.set(Mode::UnavailableUntil(server.hits() + 1));
+    assert_eq!(status(&client, &server).await, 200);
+    assert_eq!(take(), ["retry 1: HTTP 503"], "a retry that succeeded: no end to report");
+
+    let _busy = bulkhead.try_acquire().unwrap();
+    for _ in 0..2 {
+        assert_eq!(refused(&client, &server).await, RefusedBy::Bulkhead(BulkheadFull { max: 1 }));
+    }
+    assert_eq!(take(), ["refused 1/1", "refused 1/1"]);
+    let c = events.counts();
+    assert_eq!((c.retries_scheduled, c.retries_exhausted, c.bulkhead_refused), (3, 1, 2));
+}
+
+#[tokio::test]
+async fn a_503s_retry_after_is_the_pause_up_to_the_cap_whatever_the_header_says() {
+    use std::sync::Mutex;
+    use tripwire::{Events, RetryNotice};
+
+    let server = Server::start().await;
+    let events = Arc::new(Events::new("reqwest/retry-after"));
+    let pauses = Arc::new(Mutex::new(Vec::new()));
+    let seen = pauses.clone();
+    events.on_retry(move |e| {
+        if let RetryNotice::Scheduled { delay, capped_from, .. } = *e {
+            seen.lock().unwrap().push((delay, capped_from));
+        }
+    });
+    let cap = Duration::from_millis(300);
+    let backoff = BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let policy =
+        RetryPolicy::builder().max_attempts(2).backoff(backoff.build().unwrap()).max_retry_after(cap);
+    let breaker = breaker("reqwest/retry-after", 100);
+    let client =
+        client([GuardMiddleware::new(breaker.clone()).retry(policy.build().unwrap()).events(events.clone())]);
+    for (header, capped) in [
+        ("0", false),
+        ("18446744073709551615", true), // u64::MAX seconds
+        ("9223372036854775808", true),  // 2^63 seconds
+        ("99999999999999999999999", true),
+        ("-1", false),
+        ("garbage", false),
+        ("1.5", false),
+    ] {
+        server.set(Mode::StatusUntil {
+            status: 503,
+            retry_after: Some(header.into()),
+            last: server.hits() + 1,
+        });
+        let started = std::time::Instant::now();
+        let got = tokio::time::timeout(Duration::from_secs(10), get(&client, &server)).await;
+        assert_eq!(got.expect("never a pause above the cap").unwrap().status(), 200, "{header:?}");
+        let (delay, capped_from) = pauses.lock().unwrap().pop().unwrap();
+        if capped {
+            assert_eq!(delay, cap, "{header:?}");
+            assert!(capped_from.is_some_and(|asked| asked > cap), "{header:?}: {capped_from:?}");
+            assert!(started.elapsed() >= cap);
+        } else {
+            assert!(delay <= Duration::from_millis(2) && capped_from.is_none(), "{header:?}: {delay:?}");
+        }
+    }
+    // Within the cap, the 503's own pause, not the backoff's 1-2 ms.
+    server.set(Mode::StatusUntil { status: 503, retry_after: Some("0".into()), last: server.hits() + 1 });
+    let slow =
+        RetryPolicy::builder().max_attempts(2).max_retry_after(Duration::from_secs(5)).build().unwrap();
+    let patient = client_with(GuardMiddleware::new(breaker.clone()).retry(slow).events(events.clone()));
+    server.set(Mode::StatusUntil { status: 503, retry_after: Some("1".into()), last: server.hits() + 1 });
+    let started = std::time::Instant::now();
+    assert_eq!(get(&patient, &server).await.unwrap().status(), 200);
+    assert_eq!(pauses.lock().unwrap().pop(), Some((Duration::from_secs(1), None)));
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    let c = events.counts();
+    assert_eq!((c.retries_scheduled, c.retry_pauses_capped), (8, 3));
+}
+
+fn client_with(guard: GuardMiddleware<ManualClock>) -> ClientWithMiddleware {
+    client([guard])
+}

@@ -13,7 +13,7 @@ use tripwire::{BreakerConfig, ManualClock, NamedBreaker, Outcome};
 
 /// Keeps each event's level and fields.
 #[derive(Clone, Default)]
-struct Events(Arc<Mutex<Vec<(Level, String)>>>);
+struct Log(Arc<Mutex<Vec<(Level, String)>>>);
 
 struct Fields(String);
 
@@ -23,7 +23,7 @@ impl Visit for Fields {
     }
 }
 
-impl Subscriber for Events {
+impl Subscriber for Log {
     fn enabled(&self, m: &Metadata<'_>) -> bool {
         m.target() == "tripwire"
     }
@@ -43,7 +43,7 @@ impl Subscriber for Events {
 
 #[test]
 fn each_transition_is_one_event() {
-    let events = Events::default();
+    let events = Log::default();
     let b = NamedBreaker::with_clock(
         "kraken/ws",
         BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_secs(1)).build().unwrap(),
@@ -62,4 +62,39 @@ fn each_transition_is_one_event() {
     assert!(got[0].1.contains(r#"breaker="kraken/ws""#) && got[0].1.contains(r#"to="open""#), "{}", got[0].1);
     assert!(got[2].1.contains(r#"from="half_open""#) && got[2].1.contains(r#"to="closed""#), "{}", got[2].1);
     assert_eq!(got[2].0, Level::INFO);
+}
+
+#[test]
+fn each_bulkhead_refusal_and_retry_is_one_event() {
+    use tripwire::{BackoffConfig, Bulkhead, Events, Pipeline, RetryPolicy};
+
+    let events = Log::default();
+    let hub = Arc::new(Events::new("kraken/rest"));
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let backoff = BackoffConfig::builder().base(Duration::from_nanos(1)).build().unwrap();
+    let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff).build().unwrap();
+    let full = Pipeline::builder().bulkhead(bulkhead.clone()).events(hub.clone()).build();
+    let retrying = Pipeline::builder().retry(policy).events(hub.clone()).build();
+    let _busy = bulkhead.try_acquire().unwrap();
+    tracing::subscriber::with_default(events.clone(), || {
+        assert!(full.call(|| Ok::<_, ()>(1)).is_err());
+        assert!(retrying.call(|| Err::<(), _>("503")).is_err());
+    });
+    let got = events.0.lock().unwrap().clone();
+    assert_eq!(got.len(), 4, "{got:#?}");
+    assert_eq!(got[0].0, Level::INFO);
+    assert!(
+        got[0].1.contains(r#"bulkhead="kraken/rest""#) && got[0].1.contains("in_flight=1 max=1"),
+        "{}",
+        got[0].1
+    );
+    for (n, (level, fields)) in got[1..3].iter().enumerate() {
+        assert_eq!(*level, Level::DEBUG);
+        assert!(
+            fields.contains(r#"retry="kraken/rest""#) && fields.contains(&format!("attempt={}", n + 1)),
+            "{fields}"
+        );
+    }
+    assert_eq!(got[3].0, Level::WARN);
+    assert!(got[3].1.contains("retries exhausted") && got[3].1.contains("attempts=3"), "{}", got[3].1);
 }

@@ -29,7 +29,7 @@ pub mod tower;
 
 pub use assessment::Assessment;
 pub use clock::{CachedClock, CoarseClock, MonotonicClock, Upkeep, UpkeepError};
-pub use events::StateChange;
+pub use events::{BulkheadEvent, EventCounts, Events, RetryCause, RetryNotice, StateChange};
 pub use fallback::{Served, StaleCache, StalePolicy, StaleSnapshot, StaleStats};
 #[cfg(feature = "fleet")]
 pub use fleet::{Fleet, FleetConfig};

@@ -18,5 +18,8 @@ pub use budget::{
 };
 pub use config::{MAX_RETRY_DURATION, RetryConfigError};
 pub use error::RetryError;
-pub use policy::{Classify, MAX_ATTEMPTS, Next, Refusal, RetryAll, RetryPolicy, RetryPolicyBuilder, Verdict};
+pub use policy::{
+    Classify, DEFAULT_MAX_RETRY_AFTER, MAX_ATTEMPTS, Next, Refusal, RetryAll, RetryPolicy,
+    RetryPolicyBuilder, Verdict,
+};
 pub use step::RetryLoop;

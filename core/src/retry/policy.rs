@@ -19,6 +19,13 @@ use crate::retry::config::{MAX_NS, RetryConfigError, Value, check_range};
 /// The most attempts a policy allows.
 pub const MAX_ATTEMPTS: u32 = 10_000;
 
+/// The longest pause a server's hint imposes between two attempts unless
+/// the policy says otherwise ([`RetryPolicyBuilder::max_retry_after`]): one
+/// minute. A `Retry-After` longer than that (an hour's maintenance, or
+/// `u64::MAX` seconds) waits one minute; a caller that would rather wait
+/// the hour sets a longer cap, or stops and reads the hint itself.
+pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
 /// What the caller's classifier makes of a failed attempt.
 ///
 /// # Examples
@@ -177,6 +184,7 @@ pub struct RetryPolicy<'a, K = RetryAll> {
     max_attempts: u32,
     /// 0: no limit.
     max_total_ns: u64,
+    max_retry_after_ns: u64,
     backoff: BackoffConfig,
     budget: Option<&'a RetryBudget>,
     classifier: K,
@@ -206,22 +214,34 @@ impl RetryPolicy<'static, RetryAll> {
     /// A builder: 3 attempts, no total time limit, the default backoff, no
     /// budget, every error but a refusal retried.
     pub fn builder() -> RetryPolicyBuilder {
-        RetryPolicyBuilder { max_attempts: 3, max_total_ns: None, backoff: BackoffConfig::default() }
+        RetryPolicyBuilder {
+            max_attempts: 3,
+            max_total_ns: None,
+            max_retry_after_ns: None,
+            backoff: BackoffConfig::default(),
+        }
     }
 }
 
 impl<'a, K> RetryPolicy<'a, K> {
     /// The same policy with another classifier.
     pub fn classify<K2>(self, classifier: K2) -> RetryPolicy<'a, K2> {
-        let RetryPolicy { max_attempts, max_total_ns, backoff, budget, .. } = self;
-        RetryPolicy { max_attempts, max_total_ns, backoff, budget, classifier }
+        let RetryPolicy { max_attempts, max_total_ns, max_retry_after_ns, backoff, budget, .. } = self;
+        RetryPolicy { max_attempts, max_total_ns, max_retry_after_ns, backoff, budget, classifier }
     }
 
     /// The same policy, drawing every retry from `budget` (each call
     /// deposits once).
     pub fn budget<'b>(self, budget: &'b RetryBudget) -> RetryPolicy<'b, K> {
-        let RetryPolicy { max_attempts, max_total_ns, backoff, classifier, .. } = self;
-        RetryPolicy { max_attempts, max_total_ns, backoff, budget: Some(budget), classifier }
+        let RetryPolicy { max_attempts, max_total_ns, max_retry_after_ns, backoff, classifier, .. } = self;
+        RetryPolicy {
+            max_attempts,
+            max_total_ns,
+            max_retry_after_ns,
+            backoff,
+            budget: Some(budget),
+            classifier,
+        }
     }
 
     /// Attempts in all, the first included.
@@ -232,6 +252,16 @@ impl<'a, K> RetryPolicy<'a, K> {
     /// The time limit on all attempts and waits together, if any.
     pub fn max_total(&self) -> Option<Duration> {
         (self.max_total_ns != 0).then(|| Duration::from_nanos(self.max_total_ns))
+    }
+
+    /// The longest pause a server's hint ([`Verdict::RetryAfter`]: a
+    /// `Retry-After` header, a rate-limit reset) may impose between two
+    /// attempts: a longer hint waits this long instead.
+    /// [`DEFAULT_MAX_RETRY_AFTER`] (one minute) unless set
+    /// ([`RetryPolicyBuilder::max_retry_after`]). A hint is never cut to the
+    /// backoff's cap, which bounds the backoff's own delays only.
+    pub fn max_retry_after(&self) -> Duration {
+        Duration::from_nanos(self.max_retry_after_ns)
     }
 
     /// The backoff between attempts.
@@ -291,6 +321,7 @@ impl<'a, K> RetryPolicy<'a, K> {
 pub struct RetryPolicyBuilder {
     max_attempts: u32,
     max_total_ns: Option<u64>,
+    max_retry_after_ns: Option<u64>,
     backoff: BackoffConfig,
 }
 
@@ -309,6 +340,15 @@ impl RetryPolicyBuilder {
         self
     }
 
+    /// The longest pause a server's hint may impose between two attempts
+    /// (1 ns to 7 days; default [`DEFAULT_MAX_RETRY_AFTER`], one minute): a
+    /// `Retry-After` of an hour, or of `u64::MAX` seconds, waits this long
+    /// instead (see [`RetryLoop`](crate::RetryLoop)).
+    pub fn max_retry_after(mut self, d: Duration) -> Self {
+        self.max_retry_after_ns = Some(duration_ns(d));
+        self
+    }
+
     /// The backoff between attempts (default [`BackoffConfig::default`]).
     pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
         self.backoff = backoff;
@@ -324,10 +364,21 @@ impl RetryPolicyBuilder {
         if let Some(ns) = self.max_total_ns {
             check_range(C, "max_total", Value::Duration(ns), Value::Duration(1), Value::Duration(MAX_NS))?;
         }
+        // Was a cap on hints set at all?
+        if let Some(ns) = self.max_retry_after_ns {
+            check_range(
+                C,
+                "max_retry_after",
+                Value::Duration(ns),
+                Value::Duration(1),
+                Value::Duration(MAX_NS),
+            )?;
+        }
         self.backoff.validate()?;
         Ok(RetryPolicy {
             max_attempts: self.max_attempts,
             max_total_ns: self.max_total_ns.unwrap_or(0),
+            max_retry_after_ns: self.max_retry_after_ns.unwrap_or(duration_ns(DEFAULT_MAX_RETRY_AFTER)),
             backoff: self.backoff,
             budget: None,
             classifier: RetryAll,

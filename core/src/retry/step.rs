@@ -24,8 +24,11 @@ use crate::retry::policy::{Classify, Next, Refusal, RetryPolicy};
 /// - a guard's [`Refusal`] (a breaker's rejection, a full bulkhead) or an
 ///   error the classifier calls final ends it at once;
 /// - a classifier's [`Verdict::RetryAfter`](crate::Verdict::RetryAfter)
-///   (a server's `Retry-After`) is the wait, exactly: not capped, not
-///   jittered; otherwise the backoff's next delay is;
+///   (a server's `Retry-After`) is the wait, not jittered, up to the
+///   policy's [`max_retry_after`](RetryPolicy::max_retry_after) (one
+///   minute unless set): a longer hint, up to `u64::MAX` seconds,
+///   waits that long instead, and [`capped_hint`](Self::capped_hint) says
+///   what it asked for; otherwise the backoff's next delay is the wait;
 /// - a wait that would end past the deadline is not begun;
 /// - each retry takes a token from the policy's budget, if it has one,
 ///   and the loop deposits one call in it when it starts.
@@ -59,9 +62,10 @@ use crate::retry::policy::{Classify, Next, Refusal, RetryPolicy};
 /// assert_eq!(run.failed(&policy, &clock, Error::Unavailable).unwrap(), Duration::from_millis(100));
 /// clock.advance(Duration::from_millis(100));
 /// assert_eq!(run.start(&clock).unwrap(), 2);
-/// // The server says when to come back: that is the wait.
+/// // The server says when to come back: that is the wait, up to the
+/// // policy's `max_retry_after` (a minute by default).
 /// let wait = run.failed(&policy, &clock, Error::RateLimited(Duration::from_secs(2))).unwrap();
-/// assert_eq!(wait, Duration::from_secs(2));
+/// assert_eq!((wait, run.capped_hint()), (Duration::from_secs(2), None));
 /// clock.advance(wait);
 /// assert_eq!(run.start(&clock).unwrap(), 3);
 /// // The last attempt the policy allows.
@@ -79,6 +83,8 @@ pub struct RetryLoop<E> {
     seed: Option<u64>,
     attempts: u32,
     last: Option<E>,
+    /// The hint the last `failed` cut to the policy's cap, as asked for.
+    capped: Option<Duration>,
 }
 
 impl<E> RetryLoop<E> {
@@ -96,7 +102,7 @@ impl<E> RetryLoop<E> {
         if let Some(budget) = policy.retry_budget() {
             budget.deposit(clock);
         }
-        Self { deadline, backoff: None, seed: None, attempts: 0, last: None }
+        Self { deadline, backoff: None, seed: None, attempts: 0, last: None, capped: None }
     }
 
     /// The same loop with its backoff's random sequence fixed by `seed`
@@ -122,6 +128,15 @@ impl<E> RetryLoop<E> {
     /// [`start`](Self::start) ends the loop or the error is handed back).
     pub fn last_error(&self) -> Option<&E> {
         self.last.as_ref()
+    }
+
+    /// The pause a server asked for at the last [`failed`](Self::failed),
+    /// when it was longer than the policy's
+    /// [`max_retry_after`](RetryPolicy::max_retry_after) and the wait was
+    /// cut to that; `None` when the wait was the backoff's or the hint as
+    /// given.
+    pub fn capped_hint(&self) -> Option<Duration> {
+        self.capped
     }
 
     /// The error for a caller who gave up: the attempts made, the last
@@ -154,6 +169,7 @@ impl<E> RetryLoop<E> {
         E: Refusal,
     {
         let attempts = self.attempts;
+        self.capped = None;
         let after = match policy.next(attempts, &error) {
             Next::Final => return Err(RetryError::Final { attempts, error }),
             Next::Exhausted => return Err(RetryError::Exhausted { attempts, last: error }),
@@ -165,7 +181,12 @@ impl<E> RetryLoop<E> {
             None => Backoff::new(config),
         });
         if let Some(after) = after {
-            backoff.override_next(after);
+            // A server may ask for any pause; the policy says how long is sane.
+            let cap = policy.max_retry_after();
+            if after > cap {
+                self.capped = Some(after);
+            }
+            backoff.override_next(after.min(cap));
         }
         let delay = backoff.next_delay();
         // Would the wait end past the deadline?
@@ -184,7 +205,10 @@ impl<E> RetryLoop<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BackoffConfig, BulkheadFull, Jitter, ManualClock, RetryBudget, RetryBudgetConfig, Verdict};
+    use crate::{
+        BackoffConfig, BulkheadFull, Jitter, MAX_ATTEMPTS, ManualClock, RetryBudget, RetryBudgetConfig,
+        Verdict,
+    };
 
     #[derive(Debug, PartialEq)]
     enum Error {
@@ -233,7 +257,7 @@ mod tests {
     }
 
     #[test]
-    fn a_hint_is_the_wait_exactly_shorter_or_longer_than_the_backoff() {
+    fn a_hint_is_the_wait_shorter_or_longer_than_the_backoff_up_to_the_cap() {
         let (p, clock) = (policy(5), ManualClock::new(0));
         let mut run = RetryLoop::new(&p, &clock, None);
         run.start(&clock).unwrap();
@@ -243,8 +267,15 @@ mod tests {
         // The curve went on under the hint: 2 s now.
         assert_eq!(run.failed(&p, &clock, Error::Down), Ok(Duration::from_secs(2)));
         run.start(&clock).unwrap();
+        // Longer than the backoff's cap (4 s): not cut to it.
+        let longer = Duration::from_secs(30);
+        assert_eq!(run.failed(&p, &clock, Error::After(longer)), Ok(longer));
+        assert_eq!(run.capped_hint(), None);
+        run.start(&clock).unwrap();
+        // Longer than the policy's cap on hints (a minute): capped there, and said so.
         let long = Duration::from_secs(3600);
-        assert_eq!(run.failed(&p, &clock, Error::After(long)), Ok(long), "not capped");
+        assert_eq!(run.failed(&p, &clock, Error::After(long)), Ok(crate::DEFAULT_MAX_RETRY_AFTER));
+        assert_eq!(run.capped_hint(), Some(long));
     }
 
     #[test]
@@ -263,14 +294,56 @@ mod tests {
             run.failed(&p, &clock, Error::Down),
             Err(RetryError::Deadline { attempts: 2, last: Some(Error::Down) })
         );
-        // A wait past the end of the clock is past any deadline.
-        let mut run = RetryLoop::new(&p, &clock, Some(u64::MAX));
+        // A wait past the end of the clock is past any deadline (hints
+        // allowed up to 7 days, past the clock's end from here).
+        let backoff = *p.backoff_config();
+        let long = RetryPolicy::builder()
+            .max_attempts(10)
+            .backoff(backoff)
+            .max_retry_after(crate::MAX_RETRY_DURATION);
+        let long = long.build().unwrap().classify(verdict as fn(&Error) -> Verdict);
+        let mut run = RetryLoop::new(&long, &clock, Some(u64::MAX));
         run.start(&clock).unwrap();
-        let err = run.failed(&p, &clock, Error::After(Duration::MAX)).unwrap_err();
+        let err = run.failed(&long, &clock, Error::After(Duration::MAX)).unwrap_err();
         assert!(matches!(err, RetryError::Deadline { .. }), "{err:?}");
         // A deadline already passed stops the loop before its first attempt.
         let mut run = RetryLoop::<Error>::new(&p, &clock, Some(clock.now()));
         assert_eq!(run.start(&clock), Err(RetryError::Deadline { attempts: 0, last: None }));
+    }
+
+    #[test]
+    fn absurd_hints_wait_the_cap_never_more_and_never_panic() {
+        let clock = ManualClock::new(0);
+        let cap = Duration::from_secs(5);
+        let p = RetryPolicy::builder().max_attempts(MAX_ATTEMPTS).max_retry_after(cap).build().unwrap();
+        let p = p.classify(verdict as fn(&Error) -> Verdict);
+        assert_eq!(p.max_retry_after(), cap);
+        let mut run = RetryLoop::new(&p, &clock, None);
+        for hint in [
+            Duration::MAX,
+            Duration::from_secs(u64::MAX),
+            Duration::from_secs(1 << 63),
+            Duration::from_nanos(u64::MAX),
+            Duration::from_secs(3600),
+            cap + Duration::from_nanos(1),
+        ] {
+            run.start(&clock).unwrap();
+            assert_eq!(run.failed(&p, &clock, Error::After(hint)), Ok(cap), "{hint:?}");
+            assert_eq!(run.capped_hint(), Some(hint));
+        }
+        // At or under the cap: the hint as given, nothing capped.
+        for hint in [cap, Duration::ZERO, Duration::from_millis(1)] {
+            run.start(&clock).unwrap();
+            assert_eq!(run.failed(&p, &clock, Error::After(hint)), Ok(hint));
+            assert_eq!(run.capped_hint(), None);
+        }
+        // Unset, the cap is a minute.
+        let d = RetryPolicy::builder().build().unwrap();
+        assert_eq!(d.max_retry_after(), Duration::from_secs(60));
+        // Out of range is an error, not a panic.
+        let err = RetryPolicy::builder().max_retry_after(Duration::ZERO).build().unwrap_err();
+        assert_eq!(err.field(), "max_retry_after");
+        assert!(RetryPolicy::builder().max_retry_after(Duration::MAX).build().is_err());
     }
 
     #[test]

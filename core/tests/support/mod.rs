@@ -36,6 +36,9 @@ pub enum Mode {
     /// 503 up to and including the request that is this hit number (the
     /// count of [`Server::hits`], from 1), 200 after it.
     UnavailableUntil(u64),
+    /// `status`, with this `Retry-After` value if any, up to and including
+    /// hit number `last`; 200 after it.
+    StatusUntil { status: u16, retry_after: Option<String>, last: u64 },
 }
 
 /// A server on 127.0.0.1, on a port the OS chose; it stops with the runtime.
@@ -100,6 +103,14 @@ async fn answer(
         Mode::Status(code) => status(StatusCode::from_u16(code).unwrap()),
         Mode::UnavailableUntil(last) if hit <= last => status(StatusCode::SERVICE_UNAVAILABLE),
         Mode::UnavailableUntil(_) => Response::new(Full::new(Bytes::from_static(b"bids/asks"))),
+        Mode::StatusUntil { status: code, retry_after, last } if hit <= last => {
+            let mut r = status(StatusCode::from_u16(code).unwrap());
+            if let Some(after) = retry_after {
+                r.headers_mut().insert("retry-after", after.parse().unwrap());
+            }
+            r
+        }
+        Mode::StatusUntil { .. } => Response::new(Full::new(Bytes::from_static(b"bids/asks"))),
         Mode::TooMany(after) => {
             let mut r = status(StatusCode::TOO_MANY_REQUESTS);
             r.headers_mut().insert("retry-after", after.parse().unwrap());

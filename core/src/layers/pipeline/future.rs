@@ -8,7 +8,8 @@ use std::time::Instant;
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::{MonotonicClock, instant_at, monotonic_at};
-use crate::layers::pipeline::{Failed, Nesting, Pipeline, PipelineError, from_retry, judged, ok_is_success};
+use crate::layers::events::wait_slot_async;
+use crate::layers::pipeline::{Failed, Nesting, Pipeline, PipelineError, judged, ok_is_success};
 use crate::layers::timeout::{Timer, timeout};
 use crate::retry::error::RetryError;
 use crate::retry::step::RetryLoop;
@@ -90,17 +91,19 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(PipelineError::Deadline { attempts: 0, last: None });
             }
-            let permit = self.admit().map_err(|f| f.error)?;
+            let permit = self.admit()?;
             let (assessment, result) = self.attempt_async(deadline, &assess, &mut f).await;
             if let Some(p) = permit {
                 p.settle(assessment);
             }
-            return result.map_err(|f| match f.error {
-                PipelineError::Deadline { last, .. } => PipelineError::Deadline { attempts: 1, last },
-                e => e,
+            return result.or_else(|f| match f.answer {
+                Err(PipelineError::Deadline { last, .. }) => {
+                    Err(PipelineError::Deadline { attempts: 1, last })
+                }
+                answer => answer,
             });
         };
-        let policy = policy.classify(Failed::<E>::verdict);
+        let policy = policy.classify(Failed::<T, E>::verdict);
         let policy = match &self.budget {
             Some(b) => policy.budget(b),
             None => policy,
@@ -112,7 +115,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         let deadline = run.deadline().and_then(instant_at);
         // Breaker outside the retries: one admission for the whole request.
         let outer = match self.nesting {
-            Nesting::BreakerOutsideRetry => self.admit().map_err(|f| f.error)?,
+            Nesting::BreakerOutsideRetry => self.admit()?,
             Nesting::RetryOutsideBreaker => None,
         };
         let mut last = Assessment::Ignored;
@@ -126,7 +129,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                 Nesting::RetryOutsideBreaker => match self.admit() {
                     Ok(permit) => permit,
                     // A refusal ends the retries at once.
-                    Err(error) => break Err(RetryError::Final { attempts, error }),
+                    Err(error) => break Err(RetryError::Final { attempts, error: Failed::refused(error) }),
                 },
                 Nesting::BreakerOutsideRetry => None,
             };
@@ -140,14 +143,17 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                 Err(failed) => failed,
             };
             match run.failed(&policy, &clock, failed) {
-                Ok(delay) => self.timer.sleep(delay).await,
+                Ok(delay) => {
+                    self.retry_scheduled(attempts, delay, &run);
+                    self.timer.sleep(delay).await;
+                }
                 Err(e) => break Err(e),
             }
         };
         if let Some(p) = outer {
             p.settle(last);
         }
-        result.map_err(from_retry)
+        result.or_else(|e| self.retry_ended(e))
     }
 
     /// A bulkhead slot, then one call under the timeout; its assessment
@@ -157,21 +163,20 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         deadline: Option<Instant>,
         assess: &impl Fn(&Result<T, E>) -> Assessment,
         f: &mut impl FnMut() -> Fut,
-    ) -> (Assessment, Result<T, Failed<E>>)
+    ) -> (Assessment, Result<T, Failed<T, E>>)
     where
         Fut: Future<Output = Result<T, E>>,
     {
         let _slot = match &self.bulkhead {
             None => None,
-            // A wait needs the timer; a plain refusal does not.
-            Some(b) => match if self.bulkhead_wait.is_zero() {
-                b.try_acquire()
-            } else {
-                b.acquire_async(&self.timer, self.bulkhead_wait).await
-            } {
-                Ok(slot) => Some(slot),
-                Err(full) => return (Assessment::Ignored, Err(Failed::refused(PipelineError::Full(full)))),
-            },
+            Some(b) => {
+                match wait_slot_async(b, &self.timer, self.bulkhead_wait, self.events.as_deref()).await {
+                    Ok(slot) => Some(slot),
+                    Err(full) => {
+                        return (Assessment::Ignored, Err(Failed::refused(PipelineError::Full(full))));
+                    }
+                }
+            }
         };
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let limit = match (self.timeout, left) {
@@ -188,7 +193,8 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                     return (Assessment::Ignored, Err(failed));
                 }
                 Err(_) => {
-                    let failed = Failed { error: PipelineError::Timeout(d), assessment: Assessment::Failure };
+                    let failed =
+                        Failed { answer: Err(PipelineError::Timeout(d)), assessment: Assessment::Failure };
                     return (Assessment::Failure, Err(failed));
                 }
             },

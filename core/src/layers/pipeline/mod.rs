@@ -34,6 +34,7 @@ use crate::bulkhead::{Bulkhead, BulkheadPermit};
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::{MonotonicClock, monotonic_at};
+use crate::layers::events::{Events, RetryCause, wait_slot};
 use crate::layers::named::{NamedBreaker, NamedPermit};
 use crate::retry::budget::RetryBudget;
 use crate::retry::error::RetryError;
@@ -67,9 +68,11 @@ pub enum Nesting {
 /// Each attempt's result is judged by an [`Assessment`]: only failures
 /// (and timeouts) are retried and counted as failures; ignored results
 /// (the caller's fault, a cancelled call) are neither; backpressure holds
-/// the breaker open ([`NamedBreaker::open_for`]). Retrying an `Ok` value
-/// that the classifier calls a failure (a 503 response) needs it turned
-/// into an `Err` first.
+/// the breaker open ([`NamedBreaker::open_for`]). An `Ok` value the
+/// classifier calls a failure (a 503 response, judged by
+/// [`http::assess_result`](crate::http::assess_result)) is retried like an
+/// error, and is the answer, still `Ok`, once the retries stop: the one
+/// judgement serves the breaker and the retries alike.
 ///
 /// Every part is optional and shared (`Arc`), so several pipelines (one per
 /// endpoint, say) can share one breaker, bulkhead or budget. Async calls
@@ -112,6 +115,7 @@ pub struct Pipeline<C: Clock = MonotonicClock, Tm = ()> {
     budget: Option<Arc<RetryBudget>>,
     timeout: Option<Duration>,
     nesting: Nesting,
+    events: Option<Arc<Events>>,
     timer: Tm,
 }
 
@@ -151,6 +155,7 @@ impl Pipeline {
                 budget: None,
                 timeout: None,
                 nesting: Nesting::default(),
+                events: None,
                 timer: (),
             },
         }
@@ -171,6 +176,7 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
                 budget: p.budget,
                 timeout: p.timeout,
                 nesting: p.nesting,
+                events: p.events,
                 timer: p.timer,
             },
         }
@@ -223,6 +229,7 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
                 budget: p.budget,
                 timeout: p.timeout,
                 nesting: p.nesting,
+                events: p.events,
                 timer,
             },
         }
@@ -235,57 +242,82 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
         self
     }
 
+    /// Reports the bulkhead's refusals and waits and the retries to
+    /// `events` (its listeners, counts, `tracing` and `metrics`).
+    pub fn events(mut self, events: Arc<Events>) -> Self {
+        self.pipeline.events = Some(events);
+        self
+    }
+
     /// The pipeline.
     pub fn build(self) -> Pipeline<C, Tm> {
         self.pipeline
     }
 }
 
-/// How one attempt failed: the error the caller may see, and the
-/// assessment that decides whether to try again.
+/// How one attempt failed: the answer the caller gets if no attempt
+/// follows (an error, or a value the classifier called a failure, such as
+/// a 503 response), and the assessment that decides whether to try again.
 #[derive(Debug)]
-pub(crate) struct Failed<E> {
-    pub(crate) error: PipelineError<E>,
+pub(crate) struct Failed<T, E> {
+    pub(crate) answer: Result<T, PipelineError<E>>,
     pub(crate) assessment: Assessment,
 }
 
-impl<E> Failed<E> {
+impl<T, E> Failed<T, E> {
     /// Whether another attempt may help: only a failure of the dependency.
     fn verdict(&self) -> Verdict {
         if self.assessment == Assessment::Failure { Verdict::Retry } else { Verdict::Final }
     }
 
     pub(crate) fn refused(error: PipelineError<E>) -> Self {
-        Failed { error, assessment: Assessment::Ignored }
+        Failed { answer: Err(error), assessment: Assessment::Ignored }
+    }
+
+    /// What the attempt failed with, for a retry's event.
+    pub(crate) fn cause(&self) -> RetryCause<'static> {
+        match self.answer {
+            Ok(_) => RetryCause::Response(None),
+            Err(PipelineError::Timeout(d)) => RetryCause::Timeout(d),
+            Err(_) => RetryCause::Failed,
+        }
     }
 }
 
 /// The breaker's and the bulkhead's refusals are never retried.
-impl<E> Refusal for Failed<E> {
+impl<T, E> Refusal for Failed<T, E> {
     fn is_refusal(&self) -> bool {
-        matches!(self.error, PipelineError::Open(_) | PipelineError::Full(_))
+        matches!(self.answer, Err(PipelineError::Open(_) | PipelineError::Full(_)))
     }
 }
 
-/// The caller's view of why the retry layer stopped.
-pub(crate) fn from_retry<E>(e: RetryError<Failed<E>>) -> PipelineError<E> {
+/// The caller's view of why the retry layer stopped: the last value, if
+/// the classifier called it a failure (a 503 once the retries ran out),
+/// else the error, naming the layer.
+pub(crate) fn from_retry<T, E>(e: RetryError<Failed<T, E>>) -> Result<T, PipelineError<E>> {
+    let wrap =
+        |last: Failed<T, E>, make: &dyn Fn(Box<PipelineError<E>>) -> PipelineError<E>| match last.answer {
+            Ok(value) => Ok(value),
+            Err(error) => Err(make(Box::new(error))),
+        };
     match e {
-        RetryError::Final { attempts, error } => match error.error {
+        RetryError::Final { attempts, error } => match error.answer {
             // The caller's deadline cut the last attempt short.
-            PipelineError::Deadline { last, .. } => PipelineError::Deadline { attempts, last },
-            e => e,
+            Err(PipelineError::Deadline { last, .. }) => Err(PipelineError::Deadline { attempts, last }),
+            answer => answer,
         },
-        // One attempt allowed: nothing was retried, the error speaks for itself.
-        RetryError::Exhausted { attempts: 1, last } => last.error,
+        // One attempt allowed: nothing was retried, the answer speaks for itself.
+        RetryError::Exhausted { attempts: 1, last } => last.answer,
         RetryError::Exhausted { attempts, last } => {
-            PipelineError::RetriesExhausted { attempts, last: Box::new(last.error) }
+            wrap(last, &|last| PipelineError::RetriesExhausted { attempts, last })
         }
         RetryError::BudgetExhausted { attempts, last } => {
-            PipelineError::BudgetExhausted { attempts, last: Box::new(last.error) }
+            wrap(last, &|last| PipelineError::BudgetExhausted { attempts, last })
         }
-        RetryError::Deadline { attempts, last } | RetryError::Cancelled { attempts, last } => {
-            PipelineError::Deadline { attempts, last: last.map(|f| Box::new(f.error)) }
-        }
+        RetryError::Deadline { attempts, last } | RetryError::Cancelled { attempts, last } => match last {
+            Some(last) => wrap(last, &|last| PipelineError::Deadline { attempts, last: Some(last) }),
+            None => Err(PipelineError::Deadline { attempts, last: None }),
+        },
     }
 }
 
@@ -356,16 +388,16 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     ) -> Result<T, PipelineError<E>> {
         match self.nesting {
             Nesting::RetryOutsideBreaker => self.retry_sync(deadline, |_| {
-                let permit = self.admit()?;
-                let _slot = self.slot_sync()?;
+                let permit = self.admit().map_err(Failed::refused)?;
+                let _slot = self.slot_sync().map_err(Failed::refused)?;
                 let result = f();
                 Self::finish(permit, &assess, result)
             }),
             Nesting::BreakerOutsideRetry => {
-                let permit = self.admit().map_err(|f| f.error)?;
+                let permit = self.admit()?;
                 let mut last = Assessment::Ignored;
                 let result = self.retry_sync(deadline, |_| {
-                    let _slot = self.slot_sync()?;
+                    let _slot = self.slot_sync().map_err(Failed::refused)?;
                     let result = f();
                     last = assess(&result);
                     judged(last, result)
@@ -383,16 +415,16 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     fn retry_sync<T, E>(
         &self,
         deadline: Option<Instant>,
-        mut attempt: impl FnMut(u32) -> Result<T, Failed<E>>,
+        mut attempt: impl FnMut(u32) -> Result<T, Failed<T, E>>,
     ) -> Result<T, PipelineError<E>> {
         let Some(policy) = self.retry else {
             // Past the deadline already?
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(PipelineError::Deadline { attempts: 0, last: None });
             }
-            return attempt(1).map_err(|f| f.error);
+            return attempt(1).or_else(|f| f.answer);
         };
-        let policy = policy.classify(Failed::<E>::verdict);
+        let policy = policy.classify(Failed::<T, E>::verdict);
         let policy = match &self.budget {
             Some(b) => policy.budget(b),
             None => policy,
@@ -400,36 +432,50 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         let clock = MonotonicClock;
         let mut run = RetryLoop::new(&policy, &clock, deadline.map(monotonic_at));
         loop {
-            let n = run.start(&clock).map_err(from_retry)?;
+            let n = match run.start(&clock) {
+                Ok(n) => n,
+                Err(e) => return from_retry(e),
+            };
             let failed = match attempt(n) {
                 Ok(value) => return Ok(value),
                 Err(failed) => failed,
             };
-            let delay = run.failed(&policy, &clock, failed).map_err(from_retry)?;
+            let delay = match run.failed(&policy, &clock, failed) {
+                Ok(delay) => delay,
+                Err(e) => return self.retry_ended(e),
+            };
+            self.retry_scheduled(n, delay, &run);
             std::thread::sleep(delay);
         }
     }
 
+    /// Reports a retry about to wait, if there are events to report to.
+    pub(crate) fn retry_scheduled<T, E>(&self, attempt: u32, delay: Duration, run: &RetryLoop<Failed<T, E>>) {
+        if let (Some(events), Some(failed)) = (&self.events, run.last_error()) {
+            events.retry_scheduled(attempt, delay, run.capped_hint(), failed.cause());
+        }
+    }
+
+    /// Reports why the retries stopped, and makes the caller's answer of it.
+    pub(crate) fn retry_ended<T, E>(&self, e: RetryError<Failed<T, E>>) -> Result<T, PipelineError<E>> {
+        if let Some(events) = &self.events {
+            events.retry_ended(&e);
+        }
+        from_retry(e)
+    }
+
     /// The breaker's admission, if there is a breaker.
     #[inline]
-    pub(crate) fn admit<E>(&self) -> Result<Option<NamedPermit<'_, C>>, Failed<E>> {
+    pub(crate) fn admit<E>(&self) -> Result<Option<NamedPermit<'_, C>>, PipelineError<E>> {
         let Some(b) = &self.breaker else { return Ok(None) };
-        match b.permit() {
-            Ok(p) => Ok(Some(p)),
-            Err(r) => Err(Failed::refused(PipelineError::Open(r))),
-        }
+        b.permit().map(Some).map_err(PipelineError::Open)
     }
 
     /// A bulkhead slot, waiting up to `bulkhead_wait` (parking the thread).
     #[inline]
-    fn slot_sync<E>(&self) -> Result<Option<BulkheadPermit<'_>>, Failed<E>> {
+    fn slot_sync<E>(&self) -> Result<Option<BulkheadPermit<'_>>, PipelineError<E>> {
         let Some(b) = &self.bulkhead else { return Ok(None) };
-        let slot = if self.bulkhead_wait.is_zero() {
-            b.try_acquire()
-        } else {
-            b.acquire_timeout(self.bulkhead_wait)
-        };
-        slot.map(Some).map_err(|full| Failed::refused(PipelineError::Full(full)))
+        wait_slot(b, self.bulkhead_wait, self.events.as_deref()).map(Some).map_err(PipelineError::Full)
     }
 
     /// Records an attempt's assessment and turns its result into the
@@ -439,7 +485,7 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         permit: Option<NamedPermit<'_, C>>,
         assess: &impl Fn(&Result<T, E>) -> Assessment,
         result: Result<T, E>,
-    ) -> Result<T, Failed<E>> {
+    ) -> Result<T, Failed<T, E>> {
         let assessment = assess(&result);
         if let Some(p) = permit {
             p.settle(assessment);
@@ -448,7 +494,13 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     }
 }
 
-/// An attempt's result with its assessment attached to the error.
-pub(crate) fn judged<T, E>(assessment: Assessment, result: Result<T, E>) -> Result<T, Failed<E>> {
-    result.map_err(|e| Failed { error: PipelineError::Call(e), assessment })
+/// An attempt's result as the retries see it: a value the classifier
+/// called a failure (a 503 response) is a failed attempt too, and is the
+/// answer if no attempt follows.
+pub(crate) fn judged<T, E>(assessment: Assessment, result: Result<T, E>) -> Result<T, Failed<T, E>> {
+    match result {
+        Ok(value) if assessment == Assessment::Failure => Err(Failed { answer: Ok(value), assessment }),
+        Ok(value) => Ok(value),
+        Err(e) => Err(Failed { answer: Err(PipelineError::Call(e)), assessment }),
+    }
 }

@@ -15,13 +15,14 @@ use crate::bulkhead::{Bulkhead, BulkheadPermit};
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::MonotonicClock;
-use crate::layers::http::assess;
+use crate::layers::events::{Events, RetryCause, wait_slot_async};
+use crate::layers::http::{assess, retry_after};
 use crate::layers::named::NamedBreaker;
 use crate::layers::reqwest::refused::Refused;
 use crate::layers::timeout::{Timer, TokioTimer};
 use crate::refusal::{DeadlinePassed, RefusedBy, refusal};
 use crate::retry::budget::RetryBudget;
-use crate::retry::policy::{Refusal, RetryAll, RetryPolicy};
+use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
 use crate::retry::step::RetryLoop;
 
 /// A `reqwest_middleware::Middleware` that guards every request with a
@@ -37,6 +38,7 @@ pub struct GuardMiddleware<C: Clock = MonotonicClock, Tm = TokioTimer> {
     bulkhead_wait: Duration,
     retry: Option<RetryPolicy<'static, RetryAll>>,
     budget: Option<Arc<RetryBudget>>,
+    events: Option<Arc<Events>>,
     timer: Tm,
 }
 
@@ -62,6 +64,7 @@ impl<C: Clock> GuardMiddleware<C, TokioTimer> {
             bulkhead_wait: Duration::ZERO,
             retry: None,
             budget: None,
+            events: None,
             timer: TokioTimer,
         }
     }
@@ -103,10 +106,18 @@ impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
         self
     }
 
+    /// Reports the bulkhead's refusals and waits and the retries to
+    /// `events` (its listeners, counts, `tracing` and `metrics`).
+    #[must_use]
+    pub fn events(mut self, events: Arc<Events>) -> Self {
+        self.events = Some(events);
+        self
+    }
+
     /// Waits (the retries' backoff, a bulkhead slot) on `timer` instead.
     pub fn timer<Tm2: Timer>(self, timer: Tm2) -> GuardMiddleware<C, Tm2> {
-        let Self { breaker, bulkhead, bulkhead_wait, retry, budget, .. } = self;
-        GuardMiddleware { breaker, bulkhead, bulkhead_wait, retry, budget, timer }
+        let Self { breaker, bulkhead, bulkhead_wait, retry, budget, events, .. } = self;
+        GuardMiddleware { breaker, bulkhead, bulkhead_wait, retry, budget, events, timer }
     }
 
     /// The breaker.
@@ -115,9 +126,18 @@ impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
     }
 }
 
-/// A failed attempt, as the retry loop sees it: the result itself stays
-/// with the middleware, which returns the last one.
-struct Failed;
+/// A failed attempt, as the retry loop sees it: the pause its server
+/// asked for (a 503's `Retry-After`), if any; the result itself stays with
+/// the middleware, which returns the last one.
+struct Failed(Option<Duration>);
+
+impl Failed {
+    /// The 503's own pause, if it named one, else the backoff's; the loop
+    /// caps a server's pause at the policy's `max_retry_after`.
+    fn verdict(&self) -> Verdict {
+        self.0.map_or(Verdict::Retry, Verdict::RetryAfter)
+    }
+}
 
 /// Refusals end the loop before it is asked.
 impl Refusal for Failed {}
@@ -141,6 +161,31 @@ fn judge(result: &Result<Response>) -> Assessment {
     }
 }
 
+/// The response's status, version, headers and URL, with an empty body:
+/// what is kept of an answer across a pause.
+fn head(response: Response) -> Response {
+    use ::reqwest::ResponseBuilderExt;
+
+    // The URL travels as an extension, which `Response::from` reads back.
+    let mut url = http::Response::builder().url(response.url().clone());
+    let (parts, body) = http::Response::from(response).into_parts();
+    // Let go of the body, and with it the connection, now.
+    drop(body);
+    let mut head = http::Response::from_parts(parts, ::reqwest::Body::from(std::vec::Vec::new()));
+    if let Some(url) = url.extensions_mut() {
+        head.extensions_mut().extend(core::mem::take(url));
+    }
+    Response::from(head)
+}
+
+/// What an attempt failed with, for a retry's event.
+fn cause(result: &Result<Response>) -> RetryCause<'_> {
+    match result {
+        Ok(response) => RetryCause::Response(Some(response.status().as_u16())),
+        Err(e) => RetryCause::Error(e),
+    }
+}
+
 fn refused(by: RefusedBy) -> Error {
     Error::middleware(Refused::new(by))
 }
@@ -153,11 +198,7 @@ where
     /// A bulkhead slot for one attempt, if there is a bulkhead.
     async fn slot(&self) -> core::result::Result<Option<BulkheadPermit<'_>>, RefusedBy> {
         let Some(bulkhead) = &self.bulkhead else { return Ok(None) };
-        let permit = if self.bulkhead_wait.is_zero() {
-            bulkhead.try_acquire()
-        } else {
-            bulkhead.acquire_async(&self.timer, self.bulkhead_wait).await
-        };
+        let permit = wait_slot_async(bulkhead, &self.timer, self.bulkhead_wait, self.events.as_deref()).await;
         permit.map(Some).map_err(RefusedBy::Bulkhead)
     }
 
@@ -189,6 +230,7 @@ where
                 Attempt::Sent(result, _) => result,
             };
         };
+        let policy = policy.classify(Failed::verdict);
         let policy = match &self.budget {
             Some(budget) => policy.budget(budget),
             None => policy,
@@ -200,10 +242,10 @@ where
         // a wait.
         let mut last: Option<Result<Response>> = None;
         loop {
-            if run.start(&clock).is_err() {
+            let Ok(n) = run.start(&clock) else {
                 // Time up after a wait: the last answer; before any attempt: a refusal.
                 return last.unwrap_or_else(|| Err(refused(RefusedBy::Deadline(DeadlinePassed))));
-            }
+            };
             // Free the last answer's connection before the next attempt.
             drop(last.take());
             // The copy for the next attempt, taken before this one consumes
@@ -217,14 +259,26 @@ where
             };
             // Worth another attempt, and can one be made?
             let Some(spare) = spare.filter(|_| assessment == Assessment::Failure) else { return result };
-            match run.failed(&policy, &clock, Failed) {
+            let hint = result.as_ref().ok().and_then(|r| retry_after(r.headers()));
+            match run.failed(&policy, &clock, Failed(hint)) {
                 Ok(delay) => {
-                    last = Some(result);
+                    if let Some(events) = &self.events {
+                        events.retry_scheduled(n, delay, run.capped_hint(), cause(&result));
+                    }
+                    // Only the head is kept across the pause (returned if
+                    // the time runs out meanwhile): the body and its
+                    // connection are let go now.
+                    last = Some(result.map(head));
                     self.timer.sleep(delay).await;
                     req = spare;
                 }
                 // Attempts, time or budget used up: this answer is the answer.
-                Err(_) => return result,
+                Err(e) => {
+                    if let Some(events) = &self.events {
+                        events.retry_ended(&e);
+                    }
+                    return result;
+                }
             }
         }
     }
@@ -239,5 +293,28 @@ where
 {
     async fn handle(&self, req: Request, extensions: &mut Extensions, next: Next<'_>) -> Result<Response> {
         self.send(req, extensions, next).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_keeps_status_headers_and_url_and_drops_the_body() {
+        use ::reqwest::ResponseBuilderExt;
+
+        let url: ::reqwest::Url = "http://127.0.0.1:8080/book?depth=5".parse().unwrap();
+        let full = http::Response::builder()
+            .status(503)
+            .header("retry-after", "7")
+            .url(url.clone())
+            .body(::reqwest::Body::from("maintenance until 02:30"))
+            .unwrap();
+        let head = head(Response::from(full));
+        assert_eq!((head.status().as_u16(), head.url()), (503, &url));
+        assert_eq!(head.headers()["retry-after"], "7");
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        assert!(rt.block_on(head.bytes()).unwrap().is_empty());
     }
 }

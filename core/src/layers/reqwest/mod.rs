@@ -14,7 +14,7 @@
 //! | answer | the breaker | retried |
 //! | --- | --- | --- |
 //! | 1xx, 2xx, 3xx | success | no |
-//! | 5xx | failure | yes (the last 5xx is the answer once the retries stop) |
+//! | 5xx | failure | yes, after the backoff's pause, or after the 5xx's own `Retry-After` (capped at the policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after), a minute by default); the last 5xx is the answer once the retries stop |
 //! | 429, 418 | held open for the `Retry-After` (or an equivalent reset header; else the breaker's `open_timeout`) | no: the hold refuses the next attempts; the 429 is the answer |
 //! | other 4xx | ignored: the caller's fault | no |
 //! | a connection error, a timeout | failure | yes |
@@ -33,7 +33,10 @@
 //! ([`reqwest::Request::try_clone`]) is retried: one with a streamed body
 //! is sent once, whatever its answer. A refusal ends the retries and is
 //! the answer (the breaker opened under them: its `retry_after` says more
-//! than the last 5xx would). The bulkhead slot is held for one
+//! than the last 5xx would). Across a pause only the head of the last
+//! answer (status, headers, URL) is kept, for the case where the time runs
+//! out during the pause: its body and connection are let go before it. The
+//! bulkhead slot is held for one
 //! attempt, not across the backoff; by default a full bulkhead refuses at
 //! once, and [`GuardMiddleware::bulkhead_wait`] lets an attempt wait for a
 //! slot.

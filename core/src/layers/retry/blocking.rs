@@ -120,6 +120,10 @@ pub struct RetryEvent<'e, E> {
     pub delay: Duration,
     /// The error it failed with.
     pub error: &'e E,
+    /// The pause the server asked for, when it was longer than the
+    /// policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after)
+    /// and `delay` is that cap instead.
+    pub capped_from: Option<Duration>,
 }
 
 /// [`retry`], calling `on_retry` before each pause (never after the last
@@ -168,8 +172,9 @@ where
             Err(e) => e,
         };
         let delay = state.failed(policy, &clock, error)?;
+        let capped_from = state.capped_hint();
         if let Some(error) = state.last_error() {
-            on_retry(RetryEvent { attempt: n, delay, error });
+            on_retry(RetryEvent { attempt: n, delay, error, capped_from });
         }
         sleep_until(Instant::now().checked_add(delay), stop);
     }

@@ -80,8 +80,9 @@ where
             Err(e) => e,
         };
         let delay = run.failed(policy, &clock, error)?;
+        let capped_from = run.capped_hint();
         if let Some(error) = run.last_error() {
-            on_retry(RetryEvent { attempt: n, delay, error });
+            on_retry(RetryEvent { attempt: n, delay, error, capped_from });
         }
         timer.sleep(delay).await;
     }

@@ -10,6 +10,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::bulkhead::{Bulkhead, BulkheadFull};
+use crate::layers::events::{Events, refused};
 
 /// Wraps services in a [`BulkheadService`] sharing one bulkhead.
 ///
@@ -34,12 +35,20 @@ use crate::bulkhead::{Bulkhead, BulkheadFull};
 #[derive(Debug, Clone)]
 pub struct BulkheadLayer {
     bulkhead: Arc<Bulkhead>,
+    events: Option<Arc<Events>>,
 }
 
 impl BulkheadLayer {
     /// A layer around `bulkhead`.
     pub fn new(bulkhead: Arc<Bulkhead>) -> Self {
-        Self { bulkhead }
+        Self { bulkhead, events: None }
+    }
+
+    /// Reports every refusal to `events` as a [`BulkheadEvent::Refused`](crate::BulkheadEvent::Refused).
+    #[must_use]
+    pub fn events(mut self, events: Arc<Events>) -> Self {
+        self.events = Some(events);
+        self
     }
 }
 
@@ -47,7 +56,7 @@ impl<S> Layer<S> for BulkheadLayer {
     type Service = BulkheadService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        BulkheadService { inner, bulkhead: self.bulkhead.clone() }
+        BulkheadService { inner, bulkhead: self.bulkhead.clone(), events: self.events.clone() }
     }
 }
 
@@ -61,6 +70,7 @@ impl<S> Layer<S> for BulkheadLayer {
 pub struct BulkheadService<S> {
     inner: S,
     bulkhead: Arc<Bulkhead>,
+    events: Option<Arc<Events>>,
 }
 
 impl<S> BulkheadService<S> {
@@ -122,6 +132,7 @@ where
     fn call(&mut self, req: Req) -> Self::Future {
         if !self.bulkhead.try_acquire_raw() {
             let full = BulkheadFull { max: self.bulkhead.max() };
+            refused(&self.bulkhead, full, self.events.as_deref());
             return BulkheadFuture { future: None, slot: None, full: Some(full) };
         }
         let slot = Slot(self.bulkhead.clone());

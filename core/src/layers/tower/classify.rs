@@ -35,6 +35,23 @@ use crate::layers::assessment::Assessment;
 pub trait ClassifyResult<Res, Err> {
     /// The assessment of one result.
     fn classify(&self, result: &Result<Res, Err>) -> Assessment;
+
+    /// The HTTP status of a response, if this classifier knows how to read
+    /// one, for the retry layer's [`RetryCause`](crate::RetryCause);
+    /// `None` by default.
+    fn status(&self, response: &Res) -> Option<u16> {
+        let _ = response;
+        None
+    }
+
+    /// The pause a response judged a failure asks for before the next
+    /// attempt (a 503's `Retry-After`), if this classifier reads one, for
+    /// the retry layer; `None` by default. Backpressure names its pause in
+    /// its [`Assessment`].
+    fn retry_after(&self, response: &Res) -> Option<core::time::Duration> {
+        let _ = response;
+        None
+    }
 }
 
 /// A closure `Fn(&Result<Res, Err>) -> Assessment` as a [`ClassifyResult`].
@@ -63,6 +80,14 @@ pub struct HttpClassifier;
 impl<B, Err> ClassifyResult<http::Response<B>, Err> for HttpClassifier {
     fn classify(&self, result: &Result<http::Response<B>, Err>) -> Assessment {
         crate::layers::http::assess_result(result)
+    }
+
+    fn status(&self, response: &http::Response<B>) -> Option<u16> {
+        Some(response.status().as_u16())
+    }
+
+    fn retry_after(&self, response: &http::Response<B>) -> Option<core::time::Duration> {
+        crate::layers::http::retry_after(response.headers())
     }
 }
 

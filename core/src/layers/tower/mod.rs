@@ -27,6 +27,25 @@
 //! A stack that misses a bound fails to compile with an error naming it
 //! (`ServiceError`, `RetryRequest`, `ClassifyResult`, `Timer`).
 //!
+//! # Clients that fit as they are
+//! hyper-util's `legacy::Client` is a `Service<http::Request<B>>` with an
+//! `std::error::Error`: every layer wraps it as it is (with a body that
+//! clones, such as `Full<Bytes>` or `Empty<Bytes>`, for retries). A
+//! `reqwest::Client` is a `Service<reqwest::Request>`, which the breaker,
+//! bulkhead and timeout layers wrap as it is ([`HttpClassifier`] judges a
+//! `reqwest::Response` too); with feature `reqwest`, `reqwest_service`
+//! makes it a `Service<http::Request<B>>` answering `http::Response`s, whose
+//! requests clone, so that retries fit too.
+//!
+//! # One judgement for the breaker and the retries
+//! The breaker and the retry layer each judge a result with their
+//! [`ClassifyResult`], the same one by default: a 503 (an `Ok` response)
+//! is a failure, counted and retried; a 429 holds the breaker and is
+//! retried after its `Retry-After`; a 400 is neither. A server's pause is
+//! capped at the policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after).
+//! [`BulkheadLayer::events`] and [`RetryLayer::events`] report refusals and
+//! retries to an [`Events`](crate::Events).
+//!
 //! # Order of the layers
 //! Outermost first: `a.layer(b.layer(call))` is a → b → call. A guard's refusal (an open breaker, a full bulkhead, a deadline
 //! before any attempt) is never counted as a failure of the dependency,
@@ -46,11 +65,15 @@
 mod breaker;
 mod bulkhead;
 mod classify;
+#[cfg(feature = "reqwest")]
+mod reqwest;
 mod retry;
 mod timeout;
 
 pub use breaker::{BreakerLayer, BreakerService, ResponseFuture};
 pub use bulkhead::{BulkheadError, BulkheadFuture, BulkheadLayer, BulkheadService};
 pub use classify::{ClassifyFn, ClassifyResult, HttpClassifier, RetryRequest, ServiceError};
+#[cfg(feature = "reqwest")]
+pub use reqwest::{ReqwestFuture, ReqwestService, reqwest_service};
 pub use retry::{RetryLayer, RetryService};
 pub use timeout::{TimeoutError, TimeoutFuture, TimeoutLayer, TimeoutService};

@@ -5,6 +5,7 @@ use core::fmt;
 use core::future::poll_fn;
 use core::pin::Pin;
 use core::task::{Context, Poll};
+use core::time::Duration;
 use std::boxed::Box;
 use std::sync::Arc;
 
@@ -12,7 +13,9 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::layers::assessment::Assessment;
-use crate::layers::retry::future::retry_async;
+use crate::layers::events::{Events, RetryCause};
+use crate::layers::retry::blocking::RetryEvent;
+use crate::layers::retry::future::retry_async_notify;
 use crate::layers::timeout::Timer;
 use crate::layers::tower::classify::{
     ClassifyFn, ClassifyResult, HttpClassifier, RetryRequest, ServiceError,
@@ -39,8 +42,21 @@ use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
 /// chain holds a [`Rejected`](crate::Rejected), a
 /// [`BulkheadFull`](crate::BulkheadFull) or a
 /// [`DeadlinePassed`](crate::DeadlinePassed): see [`refusal`](crate::refusal))
-/// ends the retries at once, and so does anything the classifier does not
-/// call a failure.
+/// ends the retries at once, and so does anything the classifier calls a
+/// success or ignored (a 400 is sent once).
+///
+/// # What is retried
+/// The classifier judges each result once, as it does for the breaker:
+/// [`Assessment::Failure`] (a 503, a connection error, a timeout) is
+/// retried after the backoff's pause or the response's own pause
+/// ([`ClassifyResult::retry_after`]: a 503's `Retry-After` for
+/// [`HttpClassifier`]); [`Assessment::Backpressure`] (a 429) after the
+/// pause it names, or the backoff's. A server's pause is capped at the
+/// policy's [`max_retry_after`](RetryPolicy::max_retry_after) (a minute
+/// by default), whatever its header says. Under a breaker, a
+/// 429 holds the breaker open for its `Retry-After`, so a retry after that
+/// pause is admitted, and one after a capped, shorter pause ends the
+/// retries with the breaker's refusal.
 ///
 /// # Examples
 /// ```
@@ -63,6 +79,7 @@ use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
 pub struct RetryLayer<K = HttpClassifier, Tm = ()> {
     policy: RetryPolicy<'static, RetryAll>,
     budget: Option<Arc<RetryBudget>>,
+    events: Option<Arc<Events>>,
     classifier: K,
     timer: Tm,
 }
@@ -77,9 +94,11 @@ impl<K, Tm> fmt::Debug for RetryLayer<K, Tm> {
 
 impl<Tm> RetryLayer<HttpClassifier, Tm> {
     /// Retries what [`HttpClassifier`] calls a failure (5xx, connection
-    /// errors), waiting on `timer`.
+    /// errors) or backpressure (429, 418), waiting on `timer`: the
+    /// backoff's pause, or the one the response names (`Retry-After`, up to
+    /// the policy's [`max_retry_after`](RetryPolicy::max_retry_after)).
     pub fn new(policy: RetryPolicy<'static, RetryAll>, timer: Tm) -> Self {
-        Self { policy, budget: None, classifier: HttpClassifier, timer }
+        Self { policy, budget: None, events: None, classifier: HttpClassifier, timer }
     }
 }
 
@@ -87,6 +106,13 @@ impl<K, Tm> RetryLayer<K, Tm> {
     /// The budget that caps retries to a fraction of calls.
     pub fn budget(mut self, budget: Arc<RetryBudget>) -> Self {
         self.budget = Some(budget);
+        self
+    }
+
+    /// Reports every retry, and retries that stop for want of budget or
+    /// attempts, to `events` (see [`RetryNotice`](crate::RetryNotice)).
+    pub fn events(mut self, events: Arc<Events>) -> Self {
+        self.events = Some(events);
         self
     }
 
@@ -98,7 +124,13 @@ impl<K, Tm> RetryLayer<K, Tm> {
 
     /// The same layer with another [`ClassifyResult`].
     pub fn classifier<K2>(self, classifier: K2) -> RetryLayer<K2, Tm> {
-        RetryLayer { policy: self.policy, budget: self.budget, classifier, timer: self.timer }
+        RetryLayer {
+            policy: self.policy,
+            budget: self.budget,
+            events: self.events,
+            classifier,
+            timer: self.timer,
+        }
     }
 }
 
@@ -125,10 +157,34 @@ impl<S, K, Tm> fmt::Debug for RetryService<S, K, Tm> {
     }
 }
 
-/// One failed attempt: a response judged a failure, or an error.
+/// One failed attempt: a response judged a failure or backpressure (with
+/// its HTTP status, when the classifier reads one), or an error; with the
+/// pause the server asked for, if it named one.
 enum Attempt<Res, Err> {
-    Response(Res),
-    Error { error: Err, retryable: bool },
+    Response { response: Res, status: Option<u16>, after: Option<Duration> },
+    Error { error: Err, retryable: bool, after: Option<Duration> },
+}
+
+impl<Res, Err> Attempt<Res, Err> {
+    /// Whether to try again, and after what pause if the server said.
+    fn verdict(&self) -> Verdict {
+        match *self {
+            Attempt::Response { after: Some(d), .. }
+            | Attempt::Error { retryable: true, after: Some(d), .. } => Verdict::RetryAfter(d),
+            Attempt::Response { .. } | Attempt::Error { retryable: true, .. } => Verdict::Retry,
+            Attempt::Error { retryable: false, .. } => Verdict::Final,
+        }
+    }
+}
+
+impl<Res, Err: core::error::Error> Attempt<Res, Err> {
+    /// What the attempt failed with, for a retry's event.
+    fn cause(&self) -> RetryCause<'_> {
+        match self {
+            Attempt::Response { status, .. } => RetryCause::Response(*status),
+            Attempt::Error { error, .. } => RetryCause::Error(error),
+        }
+    }
 }
 
 impl<Res, Err: core::error::Error + 'static> Refusal for Attempt<Res, Err> {
@@ -143,7 +199,7 @@ impl<Res, Err: core::error::Error + 'static> Refusal for Attempt<Res, Err> {
 fn settle<Res, Err>(e: RetryError<Attempt<Res, Err>>) -> Result<Res, RetryError<Err>> {
     let (attempts, last) = (e.attempts(), e);
     let rebuild = |last: Attempt<Res, Err>, make: fn(u32, Err) -> RetryError<Err>| match last {
-        Attempt::Response(r) => Ok(r),
+        Attempt::Response { response, .. } => Ok(response),
         Attempt::Error { error, .. } => Err(make(attempts, error)),
     };
     match last {
@@ -194,12 +250,8 @@ where
         let svc = self.inner.clone();
         let layer = self.layer.clone();
         Box::pin(async move {
-            let RetryLayer { policy, budget, classifier, timer } = layer;
-            let verdict = |a: &Attempt<S::Response, S::Error>| match a {
-                Attempt::Response(_) | Attempt::Error { retryable: true, .. } => Verdict::Retry,
-                Attempt::Error { retryable: false, .. } => Verdict::Final,
-            };
-            let policy = policy.classify(verdict);
+            let RetryLayer { policy, budget, events, classifier, timer } = layer;
+            let policy = policy.classify(Attempt::<S::Response, S::Error>::verdict);
             let policy = match &budget {
                 Some(b) => policy.budget(b),
                 None => policy,
@@ -208,19 +260,41 @@ where
             let attempt = move |_: u32| {
                 let (mut svc, req, classifier) = (svc.clone(), req.clone(), classifier.clone());
                 async move {
-                    poll_fn(|cx| svc.poll_ready(cx))
-                        .await
-                        .map_err(|error| Attempt::Error { error, retryable: false })?;
+                    poll_fn(|cx| svc.poll_ready(cx)).await.map_err(|error| Attempt::Error {
+                        error,
+                        retryable: false,
+                        after: None,
+                    })?;
                     let result = svc.call(req).await;
-                    let failed = classifier.classify(&result) == Assessment::Failure;
+                    // Judged once: a failure is retried after the backoff's
+                    // pause or the one its server named; backpressure after
+                    // the server's pause (a 429's `Retry-After`).
+                    let (retryable, hint) = match classifier.classify(&result) {
+                        Assessment::Failure => (true, None),
+                        Assessment::Backpressure(after) => (true, after),
+                        Assessment::Success | Assessment::Ignored => (false, None),
+                    };
                     match result {
-                        Ok(response) if failed => Err(Attempt::Response(response)),
+                        Ok(response) if retryable => {
+                            let status = classifier.status(&response);
+                            let after = hint.or_else(|| classifier.retry_after(&response));
+                            Err(Attempt::Response { response, status, after })
+                        }
                         Ok(response) => Ok(response),
-                        Err(error) => Err(Attempt::Error { error, retryable: failed }),
+                        Err(error) => Err(Attempt::Error { error, retryable, after: hint }),
                     }
                 }
             };
-            retry_async(&policy, &timer, None, attempt).await.or_else(settle)
+            let on_retry = |e: RetryEvent<'_, Attempt<S::Response, S::Error>>| {
+                if let Some(events) = &events {
+                    events.retry_scheduled(e.attempt, e.delay, e.capped_from, e.error.cause());
+                }
+            };
+            let result = retry_async_notify(&policy, &timer, None, on_retry, attempt).await;
+            if let (Err(e), Some(events)) = (&result, &events) {
+                events.retry_ended(e);
+            }
+            result.or_else(settle)
         })
     }
 }
