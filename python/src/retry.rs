@@ -136,6 +136,7 @@ impl RetryPolicy {
         give_up_on = None,
         retry_if = None,
         retry_after = None,
+        max_retry_after = None,
         budget = None,
         deadline = None,
         seed = None,
@@ -152,6 +153,7 @@ impl RetryPolicy {
         give_up_on: Option<&Bound<'_, PyAny>>,
         retry_if: Option<&Bound<'_, PyAny>>,
         retry_after: Option<&Bound<'_, PyAny>>,
+        max_retry_after: Option<&Bound<'_, PyAny>>,
         budget: Option<&Bound<'_, PyAny>>,
         deadline: Option<&Bound<'_, PyAny>>,
         seed: Option<&Bound<'_, PyAny>>,
@@ -162,6 +164,9 @@ impl RetryPolicy {
         }
         if let Some(v) = given(deadline) {
             b = b.max_total(seconds("deadline", v)?);
+        }
+        if let Some(v) = given(max_retry_after) {
+            b = b.max_retry_after(seconds("max_retry_after", v)?);
         }
         let core = b.build().map_err(policy_error)?.classify(verdict as Classifier);
         let retry_on = match given(retry_on) {
@@ -253,6 +258,13 @@ impl RetryPolicy {
 
     /// Seconds after which no attempt starts and no pause ends; None: no
     /// deadline.
+    /// The longest pause a `retry_after` hint may impose (seconds); a
+    /// longer one waits this long.
+    #[getter]
+    fn max_retry_after(&self) -> f64 {
+        self.core.max_retry_after().as_secs_f64()
+    }
+
     #[getter]
     fn deadline(&self) -> Option<f64> {
         self.core.max_total().map(|d| d.as_secs_f64())

@@ -332,3 +332,27 @@ def test_cancellation_is_never_retried():
 
     asyncio.run(main())
     assert calls == [1]
+
+
+def test_a_servers_hint_is_cut_to_max_retry_after():
+    class Later(Exception):
+        retry_after = 10.0**12  # about 31,700 years
+
+    pauses: list[float] = []
+    r = tripwire.retry(attempts=2, base=0.1, jitter="none", sleep=pauses.append)
+    assert r.policy.max_retry_after == 60.0
+    with pytest.raises(Later):
+        r.call(Flaky(2, Later()))
+    assert pauses == [60.0]
+    pauses.clear()
+    r = tripwire.retry(attempts=2, base=0.1, jitter="none", sleep=pauses.append, max_retry_after=2.5)
+    assert r.policy.max_retry_after == 2.5
+    with pytest.raises(Later):
+        r.call(Flaky(2, Later()))
+    assert pauses == [2.5]
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "soon"])
+def test_a_bad_max_retry_after_is_an_error_that_names_it(bad):
+    with pytest.raises((ValueError, TypeError), match="max_retry_after"):
+        tripwire.retry(max_retry_after=bad)

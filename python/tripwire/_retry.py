@@ -55,7 +55,9 @@ class Retry:
     subclasses; cancellation and interrupts never are); ``give_up_on``:
     exceptions that are final; ``retry_if``: a further predicate on the
     exception. ``retry_after``: reads a wait the failure asks for (default:
-    its ``retry_after`` attribute); that wait is the pause, exactly.
+    its ``retry_after`` attribute); that wait is the pause, exactly, up to
+    ``max_retry_after`` seconds (default 60): a longer one, which a server
+    may send by mistake or in malice, waits that long instead.
     ``budget``: a shared ``RetryBudget``; a retry it refuses raises
     ``RetryBudgetExhausted`` from the last error. ``deadline``: seconds
     after which no attempt starts and no pause ends (read on the budget's
@@ -76,6 +78,7 @@ class Retry:
         give_up_on: ExceptionClasses | list[type[BaseException]] = (),
         retry_if: Optional[Callable[[BaseException], bool]] = None,
         retry_after: Optional[Callable[[BaseException], Optional[float]]] = retry_after_attribute,
+        max_retry_after: Optional[float] = None,
         budget: Optional[RetryBudget] = None,
         deadline: Optional[float] = None,
         sleep: Optional[Callable[[float], Any]] = None,
@@ -91,6 +94,7 @@ class Retry:
             give_up_on=give_up_on,
             retry_if=retry_if,
             retry_after=retry_after,
+            max_retry_after=max_retry_after,
             budget=budget,
             deadline=deadline,
             seed=seed,

@@ -389,6 +389,7 @@ class RetryPolicy:
         give_up_on: ExceptionClasses | list[type[BaseException]] | None = None,
         retry_if: Callable[[BaseException], object] | None = None,
         retry_after: Callable[[BaseException], Seconds | None] | None = None,
+        max_retry_after: Seconds | None = None,
         budget: RetryBudget | None = None,
         deadline: Seconds | None = None,
         seed: int | None = None,
@@ -405,6 +406,8 @@ class RetryPolicy:
     def factor(self) -> float: ...
     @property
     def jitter(self) -> Literal["full", "equal", "decorrelated", "none"]: ...
+    @property
+    def max_retry_after(self) -> float: ...
     @property
     def deadline(self) -> float | None: ...
     @property
