@@ -64,7 +64,8 @@ struct Header {
 /// Attaching never trusts the bytes it finds: the alignment, the length, the
 /// magic, the version, the recorded size, both copies of the config (which
 /// must validate and agree), the state word (a known state, zero in every
-/// bit that state does not use), the deadline slots (stamped for the
+/// bit that state does not use), the breaker's hot line (its layout stamp
+/// and copy of the flags, see [`HotLine`](crate::HotLine)), the deadline slots (stamped for the
 /// current generation, or the one before or after it) and the rolling
 /// window's words (each field in range) are checked, and any mismatch is a
 /// [`SharedError`], never undefined behaviour: every bit pattern is a valid
@@ -187,6 +188,9 @@ pub enum SharedError {
     BadDeadlines,
     /// The rolling window's words do not decode.
     BadWindow,
+    /// The breaker's hot line (see [`HotLine`](crate::HotLine)) has another
+    /// stamp, or a copy of the flags that is not its config's.
+    BadHotLine,
     /// `open_in` found a breaker made with another config.
     ConfigMismatch,
 }
@@ -238,6 +242,9 @@ impl fmt::Display for SharedError {
             SharedError::BadWindow => {
                 f.write_str("shared region holds rolling-window words that do not decode")
             }
+            SharedError::BadHotLine => f.write_str(
+                "shared region holds a breaker whose hot line (layout stamp, flags) does not match its config",
+            ),
             SharedError::ConfigMismatch => {
                 f.write_str("shared region holds a breaker made with a different config")
             }
@@ -257,7 +264,7 @@ impl SharedRegion {
     /// The magic number while one process fills the region in.
     pub const INITIALISING: u64 = u64::from_ne_bytes(*b"TRIPWIR~");
     /// The layout version this build reads and writes.
-    pub const VERSION: u32 = 2;
+    pub const VERSION: u32 = 3;
     /// Where the breaker starts, in bytes from the start of the region: a
     /// multiple of the breaker's alignment, with the header before it.
     pub const BREAKER_OFFSET: usize = offset_of!(SharedRegion, breaker);
@@ -402,6 +409,10 @@ impl SharedRegion {
         if *breaker.config() != config {
             return Err(SharedError::BadConfig(None));
         }
+        // Does the line that bindings read on their fast path agree with it?
+        if !breaker.has_valid_hot_line() {
+            return Err(SharedError::BadHotLine);
+        }
         // Do the state word and the deadline slots decode, and agree?
         breaker.check_consistent().map_err(|e| match e {
             Inconsistent::Word => SharedError::BadState,
@@ -451,7 +462,7 @@ impl SharedRegion {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{FixedClock, Outcome, State};
+    use crate::{FixedClock, HotLine, Outcome, State};
     use core::alloc::Layout;
     use core::ptr;
     use core::time::Duration;
@@ -624,6 +635,14 @@ mod tests {
             SharedError::BadWindow.to_string(),
             "shared region holds rolling-window words that do not decode"
         );
+
+        // The hot line's stamp, then its copy of the flags, damaged: a
+        // binding's inline fast path would decide on them.
+        for (at, bad) in [(HotLine::STAMP_OFFSET, HotLine::STAMP + 1), (HotLine::FLAGS_OFFSET, 0)] {
+            let mut mem = fresh();
+            mem.poke(BREAKER_OFFSET + at, &bad.to_ne_bytes());
+            assert_eq!(mem.attach().unwrap_err(), SharedError::BadHotLine, "offset {at}");
+        }
     }
 
     #[test]
