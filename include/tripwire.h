@@ -793,6 +793,24 @@ enum tw_status tw_breaker_record(const struct tw_breaker *breaker, struct tw_tic
 enum tw_status tw_breaker_record_at(const struct tw_breaker *breaker, uint64_t now_ns, struct tw_ticket ticket, uint32_t outcome, struct tw_transition *transition);
 
 /**
+ * Records a success of a call admitted in `generation` (a ticket's
+ * `generation`) if the breaker's fast path settles it: the breaker
+ * neither times calls nor keeps a rolling window, and is Closed in that
+ * generation with no failure to forget, so there is nothing to do but
+ * count the success. Returns true then; false, having done nothing,
+ * otherwise (record the outcome with `tw_breaker_record` or
+ * `tw_breaker_record_at` then) and for NULL.
+ *
+ * What the header's inline `tw_breaker_record_fast` calls when the
+ * breaker counts successes, which only the library can do; callers
+ * normally use that or `tw_breaker_record`. Thread-safe.
+ *
+ * # Safety
+ * `breaker` is NULL or a live handle.
+ */
+bool tw_breaker_record_healthy_success(const struct tw_breaker *breaker, uint32_t generation);
+
+/**
  * Whether `*ticket` is a Half-Open probe (its outcome decides the
  * breaker's next state). False for NULL.
  *
@@ -1373,7 +1391,8 @@ const char *tw_version(void);
  *
  * Orderings: the state word is loaded with __ATOMIC_ACQUIRE on admission
  * (the core's Breaker::admit loads it with Ordering::Acquire) and with
- * __ATOMIC_RELAXED for a success (Breaker::record's Ordering::Relaxed);
+ * __ATOMIC_RELAXED for a success (Breaker::record_healthy_success's
+ * Ordering::Relaxed);
  * the stamp and the flags are written once before the handle is handed
  * out and loaded with __ATOMIC_RELAXED. Needs GCC's or Clang's __atomic
  * builtins; with another compiler every _fast function calls the library.
@@ -1433,23 +1452,35 @@ static inline bool tw_breaker_admit_inline_(const tw_breaker *breaker, tw_ticket
 }
 
 /**
- * Records a success on the inline path if there is nothing to do: writes
- * the unchanged transition to `*transition` (if not NULL) and returns
- * true; false when the library must record it.
+ * Records a success on the inline path if there is nothing to do but count
+ * it: writes the unchanged transition to `*transition` (if not NULL) and
+ * returns true; false, having done nothing, when the library must record
+ * it. Counting a success is the library's: when the breaker counts them,
+ * its own fast path (tw_breaker_record_healthy_success) makes the same
+ * test and counts, in one call.
  */
 static inline bool tw_breaker_success_inline_(const tw_breaker *breaker, tw_ticket ticket,
                                               uint32_t outcome, tw_transition *transition) {
 #if TW_HOT_INLINE_
     if (breaker == NULL || outcome != TW_HOT_CAST_(uint32_t, TW_OUTCOME_SUCCESS) ||
-        !tw_breaker_hot_allows_(breaker, TW_HOT_RECORD_FLAGS | TW_HOT_COUNT_SUCCESSES)) {
+        !tw_breaker_hot_allows_(breaker, TW_HOT_RECORD_FLAGS)) {
         return false;
     }
-    /* Relaxed: as the core's Breaker::record (Ordering::Relaxed); deciding
-     * that there is nothing to write orders nothing. */
-    uint64_t word = __atomic_load_n(&TW_HOT_OF_(breaker)->word, __ATOMIC_RELAXED);
-    if (__builtin_expect(word != ((TW_HOT_CAST_(uint64_t, ticket.generation) << TW_HOT_GENERATION_SHIFT) |
-                                  TW_HOT_ADMIT_VALUE), 0)) {
-        return false;
+    const tw_breaker_hot *hot = TW_HOT_OF_(breaker);
+    if (__atomic_load_n(&hot->flags, __ATOMIC_RELAXED) & TW_HOT_COUNT_SUCCESSES) {
+        if (!tw_breaker_record_healthy_success(breaker, ticket.generation)) {
+            return false;
+        }
+    } else {
+        /* Relaxed: as the core's Breaker::record_healthy_success
+         * (Ordering::Relaxed); deciding that there is nothing to write
+         * orders nothing. */
+        uint64_t word = __atomic_load_n(&hot->word, __ATOMIC_RELAXED);
+        if (__builtin_expect(word != ((TW_HOT_CAST_(uint64_t, ticket.generation)
+                                       << TW_HOT_GENERATION_SHIFT) |
+                                      TW_HOT_ADMIT_VALUE), 0)) {
+            return false;
+        }
     }
     if (transition != NULL) {
         transition->changed = false;
@@ -1487,8 +1518,9 @@ static inline tw_status tw_breaker_try_acquire_at_fast(const tw_breaker *breaker
 
 /**
  * `tw_breaker_record`, inline for a success on a Closed breaker with no
- * failure to forget, in the ticket's generation, that neither counts
- * successes, nor times calls, nor keeps a rolling window.
+ * failure to forget, in the ticket's generation, that neither times calls
+ * nor keeps a rolling window (one call to count it if the breaker counts
+ * successes).
  */
 static inline tw_status tw_breaker_record_fast(const tw_breaker *breaker, tw_ticket ticket,
                                                uint32_t outcome, tw_transition *transition) {

@@ -4,7 +4,8 @@
  * the shared library): hot_path <path> [iterations]. The paths mirror
  * benches/examples/hot_path.rs: try-acquire, a call to an opaque function,
  * record success, with a fixed time (the _at functions), so the C figures
- * sit next to the Rust ones.
+ * sit next to the Rust ones. The fast_ paths go through the header's
+ * inline fast path (tw_breaker_try_acquire_at_fast, ..._record_at_fast).
  */
 #include "tripwire.h"
 
@@ -35,7 +36,6 @@ int main(int argc, char **argv) {
         return 1;
     }
     int uncounted_path = strstr(path, "uncounted") != NULL;
-    int fast = strncmp(path, "fast_", 5) == 0;
     const tw_breaker *b = uncounted_path ? uncounted : counted;
     if (strcmp(path, "bare") == 0) {
         for (unsigned long long i = 0; i < n; i++) {
@@ -51,8 +51,17 @@ int main(int argc, char **argv) {
             sink((uint64_t)tw_breaker_record_at(b, 1, t, TW_OUTCOME_SUCCESS, NULL));
             sink(r);
         }
+    } else if (strcmp(path, "fast_consecutive") == 0 || strcmp(path, "fast_consecutive_uncounted") == 0) {
+        for (unsigned long long i = 0; i < n; i++) {
+            tw_ticket t;
+            if (tw_breaker_try_acquire_at_fast(b, 1, &t, NULL) != TW_STATUS_OK) {
+                return 1;
+            }
+            uint64_t r = guarded(1);
+            sink((uint64_t)tw_breaker_record_at_fast(b, 1, t, TW_OUTCOME_SUCCESS, NULL));
+            sink(r);
+        }
     } else {
-        (void)fast;
         fprintf(stderr, "hot_path: unknown path %s\n", path);
         return 2;
     }

@@ -58,6 +58,12 @@ const _: () = {
     assert!(TW_HOT_ADMIT_VALUE == HotLine::ADMIT_VALUE, "TW_HOT_ADMIT_VALUE differs from HotLine");
     assert!(TW_HOT_ADMIT_FLAGS == HotLine::ADMIT_FLAGS, "TW_HOT_ADMIT_FLAGS differs from HotLine");
     assert!(TW_HOT_RECORD_FLAGS == HotLine::RECORD_FLAGS, "TW_HOT_RECORD_FLAGS differs from HotLine");
-    assert!(TW_HOT_COUNT_SUCCESSES == HotLine::COUNT_SUCCESSES, "TW_HOT_COUNT_SUCCESSES differs from HotLine");
-    assert!(TW_HOT_GENERATION_SHIFT == HotLine::GENERATION_SHIFT, "TW_HOT_GENERATION_SHIFT differs from HotLine");
+    assert!(
+        TW_HOT_COUNT_SUCCESSES == HotLine::COUNT_SUCCESSES,
+        "TW_HOT_COUNT_SUCCESSES differs from HotLine"
+    );
+    assert!(
+        TW_HOT_GENERATION_SHIFT == HotLine::GENERATION_SHIFT,
+        "TW_HOT_GENERATION_SHIFT differs from HotLine"
+    );
 };

@@ -72,8 +72,9 @@ mod version;
 
 pub use breaker::{
     tw_breaker, tw_breaker_disable, tw_breaker_force_open, tw_breaker_free, tw_breaker_new,
-    tw_breaker_record, tw_breaker_record_at, tw_breaker_reset, tw_breaker_snapshot, tw_breaker_state,
-    tw_breaker_try_acquire, tw_breaker_try_acquire_at, tw_snapshot, tw_ticket_is_probe, tw_ticket_transition,
+    tw_breaker_record, tw_breaker_record_at, tw_breaker_record_healthy_success, tw_breaker_reset,
+    tw_breaker_snapshot, tw_breaker_state, tw_breaker_try_acquire, tw_breaker_try_acquire_at, tw_snapshot,
+    tw_ticket_is_probe, tw_ticket_transition,
 };
 pub use bulkhead::{
     tw_bulkhead, tw_bulkhead_free, tw_bulkhead_new, tw_bulkhead_release, tw_bulkhead_snapshot,
@@ -91,8 +92,8 @@ pub use hold::{
     tw_breaker_hold_left_at, tw_breaker_settle, tw_breaker_settle_at, tw_http_assess,
 };
 pub use hot::{
-    TW_HOT_ADMIT_FLAGS, TW_HOT_ADMIT_MASK, TW_HOT_ADMIT_VALUE, TW_HOT_COUNT_SUCCESSES, TW_HOT_GENERATION_SHIFT,
-    TW_HOT_RECORD_FLAGS, TW_HOT_STAMP, tw_breaker_hot,
+    TW_HOT_ADMIT_FLAGS, TW_HOT_ADMIT_MASK, TW_HOT_ADMIT_VALUE, TW_HOT_COUNT_SUCCESSES,
+    TW_HOT_GENERATION_SHIFT, TW_HOT_RECORD_FLAGS, TW_HOT_STAMP, tw_breaker_hot,
 };
 pub use retry::{
     tw_backoff, tw_backoff_config, tw_backoff_config_default, tw_backoff_free, tw_backoff_new,

@@ -273,16 +273,15 @@ impl Breaker {
         let flags = self.config.flags;
         if outcome == Outcome::Success {
             // A success on a healthy, untimed breaker without a window: the
-            // common case, which bindings inline (see `HotLine`).
+            // common case.
+            if self.record_healthy_success(ticket.generation) {
+                return None;
+            }
+            // Untimed and without a window, but with a failure to forget,
+            // or in another generation.
             if flags & HotLine::RECORD_FLAGS == 0 {
                 if flags & COUNT_SUCCESSES != 0 {
                     self.counters.add(Event::Success);
-                }
-                // Relaxed: deciding that there is nothing to write orders nothing.
-                let w = self.hot.word.load(Ordering::Relaxed);
-                // Closed with no failure to forget, in the ticket's generation?
-                if w == Word::closed_at(ticket.generation).0 {
-                    return None;
                 }
                 return self.record_success_slow(ticket, clock);
             }
@@ -304,6 +303,46 @@ impl Breaker {
             }
         }
         self.record_slow(ticket, outcome, clock)
+    }
+
+    /// The fast path of recording a success, on its own for bindings that
+    /// have no [`Ticket`] at hand (the C ABI): records a success of a call
+    /// admitted in `generation` and returns true if the breaker neither
+    /// times calls nor keeps a rolling window and is Closed in `generation`
+    /// with no failure to forget, so that there is nothing to do but count
+    /// it; returns false, having done nothing, otherwise (then
+    /// [`record`](Self::record) it). [`record`](Self::record) begins with
+    /// this very test, and the C header's inline fast path makes it too
+    /// (see [`HotLine`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::{Breaker, BreakerConfig, FixedClock, Outcome};
+    ///
+    /// let breaker = Breaker::new(BreakerConfig::default());
+    /// let ticket = breaker.try_acquire(&FixedClock(0)).unwrap();
+    /// assert!(breaker.record_healthy_success(ticket.generation()));
+    /// assert_eq!(breaker.snapshot().successes, 1);
+    /// breaker.record(ticket, Outcome::Failure, &FixedClock(0));
+    /// assert!(!breaker.record_healthy_success(ticket.generation()), "a failure to forget");
+    /// assert_eq!(breaker.snapshot().successes, 1, "nothing done");
+    /// ```
+    #[inline(always)]
+    pub fn record_healthy_success(&self, generation: u32) -> bool {
+        let flags = self.config.flags;
+        if flags & HotLine::RECORD_FLAGS != 0 {
+            return false;
+        }
+        // Relaxed: deciding that there is nothing to write orders nothing.
+        let w = self.hot.word.load(Ordering::Relaxed);
+        // Closed with no failure to forget, in the ticket's generation?
+        if w != Word::closed_at(generation).0 {
+            return false;
+        }
+        if flags & COUNT_SUCCESSES != 0 {
+            self.counters.add(Event::Success);
+        }
+        true
     }
 
     /// A success for the window that its fast attempt did not count: the
