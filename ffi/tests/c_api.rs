@@ -1,6 +1,6 @@
 //! Compiles the C and C++ tests in `tests/c/` against the static library
 //! this test run built and `include/`, with `-Wall -Wextra -Werror
-//! -Wconversion -Wsign-conversion -Wshadow` (and `-Wold-style-cast` for
+//! -Wconversion -Wsign-conversion -Wshadow -pedantic` (and `-Wold-style-cast` for
 //! C++), once plainly and once with `-fsanitize=address,undefined`, and
 //! runs them.
 //!
@@ -23,6 +23,11 @@ fn repo_root() -> PathBuf {
 
 /// Builds `source` twice (plain, sanitized) and runs both binaries.
 fn build_and_run(source: &str, cpp: bool) {
+    build_and_run_with(source, cpp, &[]);
+}
+
+/// `build_and_run` with extra linker arguments.
+fn build_and_run_with(source: &str, cpp: bool, link: &[&str]) {
     let deps = deps_dir();
     let lib = deps.join("libtripwire_ffi.a");
     assert!(lib.exists(), "{} is missing: cargo builds it with the tests", lib.display());
@@ -43,13 +48,14 @@ fn build_and_run(source: &str, cpp: bool) {
         let exe = out_dir.join(format!("{stem}{ext}{suffix}"));
         let status = Command::new(&compiler)
             .args([std_flag, "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
-            .args(["-Wconversion", "-Wsign-conversion", "-Wshadow"])
+            .args(["-Wconversion", "-Wsign-conversion", "-Wshadow", "-pedantic"])
             .args(lang_flags)
             .args(extra)
             .arg("-I")
             .arg(root.join("include"))
             .arg(&src)
             .arg(&lib)
+            .args(link)
             .args(["-lpthread", "-ldl", "-lm", "-o"])
             .arg(&exe)
             .status()
@@ -79,6 +85,22 @@ fn one_breaker_shared_by_several_processes() {
 #[cfg_attr(miri, ignore)] // runs a C compiler, and the fleet's threads use sockets
 fn fleet_from_c() {
     build_and_run("test_fleet.c", false);
+}
+
+/// The out-of-line functions the inline fast path may call, wrapped so
+/// that the test counts the calls its own code makes to them.
+const WRAPPED: &[&str] = &[
+    "-Wl,--wrap=tw_breaker_try_acquire",
+    "-Wl,--wrap=tw_breaker_try_acquire_at",
+    "-Wl,--wrap=tw_breaker_record",
+    "-Wl,--wrap=tw_breaker_record_at",
+    "-Wl,--wrap=tw_breaker_record_healthy_success",
+];
+
+#[test]
+#[cfg_attr(miri, ignore)] // runs a C compiler
+fn inline_fast_path_decides_as_the_library_does() {
+    build_and_run_with("test_fast_path.c", false, WRAPPED);
 }
 
 #[test]
