@@ -12,6 +12,8 @@ use core::mem::{offset_of, size_of};
 
 use tripwire::{Breaker, HotLine};
 
+use crate::values::tw_ticket;
+
 /// The first 16 bytes of every breaker, heap or shared: its state word, a
 /// layout stamp and a copy of its config's flags. Read only by the
 /// header's inline fast path, which loads `word` atomically and checks
@@ -34,6 +36,10 @@ const _: () = {
     assert!(offset_of!(tw_breaker_hot, flags) == HotLine::FLAGS_OFFSET);
     assert!(size_of::<tw_breaker_hot>() <= size_of::<Breaker>());
     assert!(align_of::<tw_breaker_hot>() <= align_of::<Breaker>());
+    // The inline path writes a ticket as two native 8-byte words: the start
+    // time, then the generation and the flags.
+    assert!(size_of::<tw_ticket>() == 16 && align_of::<tw_ticket>() == 8);
+    assert!(offset_of!(tw_ticket, generation) == 8 && offset_of!(tw_ticket, flags) == 12);
 };
 
 /// The stamp of the hot-line layout this header reads (`tw_breaker_hot`).

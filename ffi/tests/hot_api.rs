@@ -128,9 +128,10 @@ fn a_healthy_success_is_counted_and_nothing_else_is_done() {
     // - NULL is allowed.
     assert!(!unsafe { tw_breaker_record_healthy_success(core::ptr::null(), 0) });
     // A breaker that times calls or keeps a window: always the library's record.
-    for edit in [|c: &mut tw_breaker_config| c.slow_call_ns = 1_000_000, |c: &mut tw_breaker_config| {
-        c.failure_rate = 0.5
-    }] {
+    for edit in [
+        |c: &mut tw_breaker_config| c.slow_call_ns = 1_000_000,
+        |c: &mut tw_breaker_config| c.failure_rate = 0.5,
+    ] {
         let b = Owned::new(&config(edit));
         let t = b.acquire();
         assert!(!b.healthy_success(t.generation));
