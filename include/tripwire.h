@@ -1392,10 +1392,10 @@ const char *tw_version(void);
  * Orderings: the state word is loaded with __ATOMIC_ACQUIRE on admission
  * (the core's Breaker::admit loads it with Ordering::Acquire) and with
  * __ATOMIC_RELAXED for a success (Breaker::record_healthy_success's
- * Ordering::Relaxed);
- * the stamp and the flags are written once before the handle is handed
- * out and loaded with __ATOMIC_RELAXED. Needs GCC's or Clang's __atomic
- * builtins; with another compiler every _fast function calls the library.
+ * Ordering::Relaxed); the stamp and the flags are written once before the
+ * handle is handed out and loaded with __ATOMIC_RELAXED. Needs GCC's or
+ * Clang's __atomic builtins; with another compiler every _fast function
+ * calls the library.
  */
 #if defined(__GNUC__) || defined(__clang__)
 #define TW_HOT_INLINE_ 1

@@ -2,8 +2,10 @@
 //! cache line, a layout stamp and a copy of the config's flags, in a layout
 //! that a binding may read directly (the C header's inline fast path).
 //!
-//! The Rust fast paths (`Breaker::admit` and `Breaker::record`) decide on
-//! the word compares named in [`HotLine`]; a binding that inlines them
+//! The Rust fast paths (`Breaker::admit`, and
+//! [`Breaker::record_healthy_success`](crate::Breaker::record_healthy_success),
+//! which `record` starts with) decide on the word compares named in
+//! [`HotLine`]; a binding that inlines them
 //! reads the same word with the same ordering and applies the same
 //! compares, and calls the library for everything else. It checks the
 //! stamp first: a library with another hot-line layout stamps another
@@ -69,9 +71,10 @@ impl Hot {
 /// - A success: if `flags & RECORD_FLAGS == 0`, load the word with
 ///   `Relaxed`; if it equals `generation << GENERATION_SHIFT |
 ///   ADMIT_VALUE` (Closed, no failure to forget, the ticket's generation),
-///   there is nothing to do. [`COUNT_SUCCESSES`](Self::COUNT_SUCCESSES)
-///   set means the library counts the success first: a binding that cannot
-///   count calls the library.
+///   there is nothing to do but count it when
+///   [`COUNT_SUCCESSES`](Self::COUNT_SUCCESSES) is set, which a binding
+///   leaves to [`Breaker::record_healthy_success`](crate::Breaker::record_healthy_success)
+///   (the same test, then the count).
 /// - Anything else: call the library.
 #[derive(Debug)]
 pub struct HotLine;
