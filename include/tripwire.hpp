@@ -10,6 +10,10 @@
 //   returns a tripwire::permit_at instead, which records only through
 //   tw_breaker_record_at (success_at(now_ns), failure_at(now_ns)): it has
 //   no success() or failure(), so the two clocks cannot be mixed by mistake.
+// - Admission and recording go through tripwire.h's inline fast path
+//   (tw_breaker_try_acquire_fast, tw_breaker_record_fast and their _at
+//   forms): a Closed breaker that needs no counting, timing or window
+//   costs no call into the library; the rest calls it as before.
 // - tripwire::bulkhead (with an RAII slot), tripwire::backoff and
 //   tripwire::retry_budget wrap the other C types the same way.
 // - tripwire::registry names breakers and gives their Prometheus text as a
@@ -255,7 +259,7 @@ private:
         if (breaker_ != nullptr) {
             // Cannot fail: the handle is live and `o` is a valid outcome.
             // An ignored outcome never reads the clock.
-            tw_breaker_record(std::exchange(breaker_, nullptr), ticket_,
+            tw_breaker_record_fast(std::exchange(breaker_, nullptr), ticket_,
                               static_cast<std::uint32_t>(o), &t);
         }
         return t;
@@ -287,7 +291,7 @@ public:
         tw_transition t{};
         if (breaker_ != nullptr) {
             // Cannot fail: the handle is live and `o` is a valid outcome.
-            tw_breaker_record_at(std::exchange(breaker_, nullptr), now_ns, ticket_,
+            tw_breaker_record_at_fast(std::exchange(breaker_, nullptr), now_ns, ticket_,
                                  static_cast<std::uint32_t>(o), &t);
         }
         return t;
@@ -379,7 +383,7 @@ public:
     /// Asks to make a call (reads CLOCK_MONOTONIC only when open).
     permit try_acquire() const noexcept {
         permit p;
-        if (tw_breaker_try_acquire(handle_, &p.ticket_, &p.rejection_) == TW_STATUS_OK) {
+        if (tw_breaker_try_acquire_fast(handle_, &p.ticket_, &p.rejection_) == TW_STATUS_OK) {
             p.breaker_ = handle_;
         }
         return p;
@@ -390,7 +394,7 @@ public:
     /// try_acquire() or try_acquire_at() with it, not both.
     permit_at try_acquire_at(std::uint64_t now_ns) const noexcept {
         permit_at p{now_ns};
-        if (tw_breaker_try_acquire_at(handle_, now_ns, &p.ticket_, &p.rejection_) == TW_STATUS_OK) {
+        if (tw_breaker_try_acquire_at_fast(handle_, now_ns, &p.ticket_, &p.rejection_) == TW_STATUS_OK) {
             p.breaker_ = handle_;
         }
         return p;

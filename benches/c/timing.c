@@ -1,6 +1,7 @@
 /*
  * A rough timing of one try-acquire + record through the C ABI, called
- * from C. benches/c/timing.sh runs it next to the same calls made in Rust
+ * from C: the exported functions, and the header's inline fast path
+ * (tw_breaker_try_acquire_fast, tw_breaker_record_fast). benches/c/timing.sh runs it next to the same calls made in Rust
  * (ffi/examples/abi_timing.rs). Informal: best of 5 runs of a tight loop.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -19,7 +20,7 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-enum mode { ACQUIRE_RECORD, ACQUIRE_RECORD_AT, REJECT };
+enum mode { ACQUIRE_RECORD, ACQUIRE_RECORD_AT, FAST, FAST_AT, REJECT };
 
 static double run(const tw_breaker *b, enum mode mode) {
     double best = 1e9;
@@ -36,6 +37,16 @@ static double run(const tw_breaker *b, enum mode mode) {
             case ACQUIRE_RECORD_AT:
                 if (tw_breaker_try_acquire_at(b, i, &t, NULL) == TW_STATUS_OK) {
                     tw_breaker_record_at(b, i, t, TW_OUTCOME_SUCCESS, NULL);
+                }
+                break;
+            case FAST:
+                if (tw_breaker_try_acquire_fast(b, &t, NULL) == TW_STATUS_OK) {
+                    tw_breaker_record_fast(b, t, TW_OUTCOME_SUCCESS, NULL);
+                }
+                break;
+            case FAST_AT:
+                if (tw_breaker_try_acquire_at_fast(b, i, &t, NULL) == TW_STATUS_OK) {
+                    tw_breaker_record_at_fast(b, i, t, TW_OUTCOME_SUCCESS, NULL);
                 }
                 break;
             case REJECT: {
@@ -84,6 +95,12 @@ int main(void) {
            run(quiet, ACQUIRE_RECORD));
     printf("C   -> C ABI, closed, _at variants (not counted):                 %6.2f ns\n",
            run(quiet, ACQUIRE_RECORD_AT));
+    printf("C   -> inline fast path, closed, try_acquire + record success (counted):     %6.2f ns\n",
+           run(counting, FAST));
+    printf("C   -> inline fast path, closed, try_acquire + record success (not counted): %6.2f ns\n",
+           run(quiet, FAST));
+    printf("C   -> inline fast path, closed, _at variants (not counted):                 %6.2f ns\n",
+           run(quiet, FAST_AT));
     tw_breaker_force_open(quiet, NULL);
     printf("C   -> C ABI, forced open, rejection:                             %6.2f ns\n",
            run(quiet, REJECT));

@@ -18,6 +18,9 @@
 //!   every refusal meanwhile says when it ends; [`Breaker::hold_left`].
 //! - Manual modes: [`Breaker::force_open`], [`Breaker::disable`],
 //!   [`Breaker::reset`]. Counters: [`Breaker::snapshot`] → [`Snapshot`].
+//! - For bindings that inline the fast paths (the C header does):
+//!   [`HotLine`], what they decide on and where it lies in a breaker, and
+//!   [`Breaker::record_healthy_success`], the success fast path alone.
 //!
 //! # Bulkhead, backoff and retry
 //! - [`Bulkhead`]: at most `max` calls in flight, one atomic counter moved

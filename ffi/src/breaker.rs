@@ -7,11 +7,11 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use tripwire::{Breaker, Clock, FixedClock, MonotonicClock, SharedRegion, Transition};
 
 use crate::config::{core_config, tw_breaker_config};
-use crate::handle::{Handle, handle};
+use crate::handle::{Handle, handle, rust_ref};
 use crate::status::{arg, fail, ffi_body, tw_status};
 use crate::values::{
-    outcome_from_c, rejection_to_c, ticket_from_c, ticket_to_c, ticket_words, transition_to_c, tw_rejection,
-    tw_state, tw_ticket, tw_transition,
+    outcome_from_c, rejection_to_c, ticket_from_c, ticket_to_c, ticket_words, transition_to_c, tw_outcome,
+    tw_rejection, tw_state, tw_ticket, tw_transition,
 };
 
 /// A circuit breaker. Opaque: only ever handled through a pointer.
@@ -239,9 +239,41 @@ pub unsafe extern "C" fn tw_breaker_try_acquire_at(
     })
 }
 
+/// Records a success that the core's fast path settles
+/// (`Breaker::record_healthy_success`) without building a core ticket,
+/// and writes the unchanged state to `*transition`; false, having done
+/// nothing, for every other outcome. Kept apart from [`record`], out of
+/// line, so that this path needs few registers and no stack frame.
+///
 /// # Safety
 /// `transition` is NULL or writable.
 #[inline(always)]
+unsafe fn record_healthy(
+    breaker: &Breaker,
+    ticket: &tw_ticket,
+    outcome: u32,
+    transition: *mut tw_transition,
+) -> bool {
+    if outcome != tw_outcome::Success as u32 || !breaker.record_healthy_success(ticket.generation) {
+        return false;
+    }
+    if !transition.is_null() {
+        let closed = tw_transition {
+            changed: false,
+            from: tw_state::Closed,
+            to: tw_state::Closed,
+            generation: ticket.generation,
+        };
+        // SAFETY:
+        // - Non-null (checked), writable (this function's contract).
+        unsafe { transition.write(closed) };
+    }
+    true
+}
+
+/// # Safety
+/// `transition` is NULL or writable.
+#[inline(never)]
 unsafe fn record(
     fn_name: &str,
     breaker: &Breaker,
@@ -291,6 +323,11 @@ pub unsafe extern "C" fn tw_breaker_record(
         let breaker = handle!("tw_breaker_record", breaker);
         // SAFETY:
         // - `transition` is NULL or writable (the caller's guarantee).
+        if unsafe { record_healthy(breaker, &ticket, outcome, transition) } {
+            return tw_status::Ok;
+        }
+        // SAFETY:
+        // - As above.
         unsafe { record("tw_breaker_record", breaker, ticket, outcome, &MonotonicClock, transition) }
     })
 }
@@ -312,7 +349,42 @@ pub unsafe extern "C" fn tw_breaker_record_at(
         let breaker = handle!("tw_breaker_record_at", breaker);
         // SAFETY:
         // - `transition` is NULL or writable (the caller's guarantee).
+        if unsafe { record_healthy(breaker, &ticket, outcome, transition) } {
+            return tw_status::Ok;
+        }
+        // SAFETY:
+        // - As above.
         unsafe { record("tw_breaker_record_at", breaker, ticket, outcome, &FixedClock(now_ns), transition) }
+    })
+}
+
+/// Records a success of a call admitted in `generation` (a ticket's
+/// `generation`) if the breaker's fast path settles it: the breaker
+/// neither times calls nor keeps a rolling window, and is Closed in that
+/// generation with no failure to forget, so there is nothing to do but
+/// count the success. Returns true then; false, having done nothing,
+/// otherwise (record the outcome with `tw_breaker_record` or
+/// `tw_breaker_record_at` then) and for NULL.
+///
+/// What the header's inline `tw_breaker_record_fast` calls when the
+/// breaker counts successes, which only the library can do; callers
+/// normally use that or `tw_breaker_record`. Thread-safe.
+///
+/// # Safety
+/// `breaker` is NULL or a live handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_breaker_record_healthy_success(
+    breaker: *const tw_breaker,
+    generation: u32,
+) -> bool {
+    ffi_body!("tw_breaker_record_healthy_success", on_panic = false; {
+        if breaker.is_null() {
+            return false;
+        }
+        // SAFETY:
+        // - Non-null (checked); live (the caller's guarantee).
+        let breaker = unsafe { rust_ref(breaker) };
+        breaker.record_healthy_success(generation)
     })
 }
 

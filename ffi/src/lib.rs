@@ -36,6 +36,10 @@
 //!   [`tw_ticket_is_probe`], [`tw_ticket_transition`];
 //!   [`tw_breaker_state`], [`tw_breaker_snapshot`] → [`tw_snapshot`];
 //!   [`tw_breaker_force_open`], [`tw_breaker_disable`], [`tw_breaker_reset`].
+//! - The header's inline fast path (`tw_breaker_try_acquire_fast`,
+//!   `tw_breaker_record_fast` and their `_at` forms, C in the header) and
+//!   what it reads: [`tw_breaker_hot`], [`TW_HOT_STAMP`] and the other
+//!   `TW_HOT_` constants, copies of the core's [`tripwire::HotLine`].
 //! - Shared between processes: [`tw_breaker_layout`],
 //!   [`tw_breaker_init_in`], [`tw_breaker_attach`], [`tw_breaker_open_in`].
 //! - Prometheus export: [`tw_registry_new`], [`tw_registry_add_breaker`],
@@ -68,6 +72,7 @@ mod config;
 mod fleet;
 mod handle;
 mod hold;
+mod hot;
 mod registry;
 mod retry;
 mod shared;
@@ -78,8 +83,9 @@ mod version;
 
 pub use breaker::{
     tw_breaker, tw_breaker_disable, tw_breaker_force_open, tw_breaker_free, tw_breaker_new,
-    tw_breaker_record, tw_breaker_record_at, tw_breaker_reset, tw_breaker_snapshot, tw_breaker_state,
-    tw_breaker_try_acquire, tw_breaker_try_acquire_at, tw_snapshot, tw_ticket_is_probe, tw_ticket_transition,
+    tw_breaker_record, tw_breaker_record_at, tw_breaker_record_healthy_success, tw_breaker_reset,
+    tw_breaker_snapshot, tw_breaker_state, tw_breaker_try_acquire, tw_breaker_try_acquire_at, tw_snapshot,
+    tw_ticket_is_probe, tw_ticket_transition,
 };
 pub use bulkhead::{
     tw_bulkhead, tw_bulkhead_free, tw_bulkhead_new, tw_bulkhead_release, tw_bulkhead_snapshot,
@@ -97,6 +103,10 @@ pub use fleet::{
 pub use hold::{
     TW_HOLD_UNSPECIFIED, tw_assessment, tw_breaker_hold_for, tw_breaker_hold_for_at, tw_breaker_hold_left,
     tw_breaker_hold_left_at, tw_breaker_settle, tw_breaker_settle_at, tw_http_assess,
+};
+pub use hot::{
+    TW_HOT_ADMIT_FLAGS, TW_HOT_ADMIT_MASK, TW_HOT_ADMIT_VALUE, TW_HOT_COUNT_SUCCESSES,
+    TW_HOT_GENERATION_SHIFT, TW_HOT_RECORD_FLAGS, TW_HOT_STAMP, tw_breaker_hot,
 };
 pub use registry::{
     tw_registry, tw_registry_add_breaker, tw_registry_free, tw_registry_new, tw_registry_prometheus,

@@ -23,7 +23,9 @@ fn status_of(e: SharedError) -> tw_status {
         SharedError::SizeMismatch { .. }
         | SharedError::BadConfig(_)
         | SharedError::BadState
-        | SharedError::BadDeadlines => tw_status::RegionCorrupt,
+        | SharedError::BadDeadlines
+        | SharedError::BadWindow
+        | SharedError::BadHotLine => tw_status::RegionCorrupt,
         // A variant added to the core later: still an error, never OK.
         _ => tw_status::RegionCorrupt,
     }

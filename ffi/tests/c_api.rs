@@ -1,7 +1,7 @@
 //! Compiles the C and C++ tests in `tests/c/` against the static library
 //! this test run built (and, for the old-header test, the shared one too)
 //! and `include/`, with `-Wall -Wextra -Werror
-//! -Wconversion -Wsign-conversion -Wshadow` (and `-Wold-style-cast` for
+//! -Wconversion -Wsign-conversion -Wshadow -pedantic` (and `-Wold-style-cast` for
 //! C++), once plainly and once with `-fsanitize=address,undefined`, and
 //! runs them.
 //!
@@ -33,11 +33,12 @@ enum Link {
 /// Builds `source` twice (plain, sanitized) against the static library and
 /// runs both binaries.
 fn build_and_run(source: &str, cpp: bool) {
-    build_and_run_linked(source, cpp, Link::Static);
+    build_and_run_linked(source, cpp, Link::Static, &[]);
 }
 
-/// As [`build_and_run`], against the library `link` names.
-fn build_and_run_linked(source: &str, cpp: bool, link: Link) {
+/// As [`build_and_run`], against the library `link` names, with `extra`
+/// linker arguments.
+fn build_and_run_linked(source: &str, cpp: bool, link: Link, extra_link: &[&str]) {
     let deps = deps_dir();
     let mut lib = deps.join(if link == Link::Static { "libtripwire_ffi.a" } else { "libtripwire_ffi.so" });
     assert!(lib.exists(), "{} is missing: cargo builds it with the tests", lib.display());
@@ -73,7 +74,7 @@ fn build_and_run_linked(source: &str, cpp: bool, link: Link) {
         let exe = out_dir.join(format!("{stem}{ext}{suffix}"));
         let status = Command::new(&compiler)
             .args([std_flag, "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
-            .args(["-Wconversion", "-Wsign-conversion", "-Wshadow"])
+            .args(["-Wconversion", "-Wsign-conversion", "-Wshadow", "-pedantic"])
             .args(lang_flags)
             .args(extra)
             .arg("-I")
@@ -81,6 +82,7 @@ fn build_and_run_linked(source: &str, cpp: bool, link: Link) {
             .arg(&src)
             .arg(&lib)
             .args(&link_flags)
+            .args(extra_link)
             .args(["-lpthread", "-ldl", "-lm", "-o"])
             .arg(&exe)
             .status()
@@ -112,6 +114,22 @@ fn fleet_from_c() {
     build_and_run("test_fleet.c", false);
 }
 
+/// The out-of-line functions the inline fast path may call, wrapped so
+/// that the test counts the calls its own code makes to them.
+const WRAPPED: &[&str] = &[
+    "-Wl,--wrap=tw_breaker_try_acquire",
+    "-Wl,--wrap=tw_breaker_try_acquire_at",
+    "-Wl,--wrap=tw_breaker_record",
+    "-Wl,--wrap=tw_breaker_record_at",
+    "-Wl,--wrap=tw_breaker_record_healthy_success",
+];
+
+#[test]
+#[cfg_attr(miri, ignore)] // runs a C compiler
+fn inline_fast_path_decides_as_the_library_does() {
+    build_and_run_linked("test_fast_path.c", false, Link::Static, WRAPPED);
+}
+
 #[test]
 #[cfg_attr(miri, ignore)] // runs a C++ compiler
 fn cpp_wrapper() {
@@ -121,6 +139,6 @@ fn cpp_wrapper() {
 #[test]
 #[cfg_attr(miri, ignore)] // runs a C compiler
 fn a_program_built_against_an_older_header_runs_with_this_library() {
-    build_and_run_linked("test_old_header.c", false, Link::Static);
-    build_and_run_linked("test_old_header.c", false, Link::Shared);
+    build_and_run_linked("test_old_header.c", false, Link::Static, &[]);
+    build_and_run_linked("test_old_header.c", false, Link::Shared, &[]);
 }

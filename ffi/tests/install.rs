@@ -95,8 +95,8 @@ fn header_functions() -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for line in header.lines() {
         // Declarations start in the first column; comments and struct
-        // fields do not. `static inline` ones (the `_default()` functions)
-        // are the header's own, not the library's.
+        // fields do not. `static inline` ones (the `_default()` functions
+        // and the inline fast path) are the header's own, not the library's.
         if line.starts_with(|c: char| c.is_ascii_alphabetic())
             && line.contains('(')
             && !line.starts_with("static ")

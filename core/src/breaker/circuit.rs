@@ -24,12 +24,13 @@ use crate::breaker::config::{BreakerConfig, COUNT_SUCCESSES, COUNTED, TIMED, WIN
 use crate::breaker::cooldown::cooldown_ns;
 use crate::breaker::counters::{Counters, Event, Sharing, Snapshot};
 use crate::breaker::deadline::Deadlines;
+use crate::breaker::hot::{Hot, HotLine};
 use crate::breaker::state::{self, Admission, State, Word};
 use crate::breaker::ticket::{Kind, Outcome, Refused, Rejected, Ticket, Transition};
 use crate::breaker::window::{self, Window};
 use crate::clock::Clock;
 use crate::clock::duration_ns;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::Ordering;
 
 /// `Result<Ticket, Refused>` as two integers: a ticket is (start time,
 /// generation << 32 | flags); a refusal is (its packed word, `u64::MAX`),
@@ -97,7 +98,9 @@ impl Admitted {
 #[repr(C)]
 #[derive(Debug)]
 pub struct Breaker {
-    word: CachePadded<AtomicU64>,
+    /// The state word, with what bindings' inline fast paths read next to
+    /// it (see `hot`): first, so that a breaker's address is its word's.
+    hot: CachePadded<Hot>,
     /// When the wait of an Open or Half-Open generation ends. Read-mostly,
     /// next to the config, off the word's line.
     deadlines: Deadlines,
@@ -127,7 +130,7 @@ impl Breaker {
 
     fn with_sharing(config: BreakerConfig, sharing: Sharing) -> Self {
         Self {
-            word: CachePadded::new(AtomicU64::new(Word::CLOSED.0)),
+            hot: CachePadded::new(Hot::new(Word::CLOSED.0, config.flags)),
             deadlines: Deadlines::new(),
             config,
             sharing,
@@ -159,13 +162,13 @@ impl Breaker {
     /// tells the hold apart.
     pub fn state(&self) -> State {
         // Relaxed: a report, ordering nothing else.
-        Word(self.word.load(Ordering::Relaxed)).state()
+        Word(self.hot.word.load(Ordering::Relaxed)).state()
     }
 
     /// The current generation: incremented by every transition.
     pub fn generation(&self) -> u32 {
         // Relaxed: a report, ordering nothing else.
-        Word(self.word.load(Ordering::Relaxed)).generation()
+        Word(self.hot.word.load(Ordering::Relaxed)).generation()
     }
 
     /// The counters at this moment.
@@ -195,9 +198,11 @@ impl Breaker {
     fn admit(&self, clock: &impl Clock) -> Result<Ticket, Refused> {
         // Acquire pairs with the Release CAS that entered Open or Half-Open,
         // so the deadline read in the slow path is at least the one it published.
-        let w = Word(self.word.load(Ordering::Acquire));
+        let w = Word(self.hot.word.load(Ordering::Acquire));
         // Closed and untimed, the common case: admitted without a write.
-        if w.state_bits() == State::Closed as u64 && self.config.flags & TIMED == 0 {
+        // Bindings inline this very test (see `HotLine`).
+        if w.0 & HotLine::ADMIT_MASK == HotLine::ADMIT_VALUE && self.config.flags & HotLine::ADMIT_FLAGS == 0
+        {
             return Ok(Ticket::new(0, w.generation(), Kind::Plain, 0));
         }
         // Open and waiting, the common refusal during an outage: inline too.
@@ -219,7 +224,7 @@ impl Breaker {
         // module's Orderings), as `admit_from` does.
         let now = clock.now();
         // Acquire: as for the first load.
-        if self.word.load(Ordering::Acquire) != w.0 {
+        if self.hot.word.load(Ordering::Acquire) != w.0 {
             return None;
         }
         let left = self.deadlines.open_left(w, now, &self.config)?;
@@ -250,7 +255,7 @@ impl Breaker {
                         // rests on (see the module's Orderings).
                         now = Some(clock.now());
                         // Acquire: as for the first load.
-                        w = Word(self.word.load(Ordering::Acquire));
+                        w = Word(self.hot.word.load(Ordering::Acquire));
                         continue;
                     };
                     let next = match admission {
@@ -265,13 +270,13 @@ impl Breaker {
                         }
                     };
                     let wait = cooldown_ns(&self.config, next.reopens(), next.generation(), now);
-                    self.deadlines.stamp(&self.word, w, next, Some(now.wrapping_add(wait)));
+                    self.deadlines.stamp(&self.hot.word, w, next, Some(now.wrapping_add(wait)));
                     (next, 0)
                 }
             };
             // Release publishes the deadline when this enters a new
             // generation; Acquire on failure for the retry, as for the first load.
-            match self.word.compare_exchange_weak(w.0, next.0, Ordering::AcqRel, Ordering::Acquire) {
+            match self.hot.word.compare_exchange_weak(w.0, next.0, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => {
                     let kind = if !w.is_transition_to(next) {
                         Kind::Probe
@@ -317,16 +322,16 @@ impl Breaker {
     pub fn record(&self, ticket: Ticket, outcome: Outcome, clock: &impl Clock) -> Option<Transition> {
         let flags = self.config.flags;
         if outcome == Outcome::Success {
-            // A success on a healthy, untimed breaker without a window: the common case.
-            if flags & (TIMED | WINDOWED) == 0 {
+            // A success on a healthy, untimed breaker without a window: the
+            // common case.
+            if self.record_healthy_success(ticket.generation) {
+                return None;
+            }
+            // Untimed and without a window, but with a failure to forget,
+            // or in another generation.
+            if flags & HotLine::RECORD_FLAGS == 0 {
                 if flags & COUNT_SUCCESSES != 0 {
                     self.count(Event::Success);
-                }
-                // Relaxed: deciding that there is nothing to write orders nothing.
-                let w = self.word.load(Ordering::Relaxed);
-                // Closed with no failure to forget, in the ticket's generation?
-                if w == Word::closed_at(ticket.generation).0 {
-                    return None;
                 }
                 return self.record_success_slow(ticket, clock);
             }
@@ -335,7 +340,7 @@ impl Breaker {
             // counts it for the snapshot.
             if flags & (TIMED | WINDOWED) == WINDOWED {
                 // Relaxed: as above; the window checks the generation itself.
-                let w = self.word.load(Ordering::Relaxed);
+                let w = self.hot.word.load(Ordering::Relaxed);
                 // Closed with no failure to forget, in the ticket's
                 // generation (so the ticket is not a probe's)?
                 if w == Word::closed_at(ticket.generation).0 {
@@ -348,6 +353,46 @@ impl Breaker {
             }
         }
         self.record_slow(ticket, outcome, clock)
+    }
+
+    /// The fast path of recording a success, on its own for bindings that
+    /// have no [`Ticket`] at hand (the C ABI): records a success of a call
+    /// admitted in `generation` and returns true if the breaker neither
+    /// times calls nor keeps a rolling window and is Closed in `generation`
+    /// with no failure to forget, so that there is nothing to do but count
+    /// it; returns false, having done nothing, otherwise (then
+    /// [`record`](Self::record) it). [`record`](Self::record) begins with
+    /// this very test, and the C header's inline fast path makes it too
+    /// (see [`HotLine`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::{Breaker, BreakerConfig, FixedClock, Outcome};
+    ///
+    /// let breaker = Breaker::new(BreakerConfig::default());
+    /// let ticket = breaker.try_acquire(&FixedClock(0)).unwrap();
+    /// assert!(breaker.record_healthy_success(ticket.generation()));
+    /// assert_eq!(breaker.snapshot().successes, 1);
+    /// breaker.record(ticket, Outcome::Failure, &FixedClock(0));
+    /// assert!(!breaker.record_healthy_success(ticket.generation()), "a failure to forget");
+    /// assert_eq!(breaker.snapshot().successes, 1, "nothing done");
+    /// ```
+    #[inline(always)]
+    pub fn record_healthy_success(&self, generation: u32) -> bool {
+        let flags = self.config.flags;
+        if flags & HotLine::RECORD_FLAGS != 0 {
+            return false;
+        }
+        // Relaxed: deciding that there is nothing to write orders nothing.
+        let w = self.hot.word.load(Ordering::Relaxed);
+        // Closed with no failure to forget, in the ticket's generation?
+        if w != Word::closed_at(generation).0 {
+            return false;
+        }
+        if flags & COUNT_SUCCESSES != 0 {
+            self.count(Event::Success);
+        }
+        true
     }
 
     /// A success for the window that its fast attempt did not count: the
@@ -371,7 +416,7 @@ impl Breaker {
     #[inline]
     fn closed_in(&self, generation: u32) -> bool {
         // Relaxed: the window needs only a value the word has had (see `window`).
-        let w = Word(self.word.load(Ordering::Relaxed));
+        let w = Word(self.hot.word.load(Ordering::Relaxed));
         w.generation() == generation && w.state() == State::Closed
     }
 
@@ -460,7 +505,7 @@ impl Breaker {
     fn apply(&self, clock: &impl Clock, step: impl Fn(Word) -> Option<Word>) -> Option<Transition> {
         // Relaxed: deciding from the word reads no other data; a CAS that
         // publishes is Release below.
-        let mut w = Word(self.word.load(Ordering::Relaxed));
+        let mut w = Word(self.hot.word.load(Ordering::Relaxed));
         let mut now: Option<u64> = None;
         loop {
             // Does this outcome change the word at all?
@@ -473,19 +518,19 @@ impl Breaker {
                         // Time first, then the word (see the module's Orderings).
                         now = Some(clock.now());
                         // Relaxed: as for the first load.
-                        w = Word(self.word.load(Ordering::Relaxed));
+                        w = Word(self.hot.word.load(Ordering::Relaxed));
                         continue;
                     };
                     Some(now.wrapping_add(cooldown_ns(&self.config, next.reopens(), next.generation(), now)))
                 } else {
                     None
                 };
-                self.deadlines.stamp(&self.word, w, next, deadline);
+                self.deadlines.stamp(&self.hot.word, w, next, deadline);
             }
             // Release publishes the deadline; count-only updates need no
             // more, but one ordering for both keeps the loop simple and costs
             // nothing on x86.
-            match self.word.compare_exchange_weak(w.0, next.0, Ordering::Release, Ordering::Relaxed) {
+            match self.hot.word.compare_exchange_weak(w.0, next.0, Ordering::Release, Ordering::Relaxed) {
                 Ok(_) if transition => return Some(self.transitioned(w, next)),
                 Ok(_) => return None,
                 Err(actual) => w = Word(actual),
@@ -519,14 +564,14 @@ impl Breaker {
     fn set(&self, to: State) -> Transition {
         // Relaxed: manual states read no deadline; the stamp below keeps
         // the slots' tags current.
-        let mut w = Word(self.word.load(Ordering::Relaxed));
+        let mut w = Word(self.hot.word.load(Ordering::Relaxed));
         loop {
             let next = w.enter_manual(to);
-            self.deadlines.stamp(&self.word, w, next, None);
+            self.deadlines.stamp(&self.hot.word, w, next, None);
             // Release publishes the stamp to whoever reads next; the rolling
             // window needs none (it starts each Closed generation itself, see
             // `window`).
-            match self.word.compare_exchange_weak(w.0, next.0, Ordering::Release, Ordering::Relaxed) {
+            match self.hot.word.compare_exchange_weak(w.0, next.0, Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => return self.transitioned(w, next),
                 Err(actual) => w = Word(actual),
             }
@@ -581,7 +626,7 @@ impl Breaker {
         // Time first, then the word (see the module's Orderings).
         let now = clock.now();
         // Acquire: as in `try_acquire`, for the deadline read below.
-        let mut w = Word(self.word.load(Ordering::Acquire));
+        let mut w = Word(self.hot.word.load(Ordering::Acquire));
         loop {
             // Does a wait at least as long hold already?
             if w.state() == State::Open && self.deadlines.left(w, now, &self.config).is_some_and(|l| l >= len)
@@ -590,9 +635,9 @@ impl Breaker {
             }
             // An operator's manual state?
             let next = state::hold(w)?;
-            self.deadlines.stamp(&self.word, w, next, Some(now.wrapping_add(len)));
+            self.deadlines.stamp(&self.hot.word, w, next, Some(now.wrapping_add(len)));
             // Release publishes the deadline; Acquire on failure, as for the first load.
-            match self.word.compare_exchange_weak(w.0, next.0, Ordering::AcqRel, Ordering::Acquire) {
+            match self.hot.word.compare_exchange_weak(w.0, next.0, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return Some(self.transitioned(w, next)),
                 Err(actual) => w = Word(actual),
             }
@@ -605,7 +650,7 @@ impl Breaker {
     pub fn hold_left(&self, clock: &impl Clock) -> Option<Duration> {
         let now = clock.now();
         // Acquire: as in `try_acquire`, for the deadline read below.
-        let w = Word(self.word.load(Ordering::Acquire));
+        let w = Word(self.hot.word.load(Ordering::Acquire));
         if !w.held() {
             return None;
         }
@@ -622,7 +667,7 @@ impl Breaker {
     pub(crate) fn open_left(&self, clock: &impl Clock) -> Option<(Duration, bool)> {
         let now = clock.now();
         // Acquire: as in `try_acquire`, for the deadline read below.
-        let w = Word(self.word.load(Ordering::Acquire));
+        let w = Word(self.hot.word.load(Ordering::Acquire));
         if w.state() != State::Open {
             return None;
         }
@@ -652,13 +697,13 @@ impl Breaker {
         for _ in 0..64 {
             // Acquire pairs with the Release CAS of the last transition, so
             // the slots read below are at least as new as its stamps.
-            let before = Word(self.word.load(Ordering::Acquire));
+            let before = Word(self.hot.word.load(Ordering::Acquire));
             if !before.is_valid() {
                 return Err(Inconsistent::Word);
             }
             let fits = self.deadlines.fit(before);
             // Relaxed: only compared with `before`.
-            let after = Word(self.word.load(Ordering::Relaxed));
+            let after = Word(self.hot.word.load(Ordering::Relaxed));
             if before.generation() == after.generation() {
                 return if fits { Ok(()) } else { Err(Inconsistent::Deadlines) };
             }
@@ -674,6 +719,13 @@ impl Breaker {
     /// first): for tests that corrupt a shared region.
     #[cfg(all(test, not(loom)))]
     pub(crate) const WINDOW_OFFSET: usize = core::mem::offset_of!(Breaker, window);
+
+    /// Whether the hot line carries this layout's stamp and the config's
+    /// flags (see `hot`).
+    #[cfg_attr(loom, allow(dead_code, reason = "only shared regions check breakers; loom builds have none"))]
+    pub(crate) fn has_valid_hot_line(&self) -> bool {
+        self.hot.fits(self.config.flags)
+    }
 
     /// Whether the rolling window's words decode (see `Window::is_valid`).
     #[cfg_attr(loom, allow(dead_code, reason = "only shared regions check windows; loom builds have none"))]

@@ -1,13 +1,15 @@
 //! The circuit breaker (`no_std`): one packed state word moved by
 //! compare-and-swap ([`state`]), the tickets and permits that pass between
 //! a breaker and its caller, its config and cool-down, counters, the
-//! rolling windows, the deadline slots, and breakers in shared memory.
+//! rolling windows, the deadline slots, the hot line that bindings read,
+//! and breakers in shared memory.
 
 pub(crate) mod circuit;
 pub(crate) mod config;
 pub(crate) mod cooldown;
 pub(crate) mod counters;
 pub(crate) mod deadline;
+pub(crate) mod hot;
 pub(crate) mod permit;
 #[cfg(not(loom))]
 pub(crate) mod shared;
@@ -22,6 +24,7 @@ pub use config::{
     MIN_BUCKET_WIDTH, MIN_OPEN_TIMEOUT, RollingWindow,
 };
 pub use counters::Snapshot;
+pub use hot::HotLine;
 pub use permit::{CallError, Permit};
 #[cfg(not(loom))]
 pub use shared::{SharedError, SharedRegion};

@@ -64,7 +64,8 @@ struct Header {
 /// Attaching never trusts the bytes it finds: the alignment, the length, the
 /// magic, the version, the recorded size, both copies of the config (which
 /// must validate and agree), the state word (a known state, zero in every
-/// bit that state does not use), the deadline slots (stamped for the
+/// bit that state does not use), the breaker's hot line (its layout stamp
+/// and copy of the flags, see [`HotLine`](crate::HotLine)), the deadline slots (stamped for the
 /// current generation, or the one before or after it) and the rolling
 /// window's words (each field in range) and the mark that the breaker was
 /// made for shared memory (see below) are checked, and any mismatch is a
@@ -196,6 +197,9 @@ pub enum SharedError {
     /// The breaker was not made for shared memory: its counters would let
     /// the first threads of two processes write one count.
     NotShared,
+    /// The breaker's hot line (see [`HotLine`](crate::HotLine)) has another
+    /// stamp, or a copy of the flags that is not its config's.
+    BadHotLine,
     /// `open_in` found a breaker made with another config.
     ConfigMismatch,
 }
@@ -250,6 +254,9 @@ impl fmt::Display for SharedError {
             SharedError::NotShared => {
                 f.write_str("shared region holds a breaker that was not made for shared memory")
             }
+            SharedError::BadHotLine => f.write_str(
+                "shared region holds a breaker whose hot line (layout stamp, flags) does not match its config",
+            ),
             SharedError::ConfigMismatch => {
                 f.write_str("shared region holds a breaker made with a different config")
             }
@@ -414,6 +421,10 @@ impl SharedRegion {
         if *breaker.config() != config {
             return Err(SharedError::BadConfig(None));
         }
+        // Does the line that bindings read on their fast path agree with it?
+        if !breaker.has_valid_hot_line() {
+            return Err(SharedError::BadHotLine);
+        }
         // Do the state word and the deadline slots decode, and agree?
         breaker.check_consistent().map_err(|e| match e {
             Inconsistent::Word => SharedError::BadState,
@@ -467,7 +478,7 @@ impl SharedRegion {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{FixedClock, Outcome, State};
+    use crate::{FixedClock, HotLine, Outcome, State};
     use core::alloc::Layout;
     use core::ptr;
     use core::time::Duration;
@@ -659,6 +670,14 @@ mod tests {
             SharedError::BadWindow.to_string(),
             "shared region holds rolling-window words that do not decode"
         );
+
+        // The hot line's stamp, then its copy of the flags, damaged: a
+        // binding's inline fast path would decide on them.
+        for (at, bad) in [(HotLine::STAMP_OFFSET, HotLine::STAMP + 1), (HotLine::FLAGS_OFFSET, 0)] {
+            let mut mem = fresh();
+            mem.poke(BREAKER_OFFSET + at, &bad.to_ne_bytes());
+            assert_eq!(mem.attach().unwrap_err(), SharedError::BadHotLine, "offset {at}");
+        }
     }
 
     #[test]

@@ -106,7 +106,7 @@ impl core::fmt::Display for State {
 /// config may allow in flight at once.
 pub(crate) const PROBE_SLOTS: u32 = 10;
 
-const KIND_MASK: u64 = 0b111;
+pub(crate) const KIND_MASK: u64 = 0b111;
 const HELD: u64 = 1 << 3;
 const IN_FLIGHT_SHIFT: u32 = 4;
 const IN_FLIGHT_MASK: u64 = (1 << PROBE_SLOTS) - 1;
@@ -117,7 +117,7 @@ const REOPENS_SHIFT: u32 = 22;
 const REOPENS_MAX: u64 = 0x3FF;
 const FAILURES_SHIFT: u32 = 16;
 const FAILURES_MAX: u64 = 0xFFFF;
-const GEN_SHIFT: u32 = 32;
+pub(crate) const GEN_SHIFT: u32 = 32;
 
 /// One value of the state word. See the module docs for the layout.
 #[derive(Clone, Copy, PartialEq, Eq)]
