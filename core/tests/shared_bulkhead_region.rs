@@ -123,7 +123,10 @@ fn bad_memory_and_bad_max_are_refused_before_anything_is_written() {
         assert_eq!(Region::init_in(mem.ptr, 79, 2).unwrap_err(), E::TooSmall { len: 79, needed: 80 });
     }
     assert_eq!(mem.attach().unwrap_err(), E::Uninitialised);
-    assert_eq!(E::MaxOutOfRange { max: 70_000 }.to_string(), "shared bulkhead `max` = 70000, expected 0 to 65536");
+    assert_eq!(
+        E::MaxOutOfRange { max: 70_000 }.to_string(),
+        "shared bulkhead `max` = 70000, expected 0 to 65536"
+    );
 }
 
 #[test]
@@ -145,7 +148,12 @@ fn each_corrupt_field_is_named() {
     mem.poke(0, &7u64.to_ne_bytes());
     assert_eq!(mem.attach().unwrap_err(), E::NotARegion { magic: 7 });
     assert_eq!(mem.init(2).unwrap_err(), E::NotARegion { magic: 7 });
-    assert!(mem.attach().unwrap_err().to_string().starts_with("not a shared bulkhead region: `magic` 0x0000000000000007"));
+    assert!(
+        mem.attach()
+            .unwrap_err()
+            .to_string()
+            .starts_with("not a shared bulkhead region: `magic` 0x0000000000000007")
+    );
 
     let mut mem = fresh(2);
     mem.poke(8, &(Region::VERSION + 1).to_ne_bytes());
