@@ -100,6 +100,18 @@ fn initialising_twice_fails_and_open_in_wants_the_same_max() {
     // - As in `Mem::init`.
     let other = unsafe { Region::open_in(mem.ptr, mem.len(), 3) };
     assert_eq!(other.unwrap_err(), E::MaxMismatch { found: 4, wanted: 3 });
+    // A larger `max` than the memory has room for: still the mismatch, not
+    // "too small", since the region holds a bulkhead already.
+    // SAFETY:
+    // - As in `Mem::init`.
+    let larger = unsafe { Region::open_in(mem.ptr, mem.len(), 5) };
+    assert_eq!(larger.unwrap_err(), E::MaxMismatch { found: 4, wanted: 5 });
+    // Zero memory too short for the `max` asked: too small.
+    let short = Mem::new(Region::size_for(1).unwrap());
+    // SAFETY:
+    // - As in `Mem::init`.
+    let err = unsafe { Region::open_in(short.ptr, short.len(), 2) }.unwrap_err();
+    assert_eq!(err, E::TooSmall { len: 72, needed: 80 });
     assert_eq!(
         E::MaxMismatch { found: 4, wanted: 3 }.to_string(),
         "shared bulkhead region has `max` = 4, not the 3 asked for"

@@ -431,6 +431,16 @@ impl SharedBulkheadRegion {
         // - The caller's guarantees are those `init_in` needs.
         match unsafe { Self::init_in(mem, len, max) } {
             Err(SharedBulkheadError::AlreadyInitialised) => {}
+            // Too short for this `max`: but if it holds a bulkhead of
+            // another `max`, that is what the caller needs to hear.
+            Err(short @ SharedBulkheadError::TooSmall { .. }) => {
+                // SAFETY:
+                // - The caller's guarantees are those `attach` needs.
+                return match unsafe { Self::attach(mem, len) } {
+                    Ok(b) => Err(SharedBulkheadError::MaxMismatch { found: b.max(), wanted: max }),
+                    Err(_) => Err(short),
+                };
+            }
             done => return done,
         }
         // SAFETY:
