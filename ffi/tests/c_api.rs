@@ -82,6 +82,12 @@ fn one_bulkhead_shared_by_several_processes() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore)] // runs a C++ compiler, and the test forks
+fn shared_bulkhead_from_cpp() {
+    build_and_run("test_shared_bulkhead.cpp", true);
+}
+
+#[test]
 #[cfg_attr(miri, ignore)] // runs a C compiler, and the fleet's threads use sockets
 fn fleet_from_c() {
     build_and_run("test_fleet.c", false);
