@@ -21,13 +21,18 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_path_buf()
 }
 
-/// Builds `source` twice (plain, sanitized) and runs both binaries.
+/// Builds `source` (in `tests/c/`) twice (plain, sanitized) and runs both binaries.
 fn build_and_run(source: &str, cpp: bool) {
+    build_and_run_file(&repo_root().join("ffi/tests/c").join(source), cpp);
+}
+
+/// Builds the C or C++ file `src` twice (plain, sanitized) and runs both binaries.
+fn build_and_run_file(src: &Path, cpp: bool) {
+    let source = src.file_name().unwrap().to_str().unwrap();
     let deps = deps_dir();
     let lib = deps.join("libtripwire_ffi.a");
     assert!(lib.exists(), "{} is missing: cargo builds it with the tests", lib.display());
     let root = repo_root();
-    let src = root.join("ffi/tests/c").join(source);
     let out_dir = deps.join("c-tests");
     std::fs::create_dir_all(&out_dir).unwrap();
     let (compiler, std_flag, lang_flags) = if cpp {
@@ -48,7 +53,7 @@ fn build_and_run(source: &str, cpp: bool) {
             .args(extra)
             .arg("-I")
             .arg(root.join("include"))
-            .arg(&src)
+            .arg(src)
             .arg(&lib)
             .args(["-lpthread", "-ldl", "-lm", "-o"])
             .arg(&exe)
@@ -97,4 +102,29 @@ fn fleet_from_c() {
 #[cfg_attr(miri, ignore)] // runs a C++ compiler
 fn cpp_wrapper() {
     build_and_run("test_tripwire.cpp", true);
+}
+
+/// The block after `marker` in `ffi/README.md`, fenced as `c`.
+fn readme_block(marker: &str) -> String {
+    let readme = std::fs::read_to_string(repo_root().join("ffi/README.md")).unwrap();
+    let after = &readme[readme.find(marker).unwrap_or_else(|| panic!("no `{marker}` in ffi/README.md"))..];
+    let start = after.find("```c\n").expect("a C block after the marker") + "```c\n".len();
+    let len = after[start..].find("```").expect("the block's end");
+    after[start..start + len].to_owned()
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // runs a C compiler
+fn readme_shared_bulkhead_example() {
+    let code = readme_block("<!-- ffi/tests/c_api.rs compiles and runs the next block -->");
+    assert!(code.contains("tw_shared_bulkhead_open_in"), "the shared bulkhead example");
+    let dir = deps_dir().join("c-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("readme_shared_bulkhead.c");
+    std::fs::write(&src, code).unwrap();
+    build_and_run_file(&src, false);
+    // The example leaves its object for the next worker; this test is the last.
+    // SAFETY:
+    // - A NUL-terminated name; a missing object is only an error return.
+    unsafe { libc::shm_unlink(c"/binance-orders-cap".as_ptr()) };
 }
