@@ -139,6 +139,8 @@ fn identity() -> Option<Holder> {
         return Some(me);
     }
     static HANDLER: OnceLock<()> = OnceLock::new();
+    // miri runs no `fork` (nor `pthread_atfork`).
+    #[cfg(not(miri))]
     HANDLER.get_or_init(|| {
         // SAFETY:
         // - `forget_identity_in_child` is an `extern "C" fn()` that lives
