@@ -189,37 +189,44 @@ fn racing_reclaim_passes_free_a_dead_slot_once() {
     });
 }
 
-/// One process, two threads: the first releases its receipt and then (a
-/// bug) releases it again, while the second tries once to take the slot
-/// with its own acquire (same pid, next nonce). The stale release must be
-/// refused whenever it lands, and a slot the second thread got stay its own.
+/// One process, two threads: the first has released its receipt and
+/// releases it again (a bug), while the second takes the freed slot with
+/// its own acquire (same pid, next nonce) and holds it until the stale
+/// release has returned. The stale release must be refused whenever it
+/// lands, and the second thread's slot stay its own.
 ///
 /// Guards: release's comparison of the whole holder word, nonce included
 /// (comparing only the process, the stale receipt frees the other
 /// thread's slot).
 #[test]
 fn a_stale_receipt_never_frees_the_slot_taken_again() {
-    model(["the second thread got the slot", "the second thread was refused"], |sides| {
+    model(["the second acquire came before the stale release returned", "after it"], |sides| {
         let table = Arc::new(SlotTable::<1>::new(1).unwrap());
-        let first = table.bulkhead().try_acquire(holder(5, 0)).unwrap();
+        let b = table.bulkhead();
+        let first = b.try_acquire(holder(5, 0)).unwrap();
+        assert!(b.release(first));
+        let stale_done = Arc::new(AtomicBool::new(false));
         let second = {
-            let t = table.clone();
+            let (t, stale_done) = (table.clone(), stale_done.clone());
             thread::spawn(move || {
                 let b = t.bulkhead();
-                let slot = b.try_acquire(holder(5, 1)).ok()?;
+                let slot = b.try_acquire(holder(5, 1)).expect("the one slot is free");
+                let before_stale = !stale_done.load(Ordering::SeqCst);
+                // Hold the slot across the stale release.
+                spin_until(|| stale_done.load(Ordering::SeqCst));
                 let held = b.holder_of(slot.index()) == Some(holder(5, 1));
-                Some((held, b.release(slot)))
+                (before_stale, held, b.release(slot))
             })
         };
-        let b = table.bulkhead();
-        assert!(b.release(first));
+        // loom would run the stale release before the second thread's
+        // acquire every time: let the second thread go first where it can.
+        thread::yield_now();
         let stale = b.release(first);
-        let got = second.join().unwrap();
+        stale_done.store(true, Ordering::SeqCst);
+        let (before_stale, held, released) = second.join().unwrap();
         assert!(!stale, "a receipt released twice freed a slot");
-        if let Some((held, released)) = got {
-            assert!(held && released, "the second thread's slot was freed under it");
-        }
-        sides.saw(usize::from(got.is_none()));
+        assert!(held && released, "the second thread's slot was freed under it");
+        sides.saw(usize::from(!before_stale));
         assert_eq!(b.held(), 0);
     });
 }
