@@ -658,6 +658,10 @@ typedef struct tw_retry_budget_config {
  * The receipt for one slot of a shared bulkhead, written by
  * `tw_shared_bulkhead_try_acquire`: pass it to `tw_shared_bulkhead_release`
  * exactly once. Plain data: copy it freely, but release it once.
+ *
+ * The slot belongs to the process that took it: the reclaim pass frees it
+ * once that process dies, whoever holds a copy of the receipt. A child
+ * made by `fork` after the acquire inherits the copy, not the slot.
  */
 typedef struct tw_shared_slot {
     /**
