@@ -211,10 +211,8 @@ fn corrupt_fields_get_their_statuses_and_names() {
     let mut b = null();
     // SAFETY:
     // - As in the first test.
-    assert_eq!(
-        unsafe { tw_shared_bulkhead_open_in(mem.void(), size, 3, &mut b) },
-        tw_status::RegionConfigMismatch
-    );
+    let status = unsafe { tw_shared_bulkhead_open_in(mem.void(), size, 3, &mut b) };
+    assert_eq!(status, tw_status::RegionConfigMismatch);
     assert_eq!(
         last_error(),
         "tw_shared_bulkhead_open_in: shared bulkhead region has `max` = 2, not the 3 asked for"
