@@ -209,6 +209,33 @@ impl Holder {
     }
 }
 
+/// [`Holder::is_dead`], asked once per process during one reclaim pass: a
+/// pass meets each worker's slots over and over, and each question costs
+/// system calls. Remembers the last few processes judged.
+struct Judged {
+    /// (the holder word with nonce 0, whether it is dead); 0: empty.
+    seen: [(u64, bool); 8],
+    next: usize,
+}
+
+impl Judged {
+    fn new() -> Self {
+        Judged { seen: [(0, false); 8], next: 0 }
+    }
+
+    fn is_dead(&mut self, holder: Holder) -> bool {
+        let key = holder.raw() & !u64::from(u16::MAX);
+        // Was this process judged already in this pass?
+        if let Some(&(_, dead)) = self.seen.iter().find(|(k, _)| *k == key) {
+            return dead;
+        }
+        let dead = holder.is_dead();
+        self.seen[self.next] = (key, dead);
+        self.next = (self.next + 1) % self.seen.len();
+        dead
+    }
+}
+
 impl SharedBulkhead<'_> {
     /// Takes a slot for this process ([`Holder::this_process`]), without
     /// waiting. When every slot is held, runs a reclaim pass (at most one
@@ -222,17 +249,22 @@ impl SharedBulkhead<'_> {
         let Some(me) = Holder::this_process() else { return Err(BulkheadFull { max: self.max() }) };
         match self.try_acquire(me) {
             Ok(slot) => Ok(slot),
-            Err(full) => match self.reclaim_gated(MonotonicClock.now(), RECLAIM_EVERY, Holder::is_dead) {
+            Err(full) => match self.reclaim_gated(MonotonicClock.now(), RECLAIM_EVERY, {
+                let mut judged = Judged::new();
+                move |h| judged.is_dead(h)
+            }) {
                 Some(freed) if freed > 0 => self.try_acquire(me),
                 _ => Err(full),
             },
         }
     }
 
-    /// One reclaim pass now, with [`Holder::is_dead`]: the number of slots
-    /// of dead processes it freed. Feature `std`.
+    /// One reclaim pass now, with [`Holder::is_dead`] (asked once per
+    /// process): the number of slots of dead processes it freed. Feature
+    /// `std`.
     pub fn reclaim_dead(&self) -> u32 {
-        self.reclaim(Holder::is_dead)
+        let mut judged = Judged::new();
+        self.reclaim(|h| judged.is_dead(h))
     }
 }
 
@@ -261,6 +293,22 @@ mod tests {
         // Our pid with another start tag: a process that had our pid before.
         let before = Holder::new(me.pid(), me.start() % Holder::MAX_START + 1, 0).unwrap();
         assert!(before.is_dead() == (me.start() != 0), "a reused pid is told apart where /proc exists");
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // reads /proc and calls kill
+    fn a_pass_judges_each_process_once() {
+        let mut judged = Judged::new();
+        let ghost = |nonce| Holder::new((1 << 22) + 9, 5, nonce).unwrap();
+        assert!(judged.is_dead(ghost(0)));
+        assert!(judged.is_dead(ghost(1)), "another slot of the same process");
+        assert_eq!(judged.seen.iter().filter(|(k, _)| *k != 0).count(), 1);
+        let me = Holder::this_process().unwrap();
+        assert!(!judged.is_dead(me));
+        for pid in 0..20 {
+            judged.is_dead(Holder::new((1 << 22) + 100 + pid, 1, 0).unwrap());
+        }
+        assert!(!judged.is_dead(me), "still alive once pushed out of the table");
     }
 
     #[test]
