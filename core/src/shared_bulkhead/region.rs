@@ -35,7 +35,9 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 /// | 64 + 8·i | `slot[i]: u64` | 0 when free, else the [`Holder`] word of its holder |
 ///
 /// The layout is native (endianness): a region is shared between processes
-/// of one host built from the same version of this crate. How slots are
+/// of one host built from the same version of this crate. Sharing it
+/// between processes needs native 64-bit atomics: where portable-atomic
+/// emulates them with a lock, the lock is per process. How slots are
 /// taken, freed and reclaimed is in [`SharedBulkhead`]'s module docs.
 ///
 /// # Who initialises
