@@ -328,6 +328,16 @@ typedef struct tw_registry tw_registry;
 typedef struct tw_retry_budget tw_retry_budget;
 
 /**
+ * A bulkhead in a shared region. Opaque: a `const tw_shared_bulkhead *`
+ * is the address of the region itself (the caller's memory), handed out
+ * by `tw_shared_bulkhead_init_in`, `_attach` or `_open_in`. It is never
+ * freed: it is valid while the memory stays mapped. Every function taking
+ * one is thread-safe, and safe to call from every process mapping the
+ * region at once.
+ */
+typedef struct tw_shared_bulkhead tw_shared_bulkhead;
+
+/**
  * How a breaker decides to trip and to recover. Durations are `uint64_t`
  * nanoseconds.
  *
@@ -774,6 +784,53 @@ typedef struct tw_retry_budget_config {
      */
     uint64_t ttl_ns;
 } tw_retry_budget_config;
+
+/**
+ * The receipt for one slot of a shared bulkhead, written by
+ * `tw_shared_bulkhead_try_acquire`: pass it to `tw_shared_bulkhead_release`
+ * exactly once. Plain data: copy it freely, but release it once.
+ *
+ * The slot belongs to the process that took it: the reclaim pass frees it
+ * once that process dies, whoever holds a copy of the receipt. A child
+ * made by `fork` after the acquire inherits the copy, not the slot.
+ */
+typedef struct tw_shared_slot {
+    /**
+     * Which slot of the region's table.
+     */
+    uint32_t index;
+    /**
+     * The holder word the slot was taken with (this process's pid, a tag
+     * of its start time, and which acquire it was).
+     */
+    uint64_t holder;
+} tw_shared_slot;
+
+/**
+ * A shared bulkhead's counters at one moment (each read separately).
+ */
+typedef struct tw_shared_bulkhead_stats {
+    /**
+     * The cap.
+     */
+    uint32_t max;
+    /**
+     * Slots held now, by every process.
+     */
+    uint32_t held;
+    /**
+     * Slots handed out since the region was made, by every process.
+     */
+    uint64_t acquired;
+    /**
+     * Acquires refused.
+     */
+    uint64_t rejected;
+    /**
+     * Slots of dead processes freed by reclaim passes.
+     */
+    uint64_t reclaimed;
+} tw_shared_bulkhead_stats;
 
 /**
  * The first 16 bytes of every breaker, heap or shared: its state word, a
@@ -1533,6 +1590,159 @@ enum tw_status tw_breaker_attach(void *mem, size_t len, const struct tw_breaker 
  * As for `tw_breaker_init_in`.
  */
 enum tw_status tw_breaker_open_in(void *mem, size_t len, const struct tw_breaker_config *config, const struct tw_breaker **out);
+
+/**
+ * Writes the size (bytes) a region of `max` slots needs to `*size`, and
+ * the alignment it needs (64; any page from `mmap` has it) to `*align`:
+ * 64 bytes of header plus 8 per slot. `TW_STATUS_INVALID_ARGUMENT` if
+ * `max` is above 65536.
+ *
+ * Neither pointer may be NULL. Thread-safe.
+ *
+ * # Safety
+ * `size` and `align` are NULL or writable.
+ */
+enum tw_status tw_shared_bulkhead_size(uint32_t max, size_t *size, size_t *align);
+
+/**
+ * Sets up an empty bulkhead of `max` slots (0 to 65536; 0 refuses every
+ * call) in zero-filled shared memory (`mem`, at least
+ * `tw_shared_bulkhead_size(max)` bytes: a fresh `MAP_SHARED` mapping of a
+ * file or `shm_open` object, or an anonymous one made before `fork`) and
+ * writes its handle to `*out`.
+ *
+ * Of several processes racing to initialise one region exactly one
+ * succeeds (a compare-and-swap claims it); the others get
+ * `TW_STATUS_REGION_ALREADY_INITIALISED` or `TW_STATUS_REGION_INITIALISING`
+ * and should `tw_shared_bulkhead_attach`, or all of them call
+ * `tw_shared_bulkhead_open_in`. Other errors: `TW_STATUS_INVALID_ARGUMENT`
+ * (`max`), `TW_STATUS_REGION_MISALIGNED`, `TW_STATUS_REGION_TOO_SMALL`,
+ * `TW_STATUS_REGION_INVALID` (memory not zero-filled).
+ *
+ * Ownership: the memory stays the caller's; the handle points into it and
+ * is valid while it stays mapped; it is never freed. No pointer may be
+ * NULL. Thread-safe.
+ *
+ * # Safety
+ * - `mem` is NULL or valid for reads and writes of `len` bytes for as long
+ *   as the handle is used, in every process that maps it.
+ * - The region's bytes are only accessed through tripwire (in every
+ *   process) while any handle to it is in use.
+ * - `out` is NULL or writable.
+ */
+enum tw_status tw_shared_bulkhead_init_in(void *mem, size_t len, uint32_t max, const struct tw_shared_bulkhead **out);
+
+/**
+ * Checks that `mem` (`len` bytes) holds a shared bulkhead initialised by
+ * `tw_shared_bulkhead_init_in` (in this process or another) and writes
+ * its handle to `*out`.
+ *
+ * Never trusts the bytes: memory that is misaligned, too small for the
+ * header or for the slots its `max` asks (`TW_STATUS_REGION_TOO_SMALL`),
+ * zero (`TW_STATUS_REGION_UNINITIALISED`), being initialised, not a
+ * region (`TW_STATUS_REGION_INVALID`), of another layout version, or whose
+ * `max`, `size`, `reserved` or slot words make no sense
+ * (`TW_STATUS_REGION_CORRUPT`) is an error whose message names the field,
+ * never undefined behaviour.
+ *
+ * As for `tw_shared_bulkhead_init_in`, the handle is never freed. No
+ * pointer may be NULL. Thread-safe.
+ *
+ * # Safety
+ * As for `tw_shared_bulkhead_init_in`.
+ */
+enum tw_status tw_shared_bulkhead_attach(void *mem, size_t len, const struct tw_shared_bulkhead **out);
+
+/**
+ * Initialises the region with `max` slots if nobody has, otherwise
+ * attaches to it: the one call every process of a group can make at
+ * start-up. `TW_STATUS_REGION_CONFIG_MISMATCH` if it holds a bulkhead with
+ * another `max`; `TW_STATUS_REGION_INITIALISING` if another process is
+ * initialising it right now (retry shortly).
+ *
+ * # Safety
+ * As for `tw_shared_bulkhead_init_in`.
+ */
+enum tw_status tw_shared_bulkhead_open_in(void *mem, size_t len, uint32_t max, const struct tw_shared_bulkhead **out);
+
+/**
+ * Takes a slot for this process if one is free, without waiting:
+ * `TW_STATUS_OK` with the receipt in `*slot` (make the call, then
+ * `tw_shared_bulkhead_release` it exactly once), or `TW_STATUS_REJECTED`
+ * (every slot is held, by any process; no message is set).
+ *
+ * Never more than `max` slots are held at once across all processes, not
+ * even for an instant. When it finds every slot held, it runs a reclaim
+ * pass (at most one per 10 ms per region, across all processes) that frees
+ * the slots of processes known to be dead, and tries once more: a worker
+ * killed while holding slots does not keep them. A refusal means every
+ * slot was seen held during the call (not necessarily all at one instant).
+ * Allocation-free; lock-free; no system call unless every slot is held.
+ *
+ * Neither pointer may be NULL. Thread-safe; safe from every process.
+ *
+ * # Safety
+ * `bulkhead` is NULL or a live handle; `slot` is NULL or writable.
+ */
+enum tw_status tw_shared_bulkhead_try_acquire(const struct tw_shared_bulkhead *bulkhead, struct tw_shared_slot *slot);
+
+/**
+ * Frees the slot `slot` names, if it still holds `slot`'s acquire.
+ *
+ * A slot is owned: a receipt that was released already, whose slot a
+ * reclaim pass freed, or whose slot has been taken again since (by any
+ * process, or by another acquire of this one) changes nothing and returns
+ * `TW_STATUS_INVALID_ARGUMENT`, as does an index out of range; the count
+ * is never corrupted. Releasing another process's receipt (passed to it)
+ * is allowed and frees that slot.
+ *
+ * `bulkhead` must not be NULL. Thread-safe; safe from every process.
+ *
+ * # Safety
+ * `bulkhead` is NULL or a live handle.
+ */
+enum tw_status tw_shared_bulkhead_release(const struct tw_shared_bulkhead *bulkhead, struct tw_shared_slot slot);
+
+/**
+ * Writes the number of slots free now to `*available` (`max` minus the
+ * slots held by every process: a scan of the table).
+ *
+ * Neither pointer may be NULL. Thread-safe.
+ *
+ * # Safety
+ * `bulkhead` is NULL or a live handle; `available` is NULL or writable.
+ */
+enum tw_status tw_shared_bulkhead_available(const struct tw_shared_bulkhead *bulkhead, uint32_t *available);
+
+/**
+ * Runs one reclaim pass now, whatever the 10 ms spacing, and writes the
+ * number of slots it freed to `*freed` (NULL allowed: not written).
+ *
+ * A slot is freed only when its holder is known to be gone: no process
+ * has its pid (`kill(pid, 0)` gives `ESRCH`), or, where `/proc` exists,
+ * the process with that pid is a zombie or started at another time (the
+ * pid was reused). A live holder's slot is never freed; when in doubt a
+ * slot stays held. Every process of a region must be in one PID
+ * namespace. For a supervisor that has just reaped a worker;
+ * `tw_shared_bulkhead_try_acquire` reclaims by itself when it finds every
+ * slot held.
+ *
+ * `bulkhead` must not be NULL. Thread-safe; safe from every process.
+ *
+ * # Safety
+ * `bulkhead` is NULL or a live handle; `freed` is NULL or writable.
+ */
+enum tw_status tw_shared_bulkhead_reclaim(const struct tw_shared_bulkhead *bulkhead, uint32_t *freed);
+
+/**
+ * Writes the bulkhead's counters to `*out`.
+ *
+ * Neither pointer may be NULL. Thread-safe.
+ *
+ * # Safety
+ * `bulkhead` is NULL or a live handle; `out` is NULL or writable.
+ */
+enum tw_status tw_shared_bulkhead_snapshot(const struct tw_shared_bulkhead *bulkhead, struct tw_shared_bulkhead_stats *out);
 
 /**
  * A description of the last failure on the calling thread: a

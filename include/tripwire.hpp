@@ -15,7 +15,9 @@
 //   forms): a Closed breaker that needs no counting, timing or window
 //   costs no call into the library; the rest calls it as before.
 // - tripwire::bulkhead (with an RAII slot), tripwire::backoff and
-//   tripwire::retry_budget wrap the other C types the same way.
+//   tripwire::retry_budget wrap the other C types the same way;
+//   tripwire::shared_bulkhead refers to a bulkhead in shared memory (one
+//   cap for every process of a host; RAII slots too).
 // - tripwire::registry names breakers and gives their Prometheus text as a
 //   std::string (tw_registry_prometheus).
 // - Config structs carry struct_size (see tripwire.h): the wrappers fill
@@ -681,6 +683,128 @@ public:
 
 private:
     tw_retry_budget *h_ = nullptr;
+};
+
+/// A bulkhead in memory shared by several processes (one cap for every
+/// worker of a host). Refers to the region, never frees it: the memory is
+/// the caller's and must stay mapped while this (and any slot) is used.
+/// Copyable (it is only the region's address). Thread-safe, and safe from
+/// every process that maps the region.
+///
+/// try_acquire() returns a slot: a move-only RAII receipt released when
+/// destroyed. A process killed while holding slots does not keep them:
+/// try_acquire() reclaims the slots of dead processes when it finds every
+/// slot held (see tw_shared_bulkhead_try_acquire).
+class shared_bulkhead {
+public:
+    /// One slot while alive (if it got one). Move-only.
+    class slot {
+    public:
+        slot(slot &&other) noexcept : b_(std::exchange(other.b_, nullptr)), s_(other.s_) {}
+        slot &operator=(slot &&other) noexcept {
+            if (this != &other) {
+                release();
+                b_ = std::exchange(other.b_, nullptr);
+                s_ = other.s_;
+            }
+            return *this;
+        }
+        slot(const slot &) = delete;
+        slot &operator=(const slot &) = delete;
+        ~slot() { release(); }
+        /// Whether a slot was taken (and is still held by this receipt).
+        explicit operator bool() const noexcept { return b_ != nullptr; }
+        /// The C receipt (meaningful while operator bool is true).
+        const tw_shared_slot &raw() const noexcept { return s_; }
+        /// Frees the slot now (once). false if it was no longer this
+        /// receipt's (reclaimed, which happens only if the library took
+        /// this process for dead) or was never taken.
+        bool release() noexcept {
+            if (b_ == nullptr) {
+                return false;
+            }
+            return tw_shared_bulkhead_release(std::exchange(b_, nullptr), s_) == TW_STATUS_OK;
+        }
+
+    private:
+        friend class shared_bulkhead;
+        slot(const tw_shared_bulkhead *b, tw_shared_slot s) noexcept : b_(b), s_(s) {}
+        const tw_shared_bulkhead *b_;
+        tw_shared_slot s_;
+    };
+
+    /// Bytes a region of `max` slots needs (alignment: 64); throws
+    /// tripwire::error if `max` is above 65536.
+    static std::size_t size_for(std::uint32_t max) {
+        std::size_t size = 0, align = 0;
+        detail::throw_if_failed(make_error_code(tw_shared_bulkhead_size(max, &size, &align)));
+        return size;
+    }
+    /// Initialises a bulkhead of `max` slots in zero-filled shared memory.
+    static shared_bulkhead init_in(void *mem, std::size_t len, std::uint32_t max) {
+        std::error_code ec;
+        return checked(init_in(mem, len, max, ec), ec);
+    }
+    static shared_bulkhead init_in(void *mem, std::size_t len, std::uint32_t max, std::error_code &ec) noexcept {
+        shared_bulkhead b;
+        detail::set(ec, tw_shared_bulkhead_init_in(mem, len, max, &b.h_));
+        return b;
+    }
+    /// Attaches to a bulkhead another process initialised in `mem`.
+    static shared_bulkhead attach(void *mem, std::size_t len) {
+        std::error_code ec;
+        return checked(attach(mem, len, ec), ec);
+    }
+    static shared_bulkhead attach(void *mem, std::size_t len, std::error_code &ec) noexcept {
+        shared_bulkhead b;
+        detail::set(ec, tw_shared_bulkhead_attach(mem, len, &b.h_));
+        return b;
+    }
+    /// Initialises the region if nobody has, else attaches to it.
+    static shared_bulkhead open_in(void *mem, std::size_t len, std::uint32_t max) {
+        std::error_code ec;
+        return checked(open_in(mem, len, max, ec), ec);
+    }
+    static shared_bulkhead open_in(void *mem, std::size_t len, std::uint32_t max, std::error_code &ec) noexcept {
+        shared_bulkhead b;
+        detail::set(ec, tw_shared_bulkhead_open_in(mem, len, max, &b.h_));
+        return b;
+    }
+
+    /// Whether this refers to a region (false after a failed call with an
+    /// error_code).
+    explicit operator bool() const noexcept { return h_ != nullptr; }
+    /// Takes a slot for this process if one is free, without waiting.
+    slot try_acquire() const noexcept {
+        tw_shared_slot s{};
+        return tw_shared_bulkhead_try_acquire(h_, &s) == TW_STATUS_OK ? slot(h_, s) : slot(nullptr, s);
+    }
+    /// Slots free now, across every process.
+    std::uint32_t available() const noexcept {
+        std::uint32_t n = 0;
+        tw_shared_bulkhead_available(h_, &n);
+        return n;
+    }
+    /// One reclaim pass now: the number of dead processes' slots it freed.
+    std::uint32_t reclaim() const noexcept {
+        std::uint32_t n = 0;
+        tw_shared_bulkhead_reclaim(h_, &n);
+        return n;
+    }
+    tw_shared_bulkhead_stats stats() const noexcept {
+        tw_shared_bulkhead_stats s{};
+        tw_shared_bulkhead_snapshot(h_, &s);
+        return s;
+    }
+    const tw_shared_bulkhead *raw() const noexcept { return h_; }
+
+private:
+    shared_bulkhead() noexcept = default;
+    static shared_bulkhead checked(shared_bulkhead b, const std::error_code &ec) {
+        detail::throw_if_failed(ec);
+        return b;
+    }
+    const tw_shared_bulkhead *h_ = nullptr;
 };
 
 }  // namespace tripwire

@@ -28,6 +28,13 @@
 //!   [`BulkheadPermit`] or [`BulkheadFull`]; raw calls for a C ABI;
 //!   [`Bulkhead::acquire_timeout`] parks until a slot is freed (feature
 //!   `std`); counters in [`BulkheadSnapshot`].
+//! - [`SharedBulkhead`]: one cap for every process of a host, in a region
+//!   of shared memory laid out by [`SharedBulkheadRegion`]; each slot names
+//!   its [`Holder`], so a reclaim pass frees the slots of a process that
+//!   died; receipts are [`SharedSlot`]s, counters [`SharedBulkheadSnapshot`];
+//!   [`SlotTable`] holds the same layout in ordinary memory. With `std`,
+//!   `try_acquire_here` and `reclaim_dead` bring this process's holder word
+//!   and the liveness check.
 //! - [`Backoff`]: exponential delays with a cap and [`Jitter`] (none, full,
 //!   equal, decorrelated), a random generator per instance, and
 //!   [`Backoff::override_next`] for a server's `Retry-After`;
@@ -148,6 +155,7 @@ mod bulkhead;
 mod clock;
 mod refusal;
 mod retry;
+mod shared_bulkhead;
 mod sync;
 
 #[cfg(feature = "std")]
@@ -158,6 +166,7 @@ pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, FixedClock, ManualClock, duration_ns};
 pub use refusal::{DeadlinePassed, RefusedBy, refusal};
 pub use retry::*;
+pub use shared_bulkhead::*;
 
 #[cfg(feature = "std")]
 pub use layers::*;

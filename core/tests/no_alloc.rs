@@ -266,3 +266,36 @@ impl tower_service::Service<()> for Ready {
         core::future::ready(Ok(()))
     }
 }
+
+/// A shared bulkhead allocates nothing: not its acquires and releases, not
+/// a refusal, and not the reclaim pass with its liveness checks (`kill`,
+/// `/proc/<pid>/stat` read into a stack buffer).
+#[cfg(feature = "std")]
+#[test]
+#[cfg_attr(miri, ignore)] // the liveness checks call kill and read /proc
+fn shared_bulkhead_paths_allocate_nothing() {
+    use tripwire::{Holder, SlotTable};
+
+    let table = SlotTable::<2>::new(2).unwrap();
+    let b = table.bulkhead();
+    // This process's identity is computed (and cached) once, outside the count.
+    let _ = Holder::this_process();
+    // A process gone (no such pid), and pid 1 with a start tag it never had.
+    let gone = Holder::new((1 << 22) + 3, 1, 0).unwrap();
+    let reused = Holder::new(1, Holder::MAX_START, 0).unwrap();
+    let allocated = allocations_in(|| {
+        for _ in 0..1_000 {
+            let s = b.try_acquire_here().unwrap();
+            assert!(b.release(s));
+        }
+        let held = [b.try_acquire_here().unwrap(), b.try_acquire_here().unwrap()];
+        assert!(b.try_acquire_here().is_err());
+        for s in held {
+            assert!(b.release(s));
+        }
+        let ghosts = [b.try_acquire(gone).unwrap(), b.try_acquire(reused).unwrap()];
+        assert_eq!(b.reclaim_dead(), 1 + u32::from(reused.is_dead()));
+        let _ = b.release(ghosts[1]);
+    });
+    assert_eq!(allocated, 0, "allocations on the shared bulkhead's paths");
+}

@@ -47,6 +47,13 @@
 //! - Bulkhead: [`tw_bulkhead_new`], [`tw_bulkhead_free`],
 //!   [`tw_bulkhead_try_acquire`], [`tw_bulkhead_release`],
 //!   [`tw_bulkhead_snapshot`] → [`tw_bulkhead_stats`].
+//! - Bulkhead shared between processes: [`tw_shared_bulkhead_size`],
+//!   [`tw_shared_bulkhead_init_in`], [`tw_shared_bulkhead_attach`],
+//!   [`tw_shared_bulkhead_open_in`] → [`tw_shared_bulkhead`];
+//!   [`tw_shared_bulkhead_try_acquire`] → [`tw_shared_slot`],
+//!   [`tw_shared_bulkhead_release`], [`tw_shared_bulkhead_available`],
+//!   [`tw_shared_bulkhead_reclaim`], [`tw_shared_bulkhead_snapshot`] →
+//!   [`tw_shared_bulkhead_stats`].
 //! - Backoff: [`tw_backoff_config`], [`tw_backoff_config_default`],
 //!   [`tw_backoff_new`], [`tw_backoff_free`], [`tw_backoff_next_delay`],
 //!   [`tw_backoff_reset`], [`tw_jitter`].
@@ -76,6 +83,7 @@ mod hot;
 mod registry;
 mod retry;
 mod shared;
+mod shared_bulkhead;
 mod status;
 mod struct_size;
 mod values;
@@ -119,6 +127,12 @@ pub use retry::{
     tw_retry_budget_new, tw_retry_budget_try_withdraw, tw_retry_budget_try_withdraw_at,
 };
 pub use shared::{tw_breaker_attach, tw_breaker_init_in, tw_breaker_layout, tw_breaker_open_in};
+pub use shared_bulkhead::{
+    tw_shared_bulkhead, tw_shared_bulkhead_attach, tw_shared_bulkhead_available, tw_shared_bulkhead_init_in,
+    tw_shared_bulkhead_open_in, tw_shared_bulkhead_reclaim, tw_shared_bulkhead_release,
+    tw_shared_bulkhead_size, tw_shared_bulkhead_snapshot, tw_shared_bulkhead_stats,
+    tw_shared_bulkhead_try_acquire, tw_shared_slot,
+};
 pub use status::{tw_last_error_message, tw_status, tw_status_name};
 pub use values::{tw_outcome, tw_rejection, tw_state, tw_ticket, tw_transition};
 pub use version::{TW_VERSION_MAJOR, TW_VERSION_MINOR, TW_VERSION_PATCH, tw_version};

@@ -30,8 +30,8 @@ enum Link {
     Shared,
 }
 
-/// Builds `source` twice (plain, sanitized) against the static library and
-/// runs both binaries.
+/// Builds `source` (in `tests/c/`) twice (plain, sanitized) against the
+/// static library and runs both binaries.
 fn build_and_run(source: &str, cpp: bool) {
     build_and_run_linked(source, cpp, Link::Static, &[]);
 }
@@ -39,6 +39,13 @@ fn build_and_run(source: &str, cpp: bool) {
 /// As [`build_and_run`], against the library `link` names, with `extra`
 /// linker arguments.
 fn build_and_run_linked(source: &str, cpp: bool, link: Link, extra_link: &[&str]) {
+    build_and_run_file(&repo_root().join("ffi/tests/c").join(source), cpp, link, extra_link);
+}
+
+/// Builds the C or C++ file `src` twice (plain, sanitized) against the
+/// library `link` names and runs both binaries.
+fn build_and_run_file(src: &Path, cpp: bool, link: Link, extra_link: &[&str]) {
+    let source = src.file_name().unwrap().to_str().unwrap();
     let deps = deps_dir();
     let mut lib = deps.join(if link == Link::Static { "libtripwire_ffi.a" } else { "libtripwire_ffi.so" });
     assert!(lib.exists(), "{} is missing: cargo builds it with the tests", lib.display());
@@ -56,7 +63,6 @@ fn build_and_run_linked(source: &str, cpp: bool, link: Link, extra_link: &[&str]
         link_flags.push(format!("-Wl,-rpath,{}", dir.display()));
     }
     let root = repo_root();
-    let src = root.join("ffi/tests/c").join(source);
     let (compiler, std_flag, lang_flags) = if cpp {
         (std::env::var("CXX").unwrap_or_else(|_| "c++".into()), "-std=c++17", &["-Wold-style-cast"][..])
     } else {
@@ -79,7 +85,7 @@ fn build_and_run_linked(source: &str, cpp: bool, link: Link, extra_link: &[&str]
             .args(extra)
             .arg("-I")
             .arg(root.join("include"))
-            .arg(&src)
+            .arg(src)
             .arg(&lib)
             .args(&link_flags)
             .args(extra_link)
@@ -106,6 +112,18 @@ fn c_api_from_c() {
 #[cfg_attr(miri, ignore)] // runs a C compiler, and the test forks
 fn one_breaker_shared_by_several_processes() {
     build_and_run("test_shared.c", false);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // runs a C compiler, and the test forks
+fn one_bulkhead_shared_by_several_processes() {
+    build_and_run("test_shared_bulkhead.c", false);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // runs a C++ compiler, and the test forks
+fn shared_bulkhead_from_cpp() {
+    build_and_run("test_shared_bulkhead.cpp", true);
 }
 
 #[test]
@@ -141,4 +159,29 @@ fn cpp_wrapper() {
 fn a_program_built_against_an_older_header_runs_with_this_library() {
     build_and_run_linked("test_old_header.c", false, Link::Static, &[]);
     build_and_run_linked("test_old_header.c", false, Link::Shared, &[]);
+}
+
+/// The block after `marker` in `ffi/README.md`, fenced as `c`.
+fn readme_block(marker: &str) -> String {
+    let readme = std::fs::read_to_string(repo_root().join("ffi/README.md")).unwrap();
+    let after = &readme[readme.find(marker).unwrap_or_else(|| panic!("no `{marker}` in ffi/README.md"))..];
+    let start = after.find("```c\n").expect("a C block after the marker") + "```c\n".len();
+    let len = after[start..].find("```").expect("the block's end");
+    after[start..start + len].to_owned()
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // runs a C compiler
+fn readme_shared_bulkhead_example() {
+    let code = readme_block("<!-- ffi/tests/c_api.rs compiles and runs the next block -->");
+    assert!(code.contains("tw_shared_bulkhead_open_in"), "the shared bulkhead example");
+    let dir = deps_dir().join("c-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("readme_shared_bulkhead.c");
+    std::fs::write(&src, code).unwrap();
+    build_and_run_file(&src, false, Link::Static, &[]);
+    // The example leaves its object for the next worker; this test is the last.
+    // SAFETY:
+    // - A NUL-terminated name; a missing object is only an error return.
+    unsafe { libc::shm_unlink(c"/binance-orders-cap".as_ptr()) };
 }

@@ -13,6 +13,7 @@ pub(crate) mod fallback;
 pub mod fleet;
 #[cfg(feature = "http")]
 pub mod http;
+pub(crate) mod liveness;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics_export;
 pub(crate) mod named;
@@ -33,6 +34,7 @@ pub use events::{BulkheadEvent, EventCounts, Events, RetryCause, RetryNotice, St
 pub use fallback::{Served, StaleCache, StalePolicy, StaleSnapshot, StaleStats};
 #[cfg(feature = "fleet")]
 pub use fleet::{Fleet, FleetConfig};
+pub use liveness::RECLAIM_EVERY;
 pub use named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
 pub use pipeline::{Nesting, Pipeline, PipelineBuilder, PipelineError};
 pub use registry::Registry;

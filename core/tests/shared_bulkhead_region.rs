@@ -1,0 +1,292 @@
+//! A shared bulkhead's region refuses every garbage and truncated region
+//! with an error naming the field, never undefined behaviour or a panic;
+//! runs under miri (`cargo +nightly miri test -p tripwire --test
+//! shared_bulkhead_region`), which checks the "never undefined behaviour".
+
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+
+use tripwire::{Holder, SharedBulkhead, SharedBulkheadError as E, SharedBulkheadRegion as Region};
+
+/// Zeroed memory aligned for a region, freed on drop.
+struct Mem {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+impl Mem {
+    fn new(len: usize) -> Self {
+        let layout = Layout::from_size_align(len.max(1), Region::ALIGN).unwrap();
+        // SAFETY:
+        // - The layout's size is non-zero.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        assert!(!ptr.is_null());
+        Self { ptr, layout }
+    }
+
+    fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    fn init(&self, max: u32) -> Result<SharedBulkhead<'_>, E> {
+        // SAFETY:
+        // - `ptr` is valid for `len` bytes for as long as `self`, which the
+        //   view borrows; only the region's functions touch it.
+        unsafe { Region::init_in(self.ptr, self.len(), max) }
+    }
+
+    fn attach_len(&self, len: usize) -> Result<SharedBulkhead<'_>, E> {
+        assert!(len <= self.len());
+        // SAFETY:
+        // - As in `init`, for the first `len` bytes.
+        unsafe { Region::attach(self.ptr, len) }
+    }
+
+    fn attach(&self) -> Result<SharedBulkhead<'_>, E> {
+        self.attach_len(self.len())
+    }
+
+    /// Writes `bytes` at `offset` (tests that corrupt a region).
+    fn poke(&mut self, offset: usize, bytes: &[u8]) {
+        assert!(offset + bytes.len() <= self.len());
+        // SAFETY:
+        // - In bounds (asserted); `&mut self`: no view of this memory is alive.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(offset), bytes.len()) }
+    }
+}
+
+impl Drop for Mem {
+    fn drop(&mut self) {
+        // SAFETY:
+        // - Allocated in `new` with this layout; no view outlives `self`.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}
+
+fn holder(pid: u32, nonce: u16) -> Holder {
+    Holder::new(pid, 1, nonce).unwrap()
+}
+
+/// A freshly initialised region of `max` slots.
+fn fresh(max: u32) -> Mem {
+    let mem = Mem::new(Region::size_for(max).unwrap());
+    mem.init(max).unwrap();
+    mem
+}
+
+#[test]
+fn two_views_share_one_cap() {
+    let mem = fresh(2);
+    let (a, b) = (mem.attach().unwrap(), mem.attach().unwrap());
+    let x = a.try_acquire(holder(1, 0)).unwrap();
+    let _y = b.try_acquire(holder(2, 0)).unwrap();
+    assert!(a.try_acquire(holder(1, 1)).is_err());
+    assert_eq!(b.holder_of(x.index()), Some(holder(1, 0)));
+    assert!(b.release(x), "any view releases a receipt");
+    assert_eq!(a.available(), 1);
+    assert_eq!(Region::size_for(2), Some(80));
+    assert_eq!(Region::size_for(Region::MAX_SLOTS + 1), None);
+}
+
+#[test]
+fn initialising_twice_fails_and_open_in_wants_the_same_max() {
+    let mem = Mem::new(Region::size_for(4).unwrap());
+    assert_eq!(mem.init(4).unwrap().max(), 4);
+    assert_eq!(mem.init(4).unwrap_err(), E::AlreadyInitialised);
+    // SAFETY:
+    // - As in `Mem::init`.
+    let again = unsafe { Region::open_in(mem.ptr, mem.len(), 4) };
+    assert_eq!(again.unwrap().max(), 4);
+    // SAFETY:
+    // - As in `Mem::init`.
+    let other = unsafe { Region::open_in(mem.ptr, mem.len(), 3) };
+    assert_eq!(other.unwrap_err(), E::MaxMismatch { found: 4, wanted: 3 });
+    // A larger `max` than the memory has room for: still the mismatch, not
+    // "too small", since the region holds a bulkhead already.
+    // SAFETY:
+    // - As in `Mem::init`.
+    let larger = unsafe { Region::open_in(mem.ptr, mem.len(), 5) };
+    assert_eq!(larger.unwrap_err(), E::MaxMismatch { found: 4, wanted: 5 });
+    // Zero memory too short for the `max` asked: too small.
+    let short = Mem::new(Region::size_for(1).unwrap());
+    // SAFETY:
+    // - As in `Mem::init`.
+    let err = unsafe { Region::open_in(short.ptr, short.len(), 2) }.unwrap_err();
+    assert_eq!(err, E::TooSmall { len: 72, needed: 80 });
+    assert_eq!(
+        E::MaxMismatch { found: 4, wanted: 3 }.to_string(),
+        "shared bulkhead region has `max` = 4, not the 3 asked for"
+    );
+}
+
+#[test]
+fn bad_memory_and_bad_max_are_refused_before_anything_is_written() {
+    let mem = Mem::new(Region::size_for(2).unwrap() + 64);
+    // SAFETY:
+    // - Null and misaligned pointers, and a `max` out of range, are refused
+    //   before any access.
+    unsafe {
+        assert_eq!(Region::attach(std::ptr::null_mut(), 64).unwrap_err(), E::Null);
+        let odd = mem.ptr.add(8);
+        assert_eq!(Region::init_in(odd, 64, 1).unwrap_err(), E::Misaligned { addr: odd.addr() });
+        assert_eq!(
+            Region::init_in(mem.ptr, mem.len(), Region::MAX_SLOTS + 1).unwrap_err(),
+            E::MaxOutOfRange { max: u64::from(Region::MAX_SLOTS) + 1 }
+        );
+        assert_eq!(Region::init_in(mem.ptr, 79, 2).unwrap_err(), E::TooSmall { len: 79, needed: 80 });
+    }
+    assert_eq!(mem.attach().unwrap_err(), E::Uninitialised);
+    assert_eq!(
+        E::MaxOutOfRange { max: 70_000 }.to_string(),
+        "shared bulkhead `max` = 70000, expected 0 to 65536"
+    );
+}
+
+#[test]
+fn every_truncation_of_a_region_is_too_small() {
+    let mem = fresh(3);
+    let size = Region::size_for(3).unwrap();
+    for len in 0..size {
+        let needed = if len < Region::HEADER { Region::HEADER } else { size };
+        assert_eq!(mem.attach_len(len).unwrap_err(), E::TooSmall { len, needed }, "len {len}");
+    }
+    assert!(mem.attach_len(size).is_ok());
+}
+
+#[test]
+fn each_corrupt_field_is_named() {
+    let mut mem = fresh(2);
+    mem.poke(0, &Region::INITIALISING.to_ne_bytes());
+    assert_eq!(mem.attach().unwrap_err(), E::Initialising);
+    mem.poke(0, &7u64.to_ne_bytes());
+    assert_eq!(mem.attach().unwrap_err(), E::NotARegion { magic: 7 });
+    assert_eq!(mem.init(2).unwrap_err(), E::NotARegion { magic: 7 });
+    assert!(
+        mem.attach()
+            .unwrap_err()
+            .to_string()
+            .starts_with("not a shared bulkhead region: `magic` 0x0000000000000007")
+    );
+
+    let mut mem = fresh(2);
+    mem.poke(8, &(Region::VERSION + 1).to_ne_bytes());
+    assert_eq!(mem.attach().unwrap_err(), E::Version { found: Region::VERSION + 1 });
+
+    let mut mem = fresh(2);
+    mem.poke(12, &70_000u32.to_ne_bytes());
+    let err = mem.attach().unwrap_err();
+    assert_eq!(err, E::MaxOutOfRange { max: 70_000 });
+
+    // A `max` in range but larger than the region: the recorded size gives it away.
+    let mut mem = fresh(2);
+    mem.poke(12, &3u32.to_ne_bytes());
+    assert_eq!(mem.attach().unwrap_err(), E::SizeMismatch { size: 80, max: 3 });
+    assert_eq!(
+        E::SizeMismatch { size: 80, max: 3 }.to_string(),
+        "shared bulkhead region header records `size` = 80 for `max` = 3; that `max` needs 88"
+    );
+    // Both changed together: the memory is too short for the slots it claims.
+    mem.poke(16, &88u64.to_ne_bytes());
+    assert_eq!(mem.attach().unwrap_err(), E::TooSmall { len: 80, needed: 88 });
+
+    let mut mem = fresh(2);
+    mem.poke(60, &1u32.to_ne_bytes());
+    assert_eq!(mem.attach().unwrap_err(), E::Reserved { value: 1 });
+
+    // A slot word with pid 0 but other bits set.
+    let mut mem = fresh(2);
+    mem.poke(Region::HEADER + 8, &0xffu64.to_ne_bytes());
+    assert_eq!(mem.attach().unwrap_err(), E::BadSlot { index: 1, word: 0xff });
+    assert_eq!(
+        E::BadSlot { index: 1, word: 0xff }.to_string(),
+        "shared bulkhead region `slot[1]` = 0x00000000000000ff names no holder (pid 0)"
+    );
+
+    // Statistics, the hint and the gate accept anything.
+    let mut mem = fresh(2);
+    for offset in [24, 32, 40, 48] {
+        mem.poke(offset, &u64::MAX.to_ne_bytes());
+    }
+    mem.poke(56, &u32::MAX.to_ne_bytes());
+    let b = mem.attach().unwrap();
+    let s = b.try_acquire(holder(1, 0)).unwrap();
+    assert!(b.release(s));
+    assert_eq!(b.reclaim_gated(5, 10, |_| true), Some(0), "a gate far ahead counts as passed");
+}
+
+/// xorshift64*: deterministic garbage.
+struct Garbage(u64);
+
+impl Garbage {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+#[test]
+fn random_bytes_never_panic_and_an_accepted_region_keeps_its_cap() {
+    let rounds = if cfg!(miri) { 40 } else { 20_000 };
+    let mut g = Garbage(0x9e37_79b9_7f4a_7c15);
+    let mut accepted = 0;
+    for round in 0..rounds {
+        let max = (g.next() % 6) as u32;
+        let len = Region::size_for(max).unwrap() + (g.next() % 24) as usize;
+        let mut mem = Mem::new(len);
+        // Random bytes everywhere; then, in most rounds, a header that gets
+        // further into the checks.
+        let bytes: Vec<u8> = (0..len).map(|_| g.next() as u8).collect();
+        mem.poke(0, &bytes);
+        let plausible = round % 8;
+        if plausible >= 1 {
+            mem.poke(0, &Region::MAGIC.to_ne_bytes());
+        }
+        if plausible >= 2 {
+            mem.poke(8, &Region::VERSION.to_ne_bytes());
+        }
+        if plausible >= 3 {
+            mem.poke(12, &max.to_ne_bytes());
+            mem.poke(16, &(Region::size_for(max).unwrap() as u64).to_ne_bytes());
+        }
+        if plausible >= 4 {
+            mem.poke(60, &0u32.to_ne_bytes());
+        }
+        if plausible >= 5 {
+            // Slot words: free, a holder, or random (some of them pid 0).
+            for i in 0..max as usize {
+                let word = match g.next() % 3 {
+                    0 => 0,
+                    1 => holder(1 + (g.next() % 1000) as u32, g.next() as u16).raw(),
+                    _ => g.next() >> (g.next() % 64),
+                };
+                mem.poke(Region::HEADER + 8 * i, &word.to_ne_bytes());
+            }
+        }
+        let cut = if round % 5 == 0 { (g.next() as usize) % (len + 1) } else { len };
+        match mem.attach_len(cut) {
+            Ok(b) => {
+                accepted += 1;
+                assert!(plausible >= 4, "round {round}: garbage accepted");
+                assert!(b.held() <= b.max());
+                // Whatever it holds, the protocol stays within the cap.
+                let mut mine = Vec::new();
+                while let Ok(s) = b.try_acquire(holder(4242, mine.len() as u16)) {
+                    mine.push(s);
+                    assert!(mine.len() <= b.max() as usize);
+                }
+                assert_eq!(b.held(), b.max());
+                b.reclaim(|h| h.pid() != 4242);
+                for s in mine {
+                    assert!(b.release(s));
+                }
+                assert!(b.held() <= b.max());
+            }
+            Err(e) => {
+                // Every error explains itself.
+                assert!(!e.to_string().is_empty());
+            }
+        }
+    }
+    assert!(accepted > 0, "no round got past the checks: the test checks too little");
+}
