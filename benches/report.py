@@ -211,6 +211,12 @@ def main():
         group_table(est, "layers_sync", ("layers_sync", "baseline", "bare call")),
         "## The std layer: async, on a current-thread tokio runtime\n",
         group_table(est, "layers_async", ("layers_async", "baseline", "bare future")),
+        "## Fleet: a guarded call with a Redis link, and how fast news travels\n",
+        "One breaker joined to a fleet whose link is up, next to one that is not, in the same run; then "
+        "the time from a trip in one process to a refusal in another, through a redis-server on loopback.\n",
+        group_table(est, "fleet: closed success", ("fleet: closed success", "tripwire", "not joined")),
+        group_table(est, "fleet: rejection", ("fleet: rejection", "tripwire", "not joined")),
+        table_file("fleet_latency.md"),
         "## How far the cached clock lags\n",
         "`MonotonicClock` − `CachedClock` over 3 s of back-to-back reads on one thread, fresh reading first "
         "(a preemption between the two reads can only shrink a sample): one period plus the upkeep "
