@@ -1,14 +1,14 @@
 //! A breaker in memory shared between processes loses no count, though
-//! each process numbers its own threads (see `breaker/counters.rs`). One
-//! test in its own binary: its threads are then the first the process
-//! numbers, as the scenario needs.
+//! each process numbers its own threads, so that threads of two processes
+//! count in one stripe (see `breaker/counters.rs`). One test in its own
+//! binary: its threads are then the first the process numbers.
 
 use std::thread;
 
 use tripwire::{Breaker, BreakerConfig, FixedClock, Outcome, SharedRegion};
 
 /// Two processes whose first threads count on one breaker in a shared
-/// mapping: a private breaker's counters would let both own stripe 0.
+/// mapping, each in the same stripe.
 #[test]
 #[cfg_attr(miri, ignore = "miri has no fork or mmap")]
 fn the_first_threads_of_two_processes_lose_no_count_in_a_shared_region() {
@@ -51,8 +51,8 @@ fn the_first_threads_of_two_processes_lose_no_count_in_a_shared_region() {
         unsafe { libc::_exit(0) };
     }
     // The child numbered its thread from this process's count at the fork,
-    // and this process numbers the thread below from the same count: with
-    // private counters both would own one stripe.
+    // and this process numbers the thread below from the same count: both
+    // count in one stripe.
     let this = thread::scope(|s| s.spawn(|| count(breaker)).join());
     this.unwrap();
     let mut status = 0;

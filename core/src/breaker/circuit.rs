@@ -22,7 +22,7 @@ use core::time::Duration;
 
 use crate::breaker::config::{BreakerConfig, COUNT_SUCCESSES, COUNTED, TIMED, WINDOWED};
 use crate::breaker::cooldown::cooldown_ns;
-use crate::breaker::counters::{Counters, Event, Sharing, Snapshot};
+use crate::breaker::counters::{Counters, Event, Snapshot};
 use crate::breaker::deadline::Deadlines;
 use crate::breaker::hot::{Hot, HotLine};
 use crate::breaker::state::{self, Admission, State, Word};
@@ -105,9 +105,6 @@ pub struct Breaker {
     /// next to the config, off the word's line.
     deadlines: Deadlines,
     config: BreakerConfig,
-    /// Whether the counters may use stripes owned by threads: not in shared
-    /// memory. Read with the config, written only when the breaker is made.
-    sharing: Sharing,
     counters: Counters,
     window: Window,
 }
@@ -119,21 +116,10 @@ impl Breaker {
 
     /// A Closed breaker at generation 0.
     pub fn new(config: BreakerConfig) -> Self {
-        Self::with_sharing(config, Sharing::PRIVATE)
-    }
-
-    /// A Closed breaker at generation 0 for memory shared between processes.
-    #[cfg_attr(loom, allow(dead_code, reason = "loom builds have no shared regions"))]
-    pub(crate) fn new_shared(config: BreakerConfig) -> Self {
-        Self::with_sharing(config, Sharing::SHARED)
-    }
-
-    fn with_sharing(config: BreakerConfig, sharing: Sharing) -> Self {
         Self {
             hot: CachePadded::new(Hot::new(Word::CLOSED.0, config.flags)),
             deadlines: Deadlines::new(),
             config,
-            sharing,
             counters: Counters::new(),
             window: Window::new(),
         }
@@ -142,13 +128,7 @@ impl Breaker {
     /// Counts one `event`.
     #[inline(always)]
     fn count(&self, event: Event) {
-        self.counters.add(event, self.sharing);
-    }
-
-    /// Whether the breaker was made for shared memory: checked when attaching.
-    #[cfg_attr(loom, allow(dead_code, reason = "only shared regions check breakers; loom builds have none"))]
-    pub(crate) fn is_shared(&self) -> bool {
-        self.sharing == Sharing::SHARED
+        self.counters.add(event);
     }
 
     /// The config the breaker was made with.
@@ -710,10 +690,6 @@ impl Breaker {
         }
         Ok(())
     }
-
-    /// Where the sharing word sits in a breaker, for tests that damage it.
-    #[cfg(all(test, not(loom)))]
-    pub(crate) const SHARING_OFFSET: usize = core::mem::offset_of!(Breaker, sharing);
 
     /// Where the rolling window starts in a breaker (its generation word
     /// first): for tests that corrupt a shared region.

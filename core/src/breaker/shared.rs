@@ -67,15 +67,9 @@ struct Header {
 /// bit that state does not use), the breaker's hot line (its layout stamp
 /// and copy of the flags, see [`HotLine`](crate::HotLine)), the deadline slots (stamped for the
 /// current generation, or the one before or after it) and the rolling
-/// window's words (each field in range) and the mark that the breaker was
-/// made for shared memory (see below) are checked, and any mismatch is a
+/// window's words (each field in range) are checked, and any mismatch is a
 /// [`SharedError`], never undefined behaviour: every bit pattern is a valid
 /// `Breaker` value, so the checks are about meaning.
-///
-/// A breaker made for shared memory counts every event with a `fetch_add`:
-/// one made by [`Breaker::new`] lets the first threads of a process own
-/// counter stripes, and two processes' first threads would then write one
-/// count with plain stores, losing some.
 ///
 /// The times in the deadline slots cannot be checked without a clock, and
 /// need not be: a deadline further ahead than any wait the config allows
@@ -128,7 +122,7 @@ struct Header {
 /// ```
 ///
 /// # Size and alignment
-/// 4736 bytes on x86-64 (most of it the striped counters and the two
+/// 4224 bytes on x86-64 (most of it the striped counters and the two
 /// rolling windows), aligned like the breaker (128 bytes there).
 #[repr(C)]
 pub struct SharedRegion {
@@ -194,9 +188,6 @@ pub enum SharedError {
     BadDeadlines,
     /// The rolling window's words do not decode.
     BadWindow,
-    /// The breaker was not made for shared memory: its counters would let
-    /// the first threads of two processes write one count.
-    NotShared,
     /// The breaker's hot line (see [`HotLine`](crate::HotLine)) has another
     /// stamp, or a copy of the flags that is not its config's.
     BadHotLine,
@@ -250,9 +241,6 @@ impl fmt::Display for SharedError {
             }
             SharedError::BadWindow => {
                 f.write_str("shared region holds rolling-window words that do not decode")
-            }
-            SharedError::NotShared => {
-                f.write_str("shared region holds a breaker that was not made for shared memory")
             }
             SharedError::BadHotLine => f.write_str(
                 "shared region holds a breaker whose hot line (layout stamp, flags) does not match its config",
@@ -357,7 +345,7 @@ impl SharedRegion {
             addr_of_mut!((*region).header.breaker_offset).write(BREAKER_OFFSET as u32);
             addr_of_mut!((*region).header.size).write(size_of::<SharedRegion>() as u64);
             addr_of_mut!((*region).header.config).write(config);
-            addr_of_mut!((*region).breaker).write(Breaker::new_shared(config));
+            addr_of_mut!((*region).breaker).write(Breaker::new(config));
         }
         // Release pairs with the Acquire load in `attach`: see the module's Orderings.
         magic.store(Self::MAGIC, Ordering::Release);
@@ -433,10 +421,6 @@ impl SharedRegion {
         // Do the rolling window's words decode?
         if !breaker.has_valid_window() {
             return Err(SharedError::BadWindow);
-        }
-        // Made to count from several processes?
-        if !breaker.is_shared() {
-            return Err(SharedError::NotShared);
         }
         Ok(breaker)
     }
@@ -562,19 +546,7 @@ mod tests {
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn the_layout_is_the_size_the_docs_give() {
-        assert_eq!(SharedRegion::layout(), (4736, 128));
-    }
-
-    #[test]
-    fn a_breaker_not_made_for_shared_memory_is_refused() {
-        let mut mem = Mem::new(0);
-        mem.init(config()).unwrap();
-        mem.attach().unwrap();
-        let private = 0u64.to_ne_bytes();
-        mem.poke(SharedRegion::BREAKER_OFFSET + Breaker::SHARING_OFFSET, &private);
-        let err = mem.attach().unwrap_err();
-        assert_eq!(err, SharedError::NotShared);
-        assert_eq!(err.to_string(), "shared region holds a breaker that was not made for shared memory");
+        assert_eq!(SharedRegion::layout(), (4224, 128));
     }
 
     #[test]
