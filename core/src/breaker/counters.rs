@@ -83,29 +83,22 @@ pub(crate) fn stripe(stripes: usize) -> usize {
 #[inline(always)]
 fn thread_slot() -> usize {
     use core::cell::Cell;
-
-    std::thread_local! {
-        static SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
-    }
-    let n = SLOT.get();
-    if n != usize::MAX {
-        return n;
-    }
-    first_slot(&SLOT)
-}
-
-/// Hands this thread its number, on its first call.
-#[cfg(all(feature = "std", not(loom)))]
-#[cold]
-#[inline(never)]
-fn first_slot(slot: &'static std::thread::LocalKey<core::cell::Cell<usize>>) -> usize {
     use core::sync::atomic::AtomicUsize;
 
     static NEXT: AtomicUsize = AtomicUsize::new(0);
-    // Relaxed: a ticket number; it orders nothing.
-    let n = NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed) & (usize::MAX >> 1);
-    slot.set(n);
-    n
+    std::thread_local! {
+        static SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    SLOT.with(|slot| {
+        let n = slot.get();
+        if n != usize::MAX {
+            return n;
+        }
+        // Relaxed: a ticket number; it orders nothing.
+        let n = NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed) & (usize::MAX >> 1);
+        slot.set(n);
+        n
+    })
 }
 
 /// Without `std` (no thread-locals): a hash of the stack address at 4 KiB
