@@ -125,9 +125,19 @@ static void test_a_trip_travels(const char *url) {
     }
     CHECK(state_of(b) == TW_STATE_OPEN);
     CHECK_STATUS(tw_breaker_try_acquire(b, &t, &r), TW_STATUS_REJECTED);
+    /* The link threads count a message after sending or applying it, so
+     * the counters may trail the state seen above: wait for them. */
     tw_fleet_stats sa, sb;
-    CHECK_STATUS(tw_fleet_snapshot(fa, &sa), TW_STATUS_OK);
-    CHECK_STATUS(tw_fleet_snapshot(fb, &sb), TW_STATUS_OK);
+    waited = 0;
+    for (;;) {
+        CHECK_STATUS(tw_fleet_snapshot(fa, &sa), TW_STATUS_OK);
+        CHECK_STATUS(tw_fleet_snapshot(fb, &sb), TW_STATUS_OK);
+        if ((sa.sent >= 1 && sb.received >= 1 && sb.applied >= 1) || waited >= 5000) {
+            break;
+        }
+        sleep_ms(1);
+        waited += 1;
+    }
     if (!(sa.sent == 1 && sb.received == 1 && sb.applied == 1)) {
         fprintf(stderr, "sent %llu, received %llu, applied %llu\n", (unsigned long long)sa.sent,
                 (unsigned long long)sb.received, (unsigned long long)sb.applied);
