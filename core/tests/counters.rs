@@ -57,3 +57,34 @@ fn rejections_from_many_threads_are_each_counted() {
     });
     assert_eq!(breaker.snapshot().rejected, THREADS as u64 * rounds());
 }
+
+/// A refusal while Open takes the inline path (a clock read, the word, the
+/// deadline): each one is counted and told the same time left, from every
+/// thread, at a clock of 0 and at the last nanosecond of the cool-down.
+#[test]
+fn refusals_while_open_are_each_counted_with_the_time_left() {
+    use std::time::Duration;
+    let cool_down = Duration::from_secs(30);
+    let breaker =
+        Breaker::new(BreakerConfig::builder().failure_threshold(1).open_timeout(cool_down).build().unwrap());
+    let t = breaker.try_acquire(&FixedClock(0)).unwrap();
+    breaker.record(t, Outcome::Failure, &FixedClock(0));
+    let last = cool_down.as_nanos() as u64 - 1;
+    thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                for i in 0..rounds() {
+                    let now = if i % 2 == 0 { 0 } else { last };
+                    let refused = breaker.try_acquire(&FixedClock(now)).unwrap_err();
+                    assert_eq!(
+                        refused.retry_after,
+                        Some(Duration::from_nanos(cool_down.as_nanos() as u64 - now))
+                    );
+                }
+            });
+        }
+    });
+    assert_eq!(breaker.snapshot().rejected, THREADS as u64 * rounds());
+    // The cool-down over, the next caller is the probe, not a refusal.
+    assert!(breaker.try_acquire(&FixedClock(last + 1)).unwrap().is_probe());
+}
