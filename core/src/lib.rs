@@ -143,6 +143,19 @@
 #![no_std]
 // Feature gates show in the docs (docs.rs builds with `--cfg docsrs`).
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// The crate docs link to items of every feature; with some features off,
+// those links have nothing to point at. The all-features build (CI's
+// rustdoc step, docs.rs) still checks every link.
+#![cfg_attr(
+    not(all(
+        feature = "reqwest",
+        feature = "tower",
+        feature = "fleet",
+        feature = "metrics",
+        feature = "tracing"
+    )),
+    allow(rustdoc::broken_intra_doc_links)
+)]
 #![warn(missing_docs)]
 // Only the no_std crate needs these; its tests and the std crates do not.
 #![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]

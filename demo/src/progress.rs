@@ -102,7 +102,7 @@ pub struct Sample {
     pub now: Duration,
     /// What the exchange is doing.
     pub phase: Phase,
-    /// The naive client's status line, then tripwire's (see [`line`]).
+    /// The naive client's status line, then tripwire's (see [`line()`]).
     pub lines: [String; 2],
 }
 

@@ -112,7 +112,7 @@ impl Fleet {
     }
 
     /// The link's counters: sent, received, dropped, applied, leases_won,
-    /// leases_lost, reconnects, and rejected_<reason> for each reason.
+    /// leases_lost, reconnects, and `rejected_<reason>` for each reason.
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.inner.snapshot();
         let d = PyDict::new(py);

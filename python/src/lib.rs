@@ -32,6 +32,10 @@
 //! calling thread is attached to the interpreter; the guarded call runs
 //! between them like any other Python call.
 
+// The crate's API is the Python module; these docs map its private modules
+// for maintainers (`cargo doc --document-private-items` resolves the links).
+#![allow(rustdoc::private_intra_doc_links)]
+
 mod aio;
 mod args;
 mod backoff;
