@@ -212,6 +212,55 @@ fn a_late_outcome_never_lands_in_a_newer_epoch() {
     );
 }
 
+/// A success recorded while another caller moves the window on to the
+/// success's own epoch counts in that epoch's slot, not in the slot of the
+/// epoch the window showed when the success began. Guards: the inline
+/// success path takes its slot from the control word and counts only if
+/// the control word it loads after the bucket word is still that value.
+/// The success path yields between the two loads (loom would not reorder
+/// the other thread's CAS against the first of them).
+#[test]
+fn a_success_racing_the_move_to_its_epoch_counts_in_its_own_slot() {
+    model(
+        [
+            "epoch 2's failure was done while the success was being recorded",
+            "epoch 2's failure was done after the success",
+        ],
+        |sides| {
+            let b = Arc::new(time_window(2, 0.8));
+            let steps = Steps::default();
+            assert_eq!(record(&b, Outcome::Success, &at(1)), None);
+            // Only this thread's success takes the inline path.
+            b.loom_yield_in_window_fast_path();
+            let success = b.try_acquire(&at(2)).unwrap();
+            let mover = {
+                let (b, steps) = (b.clone(), steps.clone());
+                thread::spawn(move || {
+                    let began = steps.mark();
+                    (record(&b, Outcome::Failure, &at(2)), (began, steps.mark()))
+                })
+            };
+            // This thread begins first: it marks before its first atomic access.
+            let _began = steps.mark();
+            assert_eq!(b.record(success, Outcome::Success, &at(2)), None);
+            let done = steps.mark();
+            let (report, theirs) = mover.join().unwrap();
+            // Epochs 1 and 2 hold 3 calls, 1 failure: no trip.
+            assert_eq!(report, None);
+            sides.saw(usize::from(theirs.1 > done));
+            // Epoch 3 takes epoch 1's slot, so the window holds epochs 2 and
+            // 3: the success and two failures, 2 of 3, below 0.8. Had the
+            // success gone to epoch 1's slot, it would be gone with epoch 1,
+            // and 2 failures of 2 would trip.
+            assert_eq!(
+                record(&b, Outcome::Failure, &at(3)),
+                None,
+                "the success of epoch 2 was counted in epoch 1's slot"
+            );
+        },
+    );
+}
+
 /// Two callers move the window on to one epoch and add to it at once;
 /// no count is lost to a helper that clears late. Guards: a clearing
 /// helper checks, after loading each word, that its clear is still

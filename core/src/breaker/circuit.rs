@@ -131,6 +131,15 @@ impl Breaker {
         self.counters.add(event);
     }
 
+    /// loom models only: the time window's inline success path yields
+    /// between its two loads of the window's control word, so that a model
+    /// explores another thread moving the window on in between.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_yield_in_window_fast_path(&self) {
+        self.window.yield_in_fast_path();
+    }
+
     /// The config the breaker was made with.
     pub fn config(&self) -> &BreakerConfig {
         &self.config

@@ -188,7 +188,7 @@ impl Window {
         if cfg.counted() {
             self.count.try_add(count::mark(false, false), &self.generation, counting)
         } else {
-            self.time.try_add_success(epoch, cfg.window_buckets, &self.generation, counting)
+            self.time.try_add_success(epoch, &self.generation, counting)
         }
     }
 
@@ -251,6 +251,12 @@ impl Window {
             Ordering::SeqCst,
         );
         Gen::Retry
+    }
+
+    /// loom models only: see [`time::TimeWindow::yield_in_fast_path`].
+    #[cfg(loom)]
+    pub(crate) fn yield_in_fast_path(&self) {
+        self.time.yield_in_fast_path();
     }
 
     /// Successes counted in the window, dropped or not, when successes are

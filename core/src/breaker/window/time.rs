@@ -59,6 +59,11 @@
 //!   `E`. If the bucket word it loaded was already emptied by a clear, the
 //!   control word loaded after it shows that clear's `E`.
 //!
+//! The inline success path takes its slot from a first load of the control
+//! word instead of from its epoch, and counts only if the control word
+//! loaded after the bucket word is that same value, clean, at its epoch:
+//! the same two loads in the same order, so the same argument.
+//!
 //! So a late outcome never lands in a newer epoch's counts, never brings an
 //! old count back, and never wipes a newer one. The version is 13 bits: the
 //! CAS of a thread that stalls between its loads and its CAS could only
@@ -166,6 +171,11 @@ pub(crate) struct TimeWindow {
     successes: [CachePadded<[AtomicU64; SLOTS]>; STRIPES],
     failures: CachePadded<[AtomicU64; SLOTS]>,
     slow: [AtomicU64; SLOTS],
+    /// loom models only: whether the inline success path yields between
+    /// its two loads of the control word (see `try_add_success`). A core
+    /// atomic, outside the model: it is set before the threads start.
+    #[cfg(loom)]
+    yields: core::sync::atomic::AtomicBool,
 }
 
 impl TimeWindow {
@@ -176,31 +186,54 @@ impl TimeWindow {
             successes: core::array::from_fn(|_| CachePadded::new(ring())),
             failures: CachePadded::new(ring()),
             slow: ring(),
+            #[cfg(loom)]
+            yields: core::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    /// The common case of [`add`](Self::add), inline: a success whose epoch
-    /// is the window's or inside it, with nothing to clear or start, and a
-    /// CAS that succeeds at once. `counting` is the generation word's value
-    /// for the outcome's generation. `false`: try `add`.
+    /// loom models only: makes the inline success path yield between
+    /// picking its slot and loading its bucket word. loom reorders another
+    /// thread's CAS against only the latest access a thread made to an
+    /// atomic, never against a plain load before it, so without the yield
+    /// no model sees the window move on between the two loads.
+    #[cfg(loom)]
+    pub(crate) fn yield_in_fast_path(&self) {
+        // Relaxed: set before the model's threads start.
+        self.yields.store(true, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The common case of [`add`](Self::add), inline: a success in the
+    /// window's latest epoch, with nothing to clear or start, and a CAS that
+    /// succeeds at once. `counting` is the generation word's value for the
+    /// outcome's generation. `false`: try `add` (a late outcome, a new
+    /// epoch, a race).
+    ///
+    /// The slot is taken from the control word, not from `epoch`, so that
+    /// loading the bucket word waits for no clock read: the caller reads
+    /// the clock just before, and its loads run alongside it. A second load
+    /// of the control word, after the bucket word's, must show the same
+    /// value with `E` equal to `epoch`; the bucket word was then loaded
+    /// before a control word that shows its epoch inside the window, which
+    /// is all that `bump`'s argument asks (see the module's Late outcomes).
     #[inline(always)]
-    pub(crate) fn try_add_success(
-        &self,
-        epoch: u64,
-        buckets: u32,
-        generation: &AtomicU64,
-        counting: u64,
-    ) -> bool {
-        let word = &self.successes[stripe(STRIPES)][slot_of(epoch)];
-        // SeqCst, and this order: as in `bump`.
+    pub(crate) fn try_add_success(&self, epoch: u64, generation: &AtomicU64, counting: u64) -> bool {
+        // SeqCst, as every access here (see the window's Orderings). This
+        // first load only picks the slot of the latest epoch.
+        let latest = self.ctl.load(Ordering::SeqCst);
+        let word = &self.successes[stripe(STRIPES)][slot_of(latest)];
+        #[cfg(loom)]
+        if self.yields.load(core::sync::atomic::Ordering::Relaxed) {
+            loom::thread::yield_now();
+        }
         let w = word.load(Ordering::SeqCst);
+        // Loaded after `w`: as in `bump`.
         let c = self.ctl.load(Ordering::SeqCst);
-        // Counting this generation, clean (nothing pending, reserved bits
-        // clear), the epoch inside the window, and room in the word?
+        // Counting this generation; the control word unchanged since the
+        // slot was picked, clean (nothing pending, reserved bits clear) and
+        // at the outcome's epoch; and room in the word?
         generation.load(Ordering::SeqCst) == counting
-            && c >> PENDING_SHIFT == 0
-            && epoch <= c
-            && c - epoch < u64::from(buckets)
+            && c == latest
+            && c == epoch
             && count(w) != COUNT_MAX
             && word.compare_exchange(w, w + 1, Ordering::SeqCst, Ordering::Relaxed).is_ok()
     }
