@@ -1,6 +1,7 @@
 //! Runs one hot path a fixed number of times, for instruction counting
 //! under `valgrind --tool=callgrind` (stable on noisy machines, unlike time):
 //! `cargo run --release -p tripwire-benches --example hot_path -- <path> [iterations]`.
+//! Prints the loop's time per iteration too.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,7 +42,13 @@ fn main() {
     // the count; its readers run the same load as the global clock's.
     let upkeep = CachedClock::start(CachedClock::MAX_PERIOD).expect("an upkeep thread");
     let cached: &CachedClock = upkeep.clock();
-    let repeat = |f: &mut dyn FnMut()| (0..n).for_each(|_| f());
+    // The loop's time, for timing variants of one path against each other
+    // (benches/window_variants.sh); callgrind counts ignore it.
+    let repeat = |f: &mut dyn FnMut()| {
+        let start = std::time::Instant::now();
+        (0..n).for_each(|_| f());
+        println!("{:.3} ns per iteration", start.elapsed().as_nanos() as f64 / n as f64);
+    };
     match path.as_str() {
         "bare" => repeat(&mut || _ = black_box(guarded(black_box(1)))),
         "fetch_add" => repeat(&mut || {
