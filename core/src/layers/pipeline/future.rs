@@ -9,7 +9,9 @@ use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::{MonotonicClock, instant_at, monotonic_at};
 use crate::layers::events::wait_slot_async;
-use crate::layers::pipeline::{Failed, Nesting, Pipeline, PipelineError, judged, ok_is_success};
+use crate::layers::pipeline::{
+    Failed, Nesting, Pipeline, PipelineError, judged, ok_is_success, slot_refused, slot_wait,
+};
 use crate::layers::timeout::{Timer, timeout};
 use crate::retry::error::RetryError;
 use crate::retry::step::RetryLoop;
@@ -62,7 +64,9 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
 
     /// [`call_async_with`](Self::call_async_with) that stops at `deadline`:
     /// no attempt starts after it, no wait is begun that would end past it,
-    /// and each attempt's timeout is cut to the time left.
+    /// and each attempt's timeout and wait for a bulkhead slot are cut to
+    /// the time left (a wait so cut that gets no slot ends with
+    /// [`PipelineError::Deadline`]).
     pub async fn call_async_before<T, E, Fut>(
         &self,
         deadline: Instant,
@@ -96,12 +100,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             if let Some(p) = permit {
                 p.settle(assessment);
             }
-            return result.or_else(|f| match f.answer {
-                Err(PipelineError::Deadline { last, .. }) => {
-                    Err(PipelineError::Deadline { attempts: 1, last })
-                }
-                answer => answer,
-            });
+            return result.or_else(|f| f.answer);
         };
         let policy = policy.classify(Failed::<T, E>::verdict);
         let policy = match &self.budget {
@@ -170,11 +169,10 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         let _slot = match &self.bulkhead {
             None => None,
             Some(b) => {
-                match wait_slot_async(b, &self.timer, self.bulkhead_wait, self.events.as_deref()).await {
+                let (wait, cut) = slot_wait(self.bulkhead_wait, deadline);
+                match wait_slot_async(b, &self.timer, wait, self.events.as_deref()).await {
                     Ok(slot) => Some(slot),
-                    Err(full) => {
-                        return (Assessment::Ignored, Err(Failed::refused(PipelineError::Full(full))));
-                    }
+                    Err(full) => return (Assessment::Ignored, Err(Failed::refused(slot_refused(full, cut)))),
                 }
             }
         };
@@ -188,8 +186,9 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             Some(d) => match timeout(&self.timer, d, f()).await {
                 Ok(r) => r,
                 // Cut short by the caller's deadline: says nothing of the dependency.
+                // (The call was made: one attempt.)
                 Err(_) if self.timeout.is_none_or(|t| d < t) => {
-                    let failed = Failed::refused(PipelineError::Deadline { attempts: 0, last: None });
+                    let failed = Failed::refused(PipelineError::Deadline { attempts: 1, last: None });
                     return (Assessment::Ignored, Err(failed));
                 }
                 Err(_) => {

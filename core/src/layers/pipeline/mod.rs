@@ -30,10 +30,10 @@ use std::time::Instant;
 
 pub use error::PipelineError;
 
-use crate::bulkhead::{Bulkhead, BulkheadPermit};
+use crate::bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit};
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
-use crate::layers::clock::{MonotonicClock, monotonic_at};
+use crate::layers::clock::{MonotonicClock, instant_at, monotonic_at};
 use crate::layers::events::{Events, RetryCause, wait_slot};
 use crate::layers::named::{NamedBreaker, NamedPermit};
 use crate::retry::budget::RetryBudget;
@@ -370,7 +370,9 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
 
     /// [`call_with`](Self::call_with) that starts no attempt after
     /// `deadline` and begins no wait that would end past it (a call in
-    /// progress is its I/O client's to cut short).
+    /// progress is its I/O client's to cut short). A wait for a bulkhead
+    /// slot is cut to the time left; if no slot comes by then, the call
+    /// ends with [`PipelineError::Deadline`], not with the bulkhead's refusal.
     pub fn call_before<T, E>(
         &self,
         deadline: Instant,
@@ -387,17 +389,17 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         mut f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, PipelineError<E>> {
         match self.nesting {
-            Nesting::RetryOutsideBreaker => self.retry_sync(deadline, |_| {
+            Nesting::RetryOutsideBreaker => self.retry_sync(deadline, |until| {
                 let permit = self.admit().map_err(Failed::refused)?;
-                let _slot = self.slot_sync().map_err(Failed::refused)?;
+                let _slot = self.slot_sync(until).map_err(Failed::refused)?;
                 let result = f();
                 Self::finish(permit, &assess, result)
             }),
             Nesting::BreakerOutsideRetry => {
                 let permit = self.admit()?;
                 let mut last = Assessment::Ignored;
-                let result = self.retry_sync(deadline, |_| {
-                    let _slot = self.slot_sync().map_err(Failed::refused)?;
+                let result = self.retry_sync(deadline, |until| {
+                    let _slot = self.slot_sync(until).map_err(Failed::refused)?;
                     let result = f();
                     last = assess(&result);
                     judged(last, result)
@@ -415,14 +417,14 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     fn retry_sync<T, E>(
         &self,
         deadline: Option<Instant>,
-        mut attempt: impl FnMut(u32) -> Result<T, Failed<T, E>>,
+        mut attempt: impl FnMut(Option<Instant>) -> Result<T, Failed<T, E>>,
     ) -> Result<T, PipelineError<E>> {
         let Some(policy) = self.retry else {
             // Past the deadline already?
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(PipelineError::Deadline { attempts: 0, last: None });
             }
-            return attempt(1).or_else(|f| f.answer);
+            return attempt(deadline).or_else(|f| f.answer);
         };
         let policy = policy.classify(Failed::<T, E>::verdict);
         let policy = match &self.budget {
@@ -431,12 +433,15 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         };
         let clock = MonotonicClock;
         let mut run = RetryLoop::new(&policy, &clock, deadline.map(monotonic_at));
+        // The earlier of the caller's deadline and the policy's total, for
+        // the attempts' waits for a slot.
+        let until = run.deadline().and_then(instant_at);
         loop {
             let n = match run.start(&clock) {
                 Ok(n) => n,
                 Err(e) => return from_retry(e),
             };
-            let failed = match attempt(n) {
+            let failed = match attempt(until) {
                 Ok(value) => return Ok(value),
                 Err(failed) => failed,
             };
@@ -472,10 +477,12 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     }
 
     /// A bulkhead slot, waiting up to `bulkhead_wait` (parking the thread).
+    /// A bulkhead slot, waited for no longer than `until` allows.
     #[inline]
-    fn slot_sync<E>(&self) -> Result<Option<BulkheadPermit<'_>>, PipelineError<E>> {
+    fn slot_sync<E>(&self, until: Option<Instant>) -> Result<Option<BulkheadPermit<'_>>, PipelineError<E>> {
         let Some(b) = &self.bulkhead else { return Ok(None) };
-        wait_slot(b, self.bulkhead_wait, self.events.as_deref()).map(Some).map_err(PipelineError::Full)
+        let (wait, cut) = slot_wait(self.bulkhead_wait, until);
+        wait_slot(b, wait, self.events.as_deref()).map(Some).map_err(|full| slot_refused(full, cut))
     }
 
     /// Records an attempt's assessment and turns its result into the
@@ -497,6 +504,23 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
 /// An attempt's result as the retries see it: a value the classifier
 /// called a failure (a 503 response) is a failed attempt too, and is the
 /// answer if no attempt follows.
+/// The wait for a bulkhead slot an attempt may begin: the configured one,
+/// cut to the time left before `until`, so that no wait ends past the
+/// caller's deadline and no call starts after it; and whether it was cut.
+pub(crate) fn slot_wait(wait: Duration, until: Option<Instant>) -> (Duration, bool) {
+    match until.map(|d| d.saturating_duration_since(Instant::now())) {
+        // Less time left than the wait configured?
+        Some(left) if left < wait => (left, true),
+        _ => (wait, false),
+    }
+}
+
+/// No slot came: the bulkhead's refusal, or the deadline's when the wait
+/// was cut short by it (which says nothing of the bulkhead's cap).
+pub(crate) fn slot_refused<E>(full: BulkheadFull, cut: bool) -> PipelineError<E> {
+    if cut { PipelineError::Deadline { attempts: 0, last: None } } else { PipelineError::Full(full) }
+}
+
 pub(crate) fn judged<T, E>(assessment: Assessment, result: Result<T, E>) -> Result<T, Failed<T, E>> {
     match result {
         Ok(value) if assessment == Assessment::Failure => Err(Failed { answer: Ok(value), assessment }),

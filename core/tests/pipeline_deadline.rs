@@ -1,0 +1,96 @@
+//! A pipeline's deadline bounds its wait for a bulkhead slot: no wait is
+//! begun that would end past it, and no call starts after it, however long
+//! the bulkhead wait configured.
+#![cfg(all(feature = "tokio", not(loom)))]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tripwire::{Assessment, Bulkhead, Pipeline, PipelineError, RetryPolicy, TokioTimer};
+
+/// The bulkhead wait configured: far longer than the deadline.
+const WAIT: Duration = Duration::from_secs(2);
+/// The caller's deadline, from the start of the call.
+const DEADLINE: Duration = Duration::from_millis(50);
+/// When the slot's holder lets go: after the deadline, before the wait ends.
+const FREED_AFTER: Duration = Duration::from_millis(400);
+
+fn pipelines(
+    bulkhead: &Arc<Bulkhead>,
+) -> [(&'static str, Pipeline<tripwire::MonotonicClock, TokioTimer>); 2] {
+    let build = || Pipeline::builder().bulkhead(bulkhead.clone()).bulkhead_wait(WAIT).timer(TokioTimer);
+    let policy = RetryPolicy::builder().max_attempts(3).build().unwrap();
+    [("without retries", build().build()), ("with retries", build().retry(policy).build())]
+}
+
+fn ok_is_success<T, E>(r: &Result<T, E>) -> Assessment {
+    if r.is_ok() { Assessment::Success } else { Assessment::Failure }
+}
+
+/// Holds the bulkhead's only slot until [`FREED_AFTER`].
+fn hold_slot(bulkhead: &Arc<Bulkhead>) -> thread::JoinHandle<()> {
+    assert!(bulkhead.try_acquire_raw());
+    let b = bulkhead.clone();
+    thread::spawn(move || {
+        thread::sleep(FREED_AFTER);
+        assert!(b.release_raw());
+    })
+}
+
+fn check<T: std::fmt::Debug>(what: &str, got: Result<T, PipelineError<()>>, elapsed: Duration, calls: u32) {
+    assert_eq!(calls, 0, "{what}: the call ran after its deadline ({elapsed:?})");
+    assert!(matches!(got, Err(PipelineError::Deadline { last: None, .. })), "{what}: {got:?}");
+    if what == "without retries" {
+        assert_eq!(got.unwrap_err().attempts(), 0, "{what}: no call reached the dependency");
+    }
+    assert!(elapsed < FREED_AFTER, "{what}: waited {elapsed:?} for a slot, past a deadline of {DEADLINE:?}");
+}
+
+#[test]
+fn a_sync_call_waits_for_a_slot_no_longer_than_its_deadline() {
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    for (what, pipeline) in pipelines(&bulkhead) {
+        let holder = hold_slot(&bulkhead);
+        let calls = AtomicU32::new(0);
+        let start = Instant::now();
+        let got = pipeline.call_before(start + DEADLINE, ok_is_success, || {
+            calls.fetch_add(1, Ordering::Relaxed);
+            Ok::<_, ()>(())
+        });
+        check(what, got, start.elapsed(), calls.load(Ordering::Relaxed));
+        holder.join().unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_async_call_waits_for_a_slot_no_longer_than_its_deadline() {
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    for (what, pipeline) in pipelines(&bulkhead) {
+        let holder = hold_slot(&bulkhead);
+        let calls = AtomicU32::new(0);
+        let start = Instant::now();
+        let got = pipeline
+            .call_async_before(start + DEADLINE, ok_is_success, || {
+                calls.fetch_add(1, Ordering::Relaxed);
+                async { Ok::<_, ()>(()) }
+            })
+            .await;
+        check(what, got, start.elapsed(), calls.load(Ordering::Relaxed));
+        tokio::task::spawn_blocking(move || holder.join().unwrap()).await.unwrap();
+    }
+}
+
+#[test]
+fn a_wait_shorter_than_the_time_left_still_ends_with_the_bulkhead_refusal() {
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let pipeline = Pipeline::builder()
+        .bulkhead(bulkhead.clone())
+        .bulkhead_wait(Duration::from_millis(20))
+        .timer(TokioTimer)
+        .build();
+    let _held = bulkhead.try_acquire().unwrap();
+    let got = pipeline.call_before(Instant::now() + WAIT, ok_is_success, || Ok::<_, ()>(()));
+    assert_eq!(got, Err(PipelineError::Full(tripwire::BulkheadFull { max: 1 })));
+}
