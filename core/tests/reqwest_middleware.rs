@@ -240,6 +240,35 @@ async fn with_a_wait_a_request_takes_the_slot_once_it_is_freed() {
     assert_eq!((server.hits(), s.successes, s.ignored, bulkhead.in_flight()), (2, 2, 0, 0));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_retry_policys_total_time_cuts_the_wait_for_a_slot() {
+    let server = Server::start().await;
+    let breaker = breaker("reqwest/bulkhead-total", 2);
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let total = Duration::from_millis(50);
+    let policy = RetryPolicy::builder().max_attempts(3).max_total(total).build().unwrap();
+    let client = client([GuardMiddleware::new(breaker.clone())
+        .bulkhead(bulkhead.clone())
+        .bulkhead_wait(Duration::from_secs(2))
+        .retry(policy)]);
+    // The slot comes back after the policy's total time, before the wait ends.
+    assert!(bulkhead.try_acquire_raw());
+    let holder = tokio::spawn({
+        let bulkhead = bulkhead.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            assert!(bulkhead.release_raw());
+        }
+    });
+    let started = std::time::Instant::now();
+    let by = refused(&client, &server).await;
+    let waited = started.elapsed();
+    assert!(matches!(by, RefusedBy::Deadline(_)), "{by:?}");
+    assert_eq!(server.hits(), 0, "sent after the policy's total time ({waited:?})");
+    assert!(waited < Duration::from_millis(400), "waited {waited:?} for a slot, past a total of {total:?}");
+    holder.await.unwrap();
+}
+
 #[tokio::test]
 async fn a_body_that_cannot_be_cloned_is_sent_once() {
     let server = Server::start().await;

@@ -8,9 +8,9 @@ use std::time::Instant;
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::{MonotonicClock, instant_at, monotonic_at};
-use crate::layers::events::wait_slot_async;
+use crate::layers::events::{slot_wait, wait_slot_async};
 use crate::layers::pipeline::{
-    Failed, Nesting, Pipeline, PipelineError, judged, ok_is_success, slot_refused, slot_wait,
+    Failed, Nesting, Pipeline, PipelineError, judged, ok_is_success, slot_refused,
 };
 use crate::layers::timeout::{Timer, timeout};
 use crate::retry::error::RetryError;

@@ -34,7 +34,7 @@ use crate::bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit};
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::{MonotonicClock, instant_at, monotonic_at};
-use crate::layers::events::{Events, RetryCause, wait_slot};
+use crate::layers::events::{Events, RetryCause, slot_wait, wait_slot};
 use crate::layers::named::{NamedBreaker, NamedPermit};
 use crate::retry::budget::RetryBudget;
 use crate::retry::error::RetryError;
@@ -504,17 +504,6 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
 /// An attempt's result as the retries see it: a value the classifier
 /// called a failure (a 503 response) is a failed attempt too, and is the
 /// answer if no attempt follows.
-/// The wait for a bulkhead slot an attempt may begin: the configured one,
-/// cut to the time left before `until`, so that no wait ends past the
-/// caller's deadline and no call starts after it; and whether it was cut.
-pub(crate) fn slot_wait(wait: Duration, until: Option<Instant>) -> (Duration, bool) {
-    match until.map(|d| d.saturating_duration_since(Instant::now())) {
-        // Less time left than the wait configured?
-        Some(left) if left < wait => (left, true),
-        _ => (wait, false),
-    }
-}
-
 /// No slot came: the bulkhead's refusal, or the deadline's when the wait
 /// was cut short by it (which says nothing of the bulkhead's cap).
 pub(crate) fn slot_refused<E>(full: BulkheadFull, cut: bool) -> PipelineError<E> {
