@@ -94,3 +94,24 @@ fn a_wait_shorter_than_the_time_left_still_ends_with_the_bulkhead_refusal() {
     let got = pipeline.call_before(Instant::now() + WAIT, ok_is_success, || Ok::<_, ()>(()));
     assert_eq!(got, Err(PipelineError::Full(tripwire::BulkheadFull { max: 1 })));
 }
+
+#[test]
+fn the_retry_policys_total_time_cuts_the_wait_for_a_slot_too() {
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let policy = RetryPolicy::builder().max_attempts(3).max_total(DEADLINE).build().unwrap();
+    let pipeline = Pipeline::builder()
+        .bulkhead(bulkhead.clone())
+        .bulkhead_wait(WAIT)
+        .retry(policy)
+        .timer(TokioTimer)
+        .build();
+    let holder = hold_slot(&bulkhead);
+    let calls = AtomicU32::new(0);
+    let start = Instant::now();
+    let got = pipeline.call_with(ok_is_success, || {
+        calls.fetch_add(1, Ordering::Relaxed);
+        Ok::<_, ()>(())
+    });
+    check("with a total time", got, start.elapsed(), calls.load(Ordering::Relaxed));
+    holder.join().unwrap();
+}
