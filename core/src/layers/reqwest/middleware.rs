@@ -264,17 +264,25 @@ where
                 // Time up after a wait: the last answer; before any attempt: a refusal.
                 return last.unwrap_or_else(|| Err(refused(RefusedBy::Deadline(DeadlinePassed))));
             };
-            // Free the last answer's connection before the next attempt.
-            drop(last.take());
+            // The last answer (its body, and with it its connection, let
+            // go already), in case the time runs out while this attempt
+            // waits for a bulkhead slot.
+            let before = last.take();
             // The copy for the next attempt, taken before this one consumes
             // the request: `None` for a streamed body, which is sent once.
             let spare = req.try_clone();
             let (result, assessment) = match self.attempt(req, extensions, next.clone(), until).await {
+                // Time up while waiting for a slot: as when it is up before an
+                // attempt, the last answer, or a refusal if there is none.
+                Attempt::Refused(RefusedBy::Deadline(d)) => {
+                    return before.unwrap_or_else(|| Err(refused(RefusedBy::Deadline(d))));
+                }
                 // A refusal is never retried: it ends the request, whatever
                 // came before.
                 Attempt::Refused(by) => return Err(refused(by)),
                 Attempt::Sent(result, assessment) => (result, assessment),
             };
+            drop(before);
             // Worth another attempt, and can one be made?
             let Some(spare) = spare.filter(|_| assessment == Assessment::Failure) else { return result };
             let hint = result.as_ref().ok().and_then(|r| retry_after(r.headers()));
