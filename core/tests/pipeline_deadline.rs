@@ -115,3 +115,78 @@ fn the_retry_policys_total_time_cuts_the_wait_for_a_slot_too() {
     check("with a total time", got, start.elapsed(), calls.load(Ordering::Relaxed));
     holder.join().unwrap();
 }
+
+/// A pipeline whose retries' second attempt finds the bulkhead full: the
+/// slot is taken by someone else before the pause that follows the first
+/// failure.
+fn second_attempt_finds_no_slot(
+    deadline: Duration,
+) -> (Arc<Bulkhead>, Pipeline<tripwire::MonotonicClock, TokioTimer>) {
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let events = Arc::new(tripwire::Events::new("deadline"));
+    events.on_retry({
+        let bulkhead = bulkhead.clone();
+        move |_| assert!(bulkhead.try_acquire_raw())
+    });
+    let backoff =
+        tripwire::BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let policy = RetryPolicy::builder()
+        .max_attempts(3)
+        .max_total(deadline)
+        .backoff(backoff.build().unwrap())
+        .build()
+        .unwrap();
+    let pipeline = Pipeline::builder()
+        .bulkhead(bulkhead.clone())
+        .bulkhead_wait(WAIT)
+        .retry(policy)
+        .events(events)
+        .timer(TokioTimer)
+        .build();
+    (bulkhead, pipeline)
+}
+
+fn check_last_attempt(what: &str, got: Result<(), PipelineError<&str>>) {
+    let want = PipelineError::Deadline { attempts: 1, last: Some(Box::new(PipelineError::Call("503"))) };
+    assert_eq!(got, Err(want), "{what}: the one attempt made, and its error");
+}
+
+#[test]
+fn time_up_while_a_sync_retry_waits_for_a_slot_reports_the_attempt_made() {
+    let (bulkhead, pipeline) = second_attempt_finds_no_slot(DEADLINE);
+    let got = pipeline.call(|| Err::<(), _>("503"));
+    check_last_attempt("sync", got);
+    assert!(bulkhead.release_raw());
+}
+
+#[tokio::test]
+async fn time_up_while_an_async_retry_waits_for_a_slot_reports_the_attempt_made() {
+    let (bulkhead, pipeline) = second_attempt_finds_no_slot(DEADLINE);
+    let got = pipeline.call_async(|| async { Err::<(), _>("503") }).await;
+    check_last_attempt("async", got);
+    assert!(bulkhead.release_raw());
+}
+
+#[tokio::test]
+async fn a_deadline_that_cuts_a_retry_short_keeps_the_error_before() {
+    let backoff =
+        tripwire::BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff.build().unwrap()).build().unwrap();
+    let pipeline = Pipeline::builder().retry(policy).timeout(WAIT).timer(TokioTimer).build();
+    let calls = AtomicU32::new(0);
+    let got = pipeline
+        .call_async_before(Instant::now() + DEADLINE, ok_is_success, || {
+            let first = calls.fetch_add(1, Ordering::Relaxed) == 0;
+            async move {
+                if first {
+                    return Err("503");
+                }
+                std::future::pending::<()>().await;
+                Ok(())
+            }
+        })
+        .await;
+    // The second attempt was made (its call began) and cut short by the deadline.
+    let want = PipelineError::Deadline { attempts: 2, last: Some(Box::new(PipelineError::Call("503"))) };
+    assert_eq!(got, Err(want));
+}

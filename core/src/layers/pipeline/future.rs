@@ -10,7 +10,7 @@ use crate::layers::assessment::Assessment;
 use crate::layers::clock::{MonotonicClock, instant_at, monotonic_at};
 use crate::layers::events::{slot_wait, wait_slot_async};
 use crate::layers::pipeline::{
-    Failed, Nesting, Pipeline, PipelineError, judged, ok_is_success, slot_refused,
+    Failed, Nesting, Pipeline, PipelineError, cut_short, judged, ok_is_success, slot_refused,
 };
 use crate::layers::timeout::{Timer, timeout};
 use crate::retry::error::RetryError;
@@ -146,7 +146,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                     self.retry_scheduled(attempts, delay, &run);
                     self.timer.sleep(delay).await;
                 }
-                Err(e) => break Err(e),
+                Err(e) => break Err(cut_short(e, &mut run)),
             }
         };
         if let Some(p) = outer {

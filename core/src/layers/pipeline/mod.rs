@@ -301,11 +301,7 @@ pub(crate) fn from_retry<T, E>(e: RetryError<Failed<T, E>>) -> Result<T, Pipelin
             Err(error) => Err(make(Box::new(error))),
         };
     match e {
-        RetryError::Final { attempts, error } => match error.answer {
-            // The caller's deadline cut the last attempt short.
-            Err(PipelineError::Deadline { last, .. }) => Err(PipelineError::Deadline { attempts, last }),
-            answer => answer,
-        },
+        RetryError::Final { error, .. } => error.answer,
         // One attempt allowed: nothing was retried, the answer speaks for itself.
         RetryError::Exhausted { attempts: 1, last } => last.answer,
         RetryError::Exhausted { attempts, last } => {
@@ -318,6 +314,23 @@ pub(crate) fn from_retry<T, E>(e: RetryError<Failed<T, E>>) -> Result<T, Pipelin
             Some(last) => wrap(last, &|last| PipelineError::Deadline { attempts, last: Some(last) }),
             None => Err(PipelineError::Deadline { attempts, last: None }),
         },
+    }
+}
+
+/// A deadline that cut an attempt short (its wait for a bulkhead slot or,
+/// async, its timeout) ends the retries as one between attempts does: with
+/// the answer of the attempt before, if one was made, and counting only the
+/// attempts that reached the call (a wait for a slot reaches none).
+pub(crate) fn cut_short<T, E>(
+    e: RetryError<Failed<T, E>>,
+    run: &mut RetryLoop<Failed<T, E>>,
+) -> RetryError<Failed<T, E>> {
+    match e {
+        RetryError::Final {
+            attempts,
+            error: Failed { answer: Err(PipelineError::Deadline { attempts: made, .. }), .. },
+        } => RetryError::Deadline { attempts: attempts.saturating_sub(1) + made, last: run.take_last() },
+        e => e,
     }
 }
 
@@ -447,7 +460,7 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
             };
             let delay = match run.failed(&policy, &clock, failed) {
                 Ok(delay) => delay,
-                Err(e) => return self.retry_ended(e),
+                Err(e) => return self.retry_ended(cut_short(e, &mut run)),
             };
             self.retry_scheduled(n, delay, &run);
             std::thread::sleep(delay);
