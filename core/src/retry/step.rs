@@ -132,7 +132,8 @@ impl<E> RetryLoop<E> {
 
     /// Hands back the error of the last failed attempt (see
     /// [`last_error`](Self::last_error)), for an executor whose next
-    /// attempt ended the loop without an answer of its own.
+    /// attempt ended the loop without an answer of its own (the pipeline's).
+    #[cfg(feature = "std")]
     pub(crate) fn take_last(&mut self) -> Option<E> {
         self.last.take()
     }

@@ -185,8 +185,8 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             None => f().await,
             Some(d) => match timeout(&self.timer, d, f()).await {
                 Ok(r) => r,
-                // Cut short by the caller's deadline: says nothing of the dependency.
-                // (The call was made: one attempt.)
+                // Cut short by the caller's deadline: says nothing of the
+                // dependency. The call was made: one attempt.
                 Err(_) if self.timeout.is_none_or(|t| d < t) => {
                     let failed = Failed::refused(PipelineError::Deadline { attempts: 1, last: None });
                     return (Assessment::Ignored, Err(failed));

@@ -489,8 +489,8 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         b.permit().map(Some).map_err(PipelineError::Open)
     }
 
-    /// A bulkhead slot, waiting up to `bulkhead_wait` (parking the thread).
-    /// A bulkhead slot, waited for no longer than `until` allows.
+    /// A bulkhead slot, waiting up to `bulkhead_wait` (parking the thread),
+    /// and never past `until`.
     #[inline]
     fn slot_sync<E>(&self, until: Option<Instant>) -> Result<Option<BulkheadPermit<'_>>, PipelineError<E>> {
         let Some(b) = &self.bulkhead else { return Ok(None) };
@@ -514,15 +514,15 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     }
 }
 
-/// An attempt's result as the retries see it: a value the classifier
-/// called a failure (a 503 response) is a failed attempt too, and is the
-/// answer if no attempt follows.
 /// No slot came: the bulkhead's refusal, or the deadline's when the wait
 /// was cut short by it (which says nothing of the bulkhead's cap).
 pub(crate) fn slot_refused<E>(full: BulkheadFull, cut: bool) -> PipelineError<E> {
     if cut { PipelineError::Deadline { attempts: 0, last: None } } else { PipelineError::Full(full) }
 }
 
+/// An attempt's result as the retries see it: a value the classifier
+/// called a failure (a 503 response) is a failed attempt too, and is the
+/// answer if no attempt follows.
 pub(crate) fn judged<T, E>(assessment: Assessment, result: Result<T, E>) -> Result<T, Failed<T, E>> {
     match result {
         Ok(value) if assessment == Assessment::Failure => Err(Failed { answer: Ok(value), assessment }),
