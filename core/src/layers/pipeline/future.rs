@@ -9,6 +9,7 @@ use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::{MonotonicClock, instant_at, monotonic_at};
 use crate::layers::events::{slot_wait, wait_slot_async};
+use crate::layers::named::NamedPermit;
 use crate::layers::pipeline::{
     Failed, Nesting, Pipeline, PipelineError, cut_short, judged, ok_is_success, slot_refused,
 };
@@ -95,8 +96,8 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(PipelineError::Deadline { attempts: 0, last: None });
             }
-            let permit = self.admit()?;
-            let (assessment, result) = self.attempt_async(deadline, &assess, &mut f).await;
+            let mut permit = self.admit()?;
+            let (assessment, result) = self.attempt_async(deadline, permit.as_mut(), &assess, &mut f).await;
             if let Some(p) = permit {
                 p.settle(assessment);
             }
@@ -124,7 +125,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                 Ok(n) => n,
                 Err(e) => break Err(e),
             };
-            let inner = match self.nesting {
+            let mut inner = match self.nesting {
                 Nesting::RetryOutsideBreaker => match self.admit() {
                     Ok(permit) => permit,
                     // A refusal ends the retries at once.
@@ -132,7 +133,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                 },
                 Nesting::BreakerOutsideRetry => None,
             };
-            let (assessment, attempt) = self.attempt_async(deadline, &assess, &mut f).await;
+            let (assessment, attempt) = self.attempt_async(deadline, inner.as_mut(), &assess, &mut f).await;
             last = assessment;
             if let Some(p) = inner {
                 p.settle(assessment);
@@ -156,10 +157,12 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
     }
 
     /// A bulkhead slot, then one call under the timeout; its assessment
-    /// (a timeout is a failure, a full bulkhead says nothing).
+    /// (a timeout is a failure, a full bulkhead says nothing). The call's
+    /// own `permit`, if it has one, is timed from the slot on.
     async fn attempt_async<T, E, Fut>(
         &self,
         deadline: Option<Instant>,
+        permit: Option<&mut NamedPermit<'_, C>>,
         assess: &impl Fn(&Result<T, E>) -> Assessment,
         f: &mut impl FnMut() -> Fut,
     ) -> (Assessment, Result<T, Failed<T, E>>)
@@ -171,7 +174,13 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             Some(b) => {
                 let (wait, cut) = slot_wait(self.bulkhead_wait, deadline);
                 match wait_slot_async(b, &self.timer, wait, self.events.as_deref()).await {
-                    Ok(slot) => Some(slot),
+                    Ok(slot) => {
+                        // The wait for the slot is no part of the call's time.
+                        if let Some(p) = permit {
+                            p.restart_clock();
+                        }
+                        Some(slot)
+                    }
                     Err(full) => return (Assessment::Ignored, Err(Failed::refused(slot_refused(full, cut)))),
                 }
             }

@@ -189,7 +189,9 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
     }
 
     /// How long an attempt may wait for a bulkhead slot (default zero: a
-    /// full bulkhead refuses at once).
+    /// full bulkhead refuses at once). The wait is no part of the call's
+    /// time: with the breaker inside the retries (the default nesting), a
+    /// slow call is timed from the slot on.
     pub fn bulkhead_wait(mut self, d: Duration) -> Self {
         self.pipeline.bulkhead_wait = d;
         self
@@ -403,8 +405,12 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     ) -> Result<T, PipelineError<E>> {
         match self.nesting {
             Nesting::RetryOutsideBreaker => self.retry_sync(deadline, |until| {
-                let permit = self.admit().map_err(Failed::refused)?;
+                let mut permit = self.admit().map_err(Failed::refused)?;
                 let _slot = self.slot_sync(until).map_err(Failed::refused)?;
+                // The wait for the slot is no part of the call's time.
+                if let (Some(p), Some(_)) = (&mut permit, &self.bulkhead) {
+                    p.restart_clock();
+                }
                 let result = f();
                 Self::finish(permit, &assess, result)
             }),

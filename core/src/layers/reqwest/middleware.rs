@@ -82,7 +82,8 @@ impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
     }
 
     /// Lets an attempt wait up to `wait` for a bulkhead slot before it is
-    /// refused.
+    /// refused. The wait is no part of the request's time: a slow call is
+    /// timed from the slot on.
     #[must_use]
     pub fn bulkhead_wait(mut self, wait: Duration) -> Self {
         self.bulkhead_wait = wait;
@@ -222,7 +223,7 @@ where
         next: Next<'_>,
         until: Option<Instant>,
     ) -> Attempt {
-        let permit = match self.breaker.permit() {
+        let mut permit = match self.breaker.permit() {
             Ok(permit) => permit,
             Err(rejected) => return Attempt::Refused(RefusedBy::Breaker(rejected)),
         };
@@ -231,6 +232,10 @@ where
             Ok(slot) => slot,
             Err(by) => return Attempt::Refused(by),
         };
+        // The wait for the slot is no part of the request's time.
+        if self.bulkhead.is_some() {
+            permit.restart_clock();
+        }
         let result = next.run(req, extensions).await;
         let assessment = judge(&result);
         permit.settle(assessment);
