@@ -99,7 +99,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             let mut permit = self.admit()?;
             let (assessment, result) = self.attempt_async(deadline, permit.as_mut(), &assess, &mut f).await;
             if let Some(p) = permit {
-                p.settle(assessment);
+                p.settle(assessment.unwrap_or(Assessment::Ignored));
             }
             return result.or_else(|f| f.answer);
         };
@@ -134,9 +134,13 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                 Nesting::BreakerOutsideRetry => None,
             };
             let (assessment, attempt) = self.attempt_async(deadline, inner.as_mut(), &assess, &mut f).await;
-            last = assessment;
+            // An attempt that got no bulkhead slot made no call: the request's
+            // outcome is still the last call's.
+            if let Some(a) = assessment {
+                last = a;
+            }
             if let Some(p) = inner {
-                p.settle(assessment);
+                p.settle(assessment.unwrap_or(Assessment::Ignored));
             }
             let failed = match attempt {
                 Ok(value) => break Ok(value),
@@ -156,16 +160,16 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         result.or_else(|e| self.retry_ended(e))
     }
 
-    /// A bulkhead slot, then one call under the timeout; its assessment
-    /// (a timeout is a failure, a full bulkhead says nothing). The call's
-    /// own `permit`, if it has one, is timed from the slot on.
+    /// A bulkhead slot, then one call under the timeout; its assessment (a
+    /// timeout is a failure), `None` when it got no slot and made no call.
+    /// The call's own `permit`, if it has one, is timed from the slot on.
     async fn attempt_async<T, E, Fut>(
         &self,
         deadline: Option<Instant>,
         permit: Option<&mut NamedPermit<'_, C>>,
         assess: &impl Fn(&Result<T, E>) -> Assessment,
         f: &mut impl FnMut() -> Fut,
-    ) -> (Assessment, Result<T, Failed<T, E>>)
+    ) -> (Option<Assessment>, Result<T, Failed<T, E>>)
     where
         Fut: Future<Output = Result<T, E>>,
     {
@@ -181,7 +185,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                         }
                         Some(slot)
                     }
-                    Err(full) => return (Assessment::Ignored, Err(Failed::refused(slot_refused(full, cut)))),
+                    Err(full) => return (None, Err(Failed::refused(slot_refused(full, cut)))),
                 }
             }
         };
@@ -198,16 +202,16 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                 // dependency. The call was made: one attempt.
                 Err(_) if self.timeout.is_none_or(|t| d < t) => {
                     let failed = Failed::refused(PipelineError::Deadline { attempts: 1, last: None });
-                    return (Assessment::Ignored, Err(failed));
+                    return (Some(Assessment::Ignored), Err(failed));
                 }
                 Err(_) => {
                     let failed =
                         Failed { answer: Err(PipelineError::Timeout(d)), assessment: Assessment::Failure };
-                    return (Assessment::Failure, Err(failed));
+                    return (Some(Assessment::Failure), Err(failed));
                 }
             },
         };
         let assessment = assess(&result);
-        (assessment, judged(assessment, result))
+        (Some(assessment), judged(assessment, result))
     }
 }

@@ -1,6 +1,8 @@
-//! A call is slow for what the dependency takes, not for the time it
-//! waited for a bulkhead slot on this host: local queueing must not trip a
-//! breaker's slow-call rate against a dependency that answers at once.
+//! What a breaker learns of calls that queue for a bulkhead slot on this
+//! host: a call is slow for what the dependency takes, not for its wait
+//! (local queueing must not trip a slow-call rate against a dependency that
+//! answers at once), and an attempt that got no slot hides no failure of
+//! the attempts before it.
 #![cfg(all(feature = "reqwest", not(loom)))]
 
 mod support;
@@ -110,4 +112,51 @@ fn a_slow_call_after_a_wait_for_a_slot_is_still_slow() {
     holder.join().unwrap();
     let s = breaker.snapshot();
     assert_eq!((s.successes, s.slow, breaker.state()), (1, 1, State::Open), "{s:?}");
+}
+
+/// A breaker outside the retries, whose second attempt finds the bulkhead
+/// taken (by someone else, during the pause after the first failure).
+fn outside_retries() -> (Arc<NamedBreaker>, Arc<Bulkhead>, Pipeline<tripwire::MonotonicClock, TokioTimer>) {
+    let config = BreakerConfig::builder().failure_threshold(5).build().unwrap();
+    let breaker = Arc::new(NamedBreaker::new("outside", config));
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let events = Arc::new(tripwire::Events::new("outside"));
+    events.on_retry({
+        let bulkhead = bulkhead.clone();
+        move |_| assert!(bulkhead.try_acquire_raw())
+    });
+    let backoff =
+        tripwire::BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff.build().unwrap()).build().unwrap();
+    let pipeline = Pipeline::builder()
+        .breaker(breaker.clone())
+        .bulkhead(bulkhead.clone())
+        .retry(policy)
+        .breaker_outside_retry()
+        .events(events)
+        .timer(TokioTimer)
+        .build();
+    (breaker, bulkhead, pipeline)
+}
+
+fn check_one_failure(what: &str, breaker: &NamedBreaker, bulkhead: &Bulkhead) {
+    let s = breaker.snapshot();
+    assert_eq!((s.failures, s.ignored), (1, 0), "{what}: the request failed at the dependency: {s:?}");
+    assert!(bulkhead.release_raw());
+}
+
+#[test]
+fn sync_breaker_outside_retries_counts_the_failure_before_a_full_bulkhead() {
+    let (breaker, bulkhead, pipeline) = outside_retries();
+    let got = pipeline.call(|| Err::<(), _>("503"));
+    assert!(got.is_err());
+    check_one_failure("sync", &breaker, &bulkhead);
+}
+
+#[tokio::test]
+async fn async_breaker_outside_retries_counts_the_failure_before_a_full_bulkhead() {
+    let (breaker, bulkhead, pipeline) = outside_retries();
+    let got = pipeline.call_async(|| async { Err::<(), _>("503") }).await;
+    assert!(got.is_err());
+    check_one_failure("async", &breaker, &bulkhead);
 }
