@@ -240,6 +240,71 @@ async fn with_a_wait_a_request_takes_the_slot_once_it_is_freed() {
     assert_eq!((server.hits(), s.successes, s.ignored, bulkhead.in_flight()), (2, 2, 0, 0));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_retry_policys_total_time_cuts_the_wait_for_a_slot() {
+    let server = Server::start().await;
+    let breaker = breaker("reqwest/bulkhead-total", 2);
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let total = Duration::from_millis(50);
+    let policy = RetryPolicy::builder().max_attempts(3).max_total(total).build().unwrap();
+    let client = client([GuardMiddleware::new(breaker.clone())
+        .bulkhead(bulkhead.clone())
+        .bulkhead_wait(Duration::from_secs(2))
+        .retry(policy)]);
+    // The slot comes back after the policy's total time, before the wait ends.
+    assert!(bulkhead.try_acquire_raw());
+    let holder = tokio::spawn({
+        let bulkhead = bulkhead.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            assert!(bulkhead.release_raw());
+        }
+    });
+    let started = std::time::Instant::now();
+    let by = refused(&client, &server).await;
+    let waited = started.elapsed();
+    assert!(matches!(by, RefusedBy::Deadline(_)), "{by:?}");
+    assert_eq!(server.hits(), 0, "sent after the policy's total time ({waited:?})");
+    assert!(waited < Duration::from_millis(400), "waited {waited:?} for a slot, past a total of {total:?}");
+    holder.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_up_while_a_retry_waits_for_a_slot_answers_with_the_last_response() {
+    use tripwire::Events;
+
+    let server = Server::start().await;
+    let breaker = breaker("reqwest/bulkhead-total-retry", 10);
+    let bulkhead = Arc::new(Bulkhead::new(1));
+    let backoff = BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let policy = RetryPolicy::builder()
+        .max_attempts(3)
+        .max_total(Duration::from_millis(100))
+        .backoff(backoff.build().unwrap())
+        .build()
+        .unwrap();
+    // Before the pause after the first 503, someone else takes the only slot.
+    let events = Arc::new(Events::new("reqwest/bulkhead-total-retry"));
+    events.on_retry({
+        let bulkhead = bulkhead.clone();
+        move |_| assert!(bulkhead.try_acquire_raw())
+    });
+    let client = client([GuardMiddleware::new(breaker.clone())
+        .bulkhead(bulkhead.clone())
+        .bulkhead_wait(Duration::from_secs(2))
+        .retry(policy)
+        .events(events)]);
+    server.set(Mode::Unavailable);
+    let started = std::time::Instant::now();
+    let got = get(&client, &server).await;
+    let waited = started.elapsed();
+    // The 503 the retries ended on, as when the time runs out before an attempt.
+    assert_eq!(got.map(|r| r.status().as_u16()).map_err(|e| e.to_string()), Ok(503));
+    assert_eq!(server.hits(), 1);
+    assert!(waited < Duration::from_secs(1), "waited {waited:?}");
+    assert!(bulkhead.release_raw());
+}
+
 #[tokio::test]
 async fn a_body_that_cannot_be_cloned_is_sent_once() {
     let server = Server::start().await;

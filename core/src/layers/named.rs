@@ -224,6 +224,18 @@ pub struct NamedPermit<'a, C: Clock = MonotonicClock> {
 }
 
 impl<C: Clock> NamedPermit<'_, C> {
+    /// Starts the call's time again, for a permit taken before a wait that
+    /// is no part of the call (for a bulkhead slot on this host): a slow
+    /// call is the dependency's slowness, measured from here, not local
+    /// queueing. Reads the clock only if the breaker times calls.
+    pub(crate) fn restart_clock(&mut self) {
+        if let Some(ticket) = &mut self.ticket
+            && !self.breaker.breaker().config().slow_call().is_zero()
+        {
+            ticket.started_at = self.breaker.clock().now();
+        }
+    }
+
     /// Records the outcome; returns the transition it caused, if any.
     pub fn record(mut self, outcome: Outcome) -> Option<Transition> {
         let ticket = self.ticket.take()?;

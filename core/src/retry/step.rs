@@ -130,6 +130,14 @@ impl<E> RetryLoop<E> {
         self.last.as_ref()
     }
 
+    /// Hands back the error of the last failed attempt (see
+    /// [`last_error`](Self::last_error)), for an executor whose next
+    /// attempt ended the loop without an answer of its own (the pipeline's).
+    #[cfg(feature = "std")]
+    pub(crate) fn take_last(&mut self) -> Option<E> {
+        self.last.take()
+    }
+
     /// The pause a server asked for at the last [`failed`](Self::failed),
     /// when it was longer than the policy's
     /// [`max_retry_after`](RetryPolicy::max_retry_after) and the wait was

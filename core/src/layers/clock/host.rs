@@ -57,7 +57,6 @@ pub(crate) fn monotonic_at(at: std::time::Instant) -> u64 {
 
 /// The `Instant` at which [`MonotonicClock`] reads `ns`; `None` if it is
 /// too far ahead to represent.
-#[cfg(feature = "async")]
 pub(crate) fn instant_at(ns: u64) -> Option<std::time::Instant> {
     let (now, clock) = (std::time::Instant::now(), MonotonicClock.now());
     match ns.checked_sub(clock) {

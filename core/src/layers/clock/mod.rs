@@ -9,7 +9,6 @@ mod fork;
 mod host;
 
 pub use cached::{CachedClock, Upkeep, UpkeepError};
-#[cfg(feature = "async")]
 pub(crate) use host::instant_at;
 pub(crate) use host::monotonic_at;
 pub use host::{CoarseClock, MonotonicClock};

@@ -16,6 +16,7 @@ mod state;
 pub use bulkhead::BulkheadEvent;
 #[cfg(feature = "tower")]
 pub(crate) use bulkhead::refused;
+pub(crate) use bulkhead::slot_wait;
 pub(crate) use bulkhead::wait_slot;
 #[cfg(feature = "async")]
 pub(crate) use bulkhead::wait_slot_async;

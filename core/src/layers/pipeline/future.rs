@@ -8,8 +8,11 @@ use std::time::Instant;
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::{MonotonicClock, instant_at, monotonic_at};
-use crate::layers::events::wait_slot_async;
-use crate::layers::pipeline::{Failed, Nesting, Pipeline, PipelineError, judged, ok_is_success};
+use crate::layers::events::{slot_wait, wait_slot_async};
+use crate::layers::named::NamedPermit;
+use crate::layers::pipeline::{
+    Failed, Nesting, Pipeline, PipelineError, cut_short, judged, ok_is_success, slot_refused,
+};
 use crate::layers::timeout::{Timer, timeout};
 use crate::retry::error::RetryError;
 use crate::retry::step::RetryLoop;
@@ -62,7 +65,9 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
 
     /// [`call_async_with`](Self::call_async_with) that stops at `deadline`:
     /// no attempt starts after it, no wait is begun that would end past it,
-    /// and each attempt's timeout is cut to the time left.
+    /// and each attempt's timeout and wait for a bulkhead slot are cut to
+    /// the time left (a wait so cut that gets no slot ends with
+    /// [`PipelineError::Deadline`]).
     pub async fn call_async_before<T, E, Fut>(
         &self,
         deadline: Instant,
@@ -91,17 +96,12 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(PipelineError::Deadline { attempts: 0, last: None });
             }
-            let permit = self.admit()?;
-            let (assessment, result) = self.attempt_async(deadline, &assess, &mut f).await;
+            let mut permit = self.admit()?;
+            let (assessment, result) = self.attempt_async(deadline, permit.as_mut(), &assess, &mut f).await;
             if let Some(p) = permit {
-                p.settle(assessment);
+                p.settle(assessment.unwrap_or(Assessment::Ignored));
             }
-            return result.or_else(|f| match f.answer {
-                Err(PipelineError::Deadline { last, .. }) => {
-                    Err(PipelineError::Deadline { attempts: 1, last })
-                }
-                answer => answer,
-            });
+            return result.or_else(|f| f.answer);
         };
         let policy = policy.classify(Failed::<T, E>::verdict);
         let policy = match &self.budget {
@@ -125,7 +125,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                 Ok(n) => n,
                 Err(e) => break Err(e),
             };
-            let inner = match self.nesting {
+            let mut inner = match self.nesting {
                 Nesting::RetryOutsideBreaker => match self.admit() {
                     Ok(permit) => permit,
                     // A refusal ends the retries at once.
@@ -133,10 +133,14 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                 },
                 Nesting::BreakerOutsideRetry => None,
             };
-            let (assessment, attempt) = self.attempt_async(deadline, &assess, &mut f).await;
-            last = assessment;
+            let (assessment, attempt) = self.attempt_async(deadline, inner.as_mut(), &assess, &mut f).await;
+            // An attempt that got no bulkhead slot made no call: the request's
+            // outcome is still the last call's.
+            if let Some(a) = assessment {
+                last = a;
+            }
             if let Some(p) = inner {
-                p.settle(assessment);
+                p.settle(assessment.unwrap_or(Assessment::Ignored));
             }
             let failed = match attempt {
                 Ok(value) => break Ok(value),
@@ -147,7 +151,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
                     self.retry_scheduled(attempts, delay, &run);
                     self.timer.sleep(delay).await;
                 }
-                Err(e) => break Err(e),
+                Err(e) => break Err(cut_short(e, &mut run)),
             }
         };
         if let Some(p) = outer {
@@ -156,25 +160,32 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         result.or_else(|e| self.retry_ended(e))
     }
 
-    /// A bulkhead slot, then one call under the timeout; its assessment
-    /// (a timeout is a failure, a full bulkhead says nothing).
+    /// A bulkhead slot, then one call under the timeout; its assessment (a
+    /// timeout is a failure), `None` when it got no slot and made no call.
+    /// The call's own `permit`, if it has one, is timed from the slot on.
     async fn attempt_async<T, E, Fut>(
         &self,
         deadline: Option<Instant>,
+        permit: Option<&mut NamedPermit<'_, C>>,
         assess: &impl Fn(&Result<T, E>) -> Assessment,
         f: &mut impl FnMut() -> Fut,
-    ) -> (Assessment, Result<T, Failed<T, E>>)
+    ) -> (Option<Assessment>, Result<T, Failed<T, E>>)
     where
         Fut: Future<Output = Result<T, E>>,
     {
         let _slot = match &self.bulkhead {
             None => None,
             Some(b) => {
-                match wait_slot_async(b, &self.timer, self.bulkhead_wait, self.events.as_deref()).await {
-                    Ok(slot) => Some(slot),
-                    Err(full) => {
-                        return (Assessment::Ignored, Err(Failed::refused(PipelineError::Full(full))));
+                let (wait, cut) = slot_wait(self.bulkhead_wait, deadline);
+                match wait_slot_async(b, &self.timer, wait, self.events.as_deref()).await {
+                    Ok(slot) => {
+                        // The wait for the slot is no part of the call's time.
+                        if let Some(p) = permit {
+                            p.restart_clock();
+                        }
+                        Some(slot)
                     }
+                    Err(full) => return (None, Err(Failed::refused(slot_refused(full, cut)))),
                 }
             }
         };
@@ -187,19 +198,20 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
             None => f().await,
             Some(d) => match timeout(&self.timer, d, f()).await {
                 Ok(r) => r,
-                // Cut short by the caller's deadline: says nothing of the dependency.
+                // Cut short by the caller's deadline: says nothing of the
+                // dependency. The call was made: one attempt.
                 Err(_) if self.timeout.is_none_or(|t| d < t) => {
-                    let failed = Failed::refused(PipelineError::Deadline { attempts: 0, last: None });
-                    return (Assessment::Ignored, Err(failed));
+                    let failed = Failed::refused(PipelineError::Deadline { attempts: 1, last: None });
+                    return (Some(Assessment::Ignored), Err(failed));
                 }
                 Err(_) => {
                     let failed =
                         Failed { answer: Err(PipelineError::Timeout(d)), assessment: Assessment::Failure };
-                    return (Assessment::Failure, Err(failed));
+                    return (Some(Assessment::Failure), Err(failed));
                 }
             },
         };
         let assessment = assess(&result);
-        (assessment, judged(assessment, result))
+        (Some(assessment), judged(assessment, result))
     }
 }

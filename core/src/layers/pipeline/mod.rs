@@ -30,11 +30,11 @@ use std::time::Instant;
 
 pub use error::PipelineError;
 
-use crate::bulkhead::{Bulkhead, BulkheadPermit};
+use crate::bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit};
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
-use crate::layers::clock::{MonotonicClock, monotonic_at};
-use crate::layers::events::{Events, RetryCause, wait_slot};
+use crate::layers::clock::{MonotonicClock, instant_at, monotonic_at};
+use crate::layers::events::{Events, RetryCause, slot_wait, wait_slot};
 use crate::layers::named::{NamedBreaker, NamedPermit};
 use crate::retry::budget::RetryBudget;
 use crate::retry::error::RetryError;
@@ -189,7 +189,9 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
     }
 
     /// How long an attempt may wait for a bulkhead slot (default zero: a
-    /// full bulkhead refuses at once).
+    /// full bulkhead refuses at once). The wait is no part of the call's
+    /// time: with the breaker inside the retries (the default nesting), a
+    /// slow call is timed from the slot on.
     pub fn bulkhead_wait(mut self, d: Duration) -> Self {
         self.pipeline.bulkhead_wait = d;
         self
@@ -301,11 +303,7 @@ pub(crate) fn from_retry<T, E>(e: RetryError<Failed<T, E>>) -> Result<T, Pipelin
             Err(error) => Err(make(Box::new(error))),
         };
     match e {
-        RetryError::Final { attempts, error } => match error.answer {
-            // The caller's deadline cut the last attempt short.
-            Err(PipelineError::Deadline { last, .. }) => Err(PipelineError::Deadline { attempts, last }),
-            answer => answer,
-        },
+        RetryError::Final { error, .. } => error.answer,
         // One attempt allowed: nothing was retried, the answer speaks for itself.
         RetryError::Exhausted { attempts: 1, last } => last.answer,
         RetryError::Exhausted { attempts, last } => {
@@ -318,6 +316,23 @@ pub(crate) fn from_retry<T, E>(e: RetryError<Failed<T, E>>) -> Result<T, Pipelin
             Some(last) => wrap(last, &|last| PipelineError::Deadline { attempts, last: Some(last) }),
             None => Err(PipelineError::Deadline { attempts, last: None }),
         },
+    }
+}
+
+/// A deadline that cut an attempt short (its wait for a bulkhead slot or,
+/// async, its timeout) ends the retries as one between attempts does: with
+/// the answer of the attempt before, if one was made, and counting only the
+/// attempts that reached the call (a wait for a slot reaches none).
+pub(crate) fn cut_short<T, E>(
+    e: RetryError<Failed<T, E>>,
+    run: &mut RetryLoop<Failed<T, E>>,
+) -> RetryError<Failed<T, E>> {
+    match e {
+        RetryError::Final {
+            attempts,
+            error: Failed { answer: Err(PipelineError::Deadline { attempts: made, .. }), .. },
+        } => RetryError::Deadline { attempts: attempts.saturating_sub(1) + made, last: run.take_last() },
+        e => e,
     }
 }
 
@@ -370,7 +385,9 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
 
     /// [`call_with`](Self::call_with) that starts no attempt after
     /// `deadline` and begins no wait that would end past it (a call in
-    /// progress is its I/O client's to cut short).
+    /// progress is its I/O client's to cut short). A wait for a bulkhead
+    /// slot is cut to the time left; if no slot comes by then, the call
+    /// ends with [`PipelineError::Deadline`], not with the bulkhead's refusal.
     pub fn call_before<T, E>(
         &self,
         deadline: Instant,
@@ -387,17 +404,21 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         mut f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, PipelineError<E>> {
         match self.nesting {
-            Nesting::RetryOutsideBreaker => self.retry_sync(deadline, |_| {
-                let permit = self.admit().map_err(Failed::refused)?;
-                let _slot = self.slot_sync().map_err(Failed::refused)?;
+            Nesting::RetryOutsideBreaker => self.retry_sync(deadline, |until| {
+                let mut permit = self.admit().map_err(Failed::refused)?;
+                let _slot = self.slot_sync(until).map_err(Failed::refused)?;
+                // The wait for the slot is no part of the call's time.
+                if let (Some(p), Some(_)) = (&mut permit, &self.bulkhead) {
+                    p.restart_clock();
+                }
                 let result = f();
                 Self::finish(permit, &assess, result)
             }),
             Nesting::BreakerOutsideRetry => {
                 let permit = self.admit()?;
                 let mut last = Assessment::Ignored;
-                let result = self.retry_sync(deadline, |_| {
-                    let _slot = self.slot_sync().map_err(Failed::refused)?;
+                let result = self.retry_sync(deadline, |until| {
+                    let _slot = self.slot_sync(until).map_err(Failed::refused)?;
                     let result = f();
                     last = assess(&result);
                     judged(last, result)
@@ -415,14 +436,14 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     fn retry_sync<T, E>(
         &self,
         deadline: Option<Instant>,
-        mut attempt: impl FnMut(u32) -> Result<T, Failed<T, E>>,
+        mut attempt: impl FnMut(Option<Instant>) -> Result<T, Failed<T, E>>,
     ) -> Result<T, PipelineError<E>> {
         let Some(policy) = self.retry else {
             // Past the deadline already?
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(PipelineError::Deadline { attempts: 0, last: None });
             }
-            return attempt(1).or_else(|f| f.answer);
+            return attempt(deadline).or_else(|f| f.answer);
         };
         let policy = policy.classify(Failed::<T, E>::verdict);
         let policy = match &self.budget {
@@ -431,18 +452,21 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         };
         let clock = MonotonicClock;
         let mut run = RetryLoop::new(&policy, &clock, deadline.map(monotonic_at));
+        // The earlier of the caller's deadline and the policy's total, for
+        // the attempts' waits for a slot.
+        let until = run.deadline().and_then(instant_at);
         loop {
             let n = match run.start(&clock) {
                 Ok(n) => n,
                 Err(e) => return from_retry(e),
             };
-            let failed = match attempt(n) {
+            let failed = match attempt(until) {
                 Ok(value) => return Ok(value),
                 Err(failed) => failed,
             };
             let delay = match run.failed(&policy, &clock, failed) {
                 Ok(delay) => delay,
-                Err(e) => return self.retry_ended(e),
+                Err(e) => return self.retry_ended(cut_short(e, &mut run)),
             };
             self.retry_scheduled(n, delay, &run);
             std::thread::sleep(delay);
@@ -471,11 +495,13 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         b.permit().map(Some).map_err(PipelineError::Open)
     }
 
-    /// A bulkhead slot, waiting up to `bulkhead_wait` (parking the thread).
+    /// A bulkhead slot, waiting up to `bulkhead_wait` (parking the thread),
+    /// and never past `until`.
     #[inline]
-    fn slot_sync<E>(&self) -> Result<Option<BulkheadPermit<'_>>, PipelineError<E>> {
+    fn slot_sync<E>(&self, until: Option<Instant>) -> Result<Option<BulkheadPermit<'_>>, PipelineError<E>> {
         let Some(b) = &self.bulkhead else { return Ok(None) };
-        wait_slot(b, self.bulkhead_wait, self.events.as_deref()).map(Some).map_err(PipelineError::Full)
+        let (wait, cut) = slot_wait(self.bulkhead_wait, until);
+        wait_slot(b, wait, self.events.as_deref()).map(Some).map_err(|full| slot_refused(full, cut))
     }
 
     /// Records an attempt's assessment and turns its result into the
@@ -492,6 +518,12 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         }
         judged(assessment, result)
     }
+}
+
+/// No slot came: the bulkhead's refusal, or the deadline's when the wait
+/// was cut short by it (which says nothing of the bulkhead's cap).
+pub(crate) fn slot_refused<E>(full: BulkheadFull, cut: bool) -> PipelineError<E> {
+    if cut { PipelineError::Deadline { attempts: 0, last: None } } else { PipelineError::Full(full) }
 }
 
 /// An attempt's result as the retries see it: a value the classifier

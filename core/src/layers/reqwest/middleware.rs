@@ -6,6 +6,7 @@ use core::fmt;
 use core::time::Duration;
 use std::boxed::Box;
 use std::sync::Arc;
+use std::time::Instant;
 
 use ::reqwest::{Request, Response};
 use http::Extensions;
@@ -14,8 +15,8 @@ use reqwest_middleware::{Error, Next, Result};
 use crate::bulkhead::{Bulkhead, BulkheadPermit};
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
-use crate::layers::clock::MonotonicClock;
-use crate::layers::events::{Events, RetryCause, wait_slot_async};
+use crate::layers::clock::{MonotonicClock, instant_at};
+use crate::layers::events::{Events, RetryCause, slot_wait, wait_slot_async};
 use crate::layers::http::{assess, retry_after};
 use crate::layers::named::NamedBreaker;
 use crate::layers::reqwest::refused::Refused;
@@ -81,7 +82,8 @@ impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
     }
 
     /// Lets an attempt wait up to `wait` for a bulkhead slot before it is
-    /// refused.
+    /// refused. The wait is no part of the request's time: a slow call is
+    /// timed from the slot on.
     #[must_use]
     pub fn bulkhead_wait(mut self, wait: Duration) -> Self {
         self.bulkhead_wait = wait;
@@ -195,26 +197,45 @@ where
     C: Clock,
     Tm: Timer,
 {
-    /// A bulkhead slot for one attempt, if there is a bulkhead.
-    async fn slot(&self) -> core::result::Result<Option<BulkheadPermit<'_>>, RefusedBy> {
+    /// A bulkhead slot for one attempt, if there is a bulkhead, waited for
+    /// until `until` at the latest (the retry policy's total time): a wait
+    /// so cut that gets no slot is the deadline's refusal.
+    async fn slot(
+        &self,
+        until: Option<Instant>,
+    ) -> core::result::Result<Option<BulkheadPermit<'_>>, RefusedBy> {
         let Some(bulkhead) = &self.bulkhead else { return Ok(None) };
-        let permit = wait_slot_async(bulkhead, &self.timer, self.bulkhead_wait, self.events.as_deref()).await;
-        permit.map(Some).map_err(RefusedBy::Bulkhead)
+        let (wait, cut) = slot_wait(self.bulkhead_wait, until);
+        let permit = wait_slot_async(bulkhead, &self.timer, wait, self.events.as_deref()).await;
+        permit
+            .map(Some)
+            .map_err(|full| if cut { RefusedBy::Deadline(DeadlinePassed) } else { RefusedBy::Bulkhead(full) })
     }
 
-    /// One attempt: admitted by the breaker, then the bulkhead, sent down
-    /// the chain and settled. Dropped mid-way, the permit records the call
-    /// as ignored and the slot is freed.
-    async fn attempt(&self, req: Request, extensions: &mut Extensions, next: Next<'_>) -> Attempt {
-        let permit = match self.breaker.permit() {
+    /// One attempt: admitted by the breaker, then the bulkhead (waiting
+    /// until `until` at the latest), sent down the chain and settled.
+    /// Dropped mid-way, the permit records the call as ignored and the slot
+    /// is freed.
+    async fn attempt(
+        &self,
+        req: Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+        until: Option<Instant>,
+    ) -> Attempt {
+        let mut permit = match self.breaker.permit() {
             Ok(permit) => permit,
             Err(rejected) => return Attempt::Refused(RefusedBy::Breaker(rejected)),
         };
         // A full bulkhead drops the permit: the call counts as ignored.
-        let _slot = match self.slot().await {
+        let _slot = match self.slot(until).await {
             Ok(slot) => slot,
             Err(by) => return Attempt::Refused(by),
         };
+        // The wait for the slot is no part of the request's time.
+        if self.bulkhead.is_some() {
+            permit.restart_clock();
+        }
         let result = next.run(req, extensions).await;
         let assessment = judge(&result);
         permit.settle(assessment);
@@ -225,7 +246,7 @@ where
     /// the policy and the budget allow.
     async fn send(&self, req: Request, extensions: &mut Extensions, next: Next<'_>) -> Result<Response> {
         let Some(policy) = self.retry else {
-            return match self.attempt(req, extensions, next).await {
+            return match self.attempt(req, extensions, next, None).await {
                 Attempt::Refused(by) => Err(refused(by)),
                 Attempt::Sent(result, _) => result,
             };
@@ -237,6 +258,8 @@ where
         };
         let clock = MonotonicClock;
         let mut run = RetryLoop::new(&policy, &clock, None);
+        // The policy's total time, which the waits for a slot end by too.
+        let until = run.deadline().and_then(instant_at);
         let mut req = req;
         // The answer of the last attempt, returned if the loop ends after
         // a wait.
@@ -246,17 +269,25 @@ where
                 // Time up after a wait: the last answer; before any attempt: a refusal.
                 return last.unwrap_or_else(|| Err(refused(RefusedBy::Deadline(DeadlinePassed))));
             };
-            // Free the last answer's connection before the next attempt.
-            drop(last.take());
+            // The last answer (its body, and with it its connection, let
+            // go already), in case the time runs out while this attempt
+            // waits for a bulkhead slot.
+            let before = last.take();
             // The copy for the next attempt, taken before this one consumes
             // the request: `None` for a streamed body, which is sent once.
             let spare = req.try_clone();
-            let (result, assessment) = match self.attempt(req, extensions, next.clone()).await {
+            let (result, assessment) = match self.attempt(req, extensions, next.clone(), until).await {
+                // Time up while waiting for a slot: as when it is up before an
+                // attempt, the last answer, or a refusal if there is none.
+                Attempt::Refused(RefusedBy::Deadline(d)) => {
+                    return before.unwrap_or_else(|| Err(refused(RefusedBy::Deadline(d))));
+                }
                 // A refusal is never retried: it ends the request, whatever
                 // came before.
                 Attempt::Refused(by) => return Err(refused(by)),
                 Attempt::Sent(result, assessment) => (result, assessment),
             };
+            drop(before);
             // Worth another attempt, and can one be made?
             let Some(spare) = spare.filter(|_| assessment == Assessment::Failure) else { return result };
             let hint = result.as_ref().ok().and_then(|r| retry_after(r.headers()));
