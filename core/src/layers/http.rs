@@ -83,7 +83,8 @@ pub fn assess_result<B, E>(result: &Result<Response<B>, E>) -> Assessment {
 }
 
 /// The time a response asks the client to wait: `Retry-After` (delay in
-/// seconds, or an HTTP date), else `RateLimit-Reset` (seconds), else
+/// seconds, or an HTTP date), else `RateLimit-Reset` (seconds, always a
+/// delay), else
 /// `X-RateLimit-Reset` / `X-Ratelimit-Reset` (seconds, or a Unix time in
 /// seconds when the value is that large, as GitHub sends). `None` when no
 /// header says, or none can be read.
@@ -133,12 +134,13 @@ fn read_wait(headers: &HeaderMap, now: impl Fn() -> SystemTime) -> Option<Durati
     {
         return Some(d);
     }
-    const RESETS: [HeaderName; 2] =
-        [HeaderName::from_static("ratelimit-reset"), HeaderName::from_static("x-ratelimit-reset")];
-    RESETS.iter().find_map(|name| {
-        let secs = whole_seconds(headers.get(name)?.to_str().ok()?)?;
-        Some(if secs < UNIX_TIME_FROM { Duration::from_secs(secs) } else { reset_in(secs, now()) })
-    })
+    let seconds = |name: &'static str| whole_seconds(headers.get(name)?.to_str().ok()?);
+    // The IETF header is always a delay, however large.
+    if let Some(secs) = seconds("ratelimit-reset") {
+        return Some(Duration::from_secs(secs));
+    }
+    // The older one is a delay or, when that large, a Unix time.
+    seconds("x-ratelimit-reset").map(|secs| reset_in(secs, now()))
 }
 
 /// A `Retry-After` value: delay-seconds or an HTTP date.
@@ -211,6 +213,13 @@ mod tests {
         assert!((Duration::from_secs(59)..=Duration::from_secs(61)).contains(&d), "{d:?}");
         assert_eq!(retry_after(&headers(&[("x-ratelimit-reset", "12")])), Some(Duration::from_secs(12)));
         assert_eq!(retry_after(&headers(&[("ratelimit-reset", "3")])), Some(Duration::from_secs(3)));
+        // The IETF header is a delay even past the Unix-time threshold of
+        // the X- one: a long wait (which max_hold caps), not "now".
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let ietf = headers(&[("ratelimit-reset", "1700000045")]);
+        assert_eq!(retry_after_at(&ietf, now), Some(Duration::from_secs(1_700_000_045)));
+        let x = headers(&[("x-ratelimit-reset", "1700000045")]);
+        assert_eq!(retry_after_at(&x, now), Some(Duration::from_secs(45)));
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")])), None);
         assert_eq!(retry_after(&HeaderMap::new()), None);
         // Retry-After wins over a reset header.
