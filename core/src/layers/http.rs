@@ -20,7 +20,7 @@
 use core::time::Duration;
 use std::time::SystemTime;
 
-use http::header::{HeaderMap, HeaderName, RETRY_AFTER};
+use http::header::{HeaderMap, RETRY_AFTER};
 use http::{Response, StatusCode};
 
 use crate::layers::assessment::Assessment;
@@ -183,6 +183,7 @@ fn reset_in(secs: u64, now: SystemTime) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::header::HeaderName;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         pairs.iter().map(|(k, v)| (HeaderName::from_static(k), v.parse().unwrap())).collect()
