@@ -9,7 +9,8 @@ use core::time::Duration;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple, PyType};
 
 use crate::classify::exception_tuple;
 
@@ -70,6 +71,13 @@ pub(crate) fn seconds_to_ns(arg: &str, seconds: f64) -> PyResult<u64> {
     Ok(if ns >= u64::MAX as f64 { u64::MAX } else { ns as u64 })
 }
 
+static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `datetime.timedelta`, looked up once.
+fn timedelta(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    TIMEDELTA.import(py, "datetime", "timedelta")
+}
+
 /// A duration in seconds: an int, a float or a `datetime.timedelta`,
 /// finite and not negative; more than 584 years is taken as 584 years
 /// (the core's range check, where there is one, reports it).
@@ -85,7 +93,9 @@ pub(crate) fn seconds(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
             Err(_) if v.lt(0)? => f64::NEG_INFINITY,
             Err(_) => f64::INFINITY,
         }
-    } else if v.hasattr("total_seconds")? && type_name(v) == "timedelta" {
+    } else if v.is_instance(timedelta(v.py())?)? {
+        // Any timedelta, subclasses too (pandas' Timedelta, pendulum's
+        // Duration): the stubs' `Seconds` takes them all.
         v.call_method0("total_seconds")?.extract()?
     } else {
         return Err(PyTypeError::new_err(format!(
