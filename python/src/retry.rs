@@ -9,9 +9,11 @@
 //! exactly, a wait past the deadline is not begun, each retry takes a token
 //! from the budget.
 
+use core::time::Duration;
+
 use pyo3::exceptions::{PyTimeoutError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyFloat, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 use tripwire::{Refusal, RetryConfigError, RetryError, RetryLoop, Verdict};
 
@@ -44,6 +46,18 @@ fn verdict(a: &Attempt) -> Verdict {
 }
 
 type Classifier = fn(&Attempt) -> Verdict;
+
+/// A `retry_after` hint in seconds. An infinite one is the longest wait
+/// there is, which the core cuts to `max_retry_after` as it does any wait
+/// too long (an int beyond a float's range is taken so by `seconds`); a
+/// negative or NaN one, or one of another type, is the callable's bug.
+fn hint_seconds(v: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    if v.is_instance_of::<PyFloat>() && v.extract::<f64>()? == f64::INFINITY {
+        // As long as `seconds` saturates any other wait: 584 years.
+        return Ok(Duration::from_nanos(u64::MAX));
+    }
+    seconds("retry_after's result", v)
+}
 
 /// The core's message under the Python argument's name.
 fn policy_error(e: RetryConfigError) -> PyErr {
@@ -101,7 +115,7 @@ impl RetryPolicy {
             None => None,
             Some(f) => {
                 let v = f.bind(py).call1((exc,))?;
-                if v.is_none() { None } else { Some(seconds("retry_after's result", &v)?) }
+                if v.is_none() { None } else { Some(hint_seconds(&v)?) }
             }
         };
         Ok(Attempt { refusal: false, verdict: hint.map_or(Verdict::Retry, Verdict::RetryAfter) })
