@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyMapping};
 use tripwire::{Assessment, Outcome};
 
-use crate::args::{seconds, type_name};
+use crate::args::{Secs, seconds, type_name};
 use crate::breaker::{Breaker, Ticket};
 
 /// `headers` (a mapping, or None for none) as a `HeaderMap`. A name or
@@ -129,7 +129,7 @@ pub(crate) fn retry_after(
     now: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Option<f64>> {
     let map = header_map(headers)?;
-    Ok(tripwire::http::retry_after_at(&map, wall_clock(now)?).map(|d: Duration| d.as_secs_f64()))
+    Ok(tripwire::http::retry_after_at(&map, wall_clock(now)?).map(|d: Duration| d.secs()))
 }
 
 /// The core's verdict on a response: `("success" | "failure" | "ignored" |
@@ -145,7 +145,7 @@ pub(crate) fn assess(
     let status = status_code(status)?;
     let a = assessment(status, headers, wall_clock(now)?)?;
     let wait = match a {
-        Assessment::Backpressure(w) => w.map(|d| d.as_secs_f64()),
+        Assessment::Backpressure(w) => w.map(|d| d.secs()),
         _ => None,
     };
     Ok((verdict(a), wait))
@@ -224,6 +224,6 @@ pub(crate) fn settle(
     Breaker::open_for(breaker, d);
     // A hold that was not placed (`force_open()`, a zero wait): the wait
     // that was asked, capped as a hold would have been.
-    let left = breaker.get().hold_left_secs().unwrap_or(d.min(config.max_hold()).as_secs_f64());
+    let left = breaker.get().hold_left_secs().unwrap_or(d.min(config.max_hold()).secs());
     Ok((verdict(a), status.as_u16(), Some(left)))
 }

@@ -17,7 +17,7 @@ use pyo3::types::{PyFloat, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 use tripwire::{Refusal, RetryConfigError, RetryError, RetryLoop, Verdict};
 
-use crate::args::{count, seconds};
+use crate::args::{Secs, count, seconds};
 use crate::backoff::{backoff_config, given, seed};
 use crate::budget::RetryBudget;
 use crate::classify::exception_tuple;
@@ -237,7 +237,7 @@ impl RetryPolicy {
             Some(s) => tripwire::Backoff::seeded(config, s),
             None => tripwire::Backoff::new(config),
         };
-        (1..self.core.max_attempts()).map(|_| backoff.next_delay().as_secs_f64()).collect()
+        (1..self.core.max_attempts()).map(|_| backoff.next_delay().secs()).collect()
     }
 
     /// Attempts in all, the first included.
@@ -249,13 +249,13 @@ impl RetryPolicy {
     /// The first pause of the backoff, in seconds.
     #[getter]
     fn base(&self) -> f64 {
-        self.core.backoff_config().base().as_secs_f64()
+        self.core.backoff_config().base().secs()
     }
 
     /// The longest pause the backoff computes, in seconds.
     #[getter]
     fn cap(&self) -> f64 {
-        self.core.backoff_config().cap().as_secs_f64()
+        self.core.backoff_config().cap().secs()
     }
 
     /// Growth between two pauses of the backoff.
@@ -276,12 +276,12 @@ impl RetryPolicy {
     /// longer one waits this long.
     #[getter]
     fn max_retry_after(&self) -> f64 {
-        self.core.max_retry_after().as_secs_f64()
+        self.core.max_retry_after().secs()
     }
 
     #[getter]
     fn deadline(&self) -> Option<f64> {
-        self.core.max_total().map(|d| d.as_secs_f64())
+        self.core.max_total().map(|d| d.secs())
     }
 
     /// Exceptions worth another attempt.
@@ -368,7 +368,7 @@ impl RetryRun {
         let policy = self.policy.get();
         let attempt = policy.judge(exc)?;
         match self.core.failed(&policy.with_budget(), &self.clock, attempt) {
-            Ok(pause) => Ok(Some(pause.as_secs_f64())),
+            Ok(pause) => Ok(Some(pause.secs())),
             Err(e @ RetryError::BudgetExhausted { .. }) => {
                 Err(errors::budget_exhausted(exc, e.summary().to_string()))
             }

@@ -67,6 +67,20 @@ def test_durations_accept_ints_floats_and_timedeltas():
     assert tripwire.Breaker().slow_call is None
 
 
+def test_seconds_are_the_nearest_nanosecond_not_one_short():
+    # 1.001 * 1e9 is 1000999999.9999999 in floating point: cut, not
+    # rounded, it read back as 1.000999999, for one value in fifty.
+    assert tripwire.Breaker(open_timeout=1.001).open_timeout == 1.001
+    assert tripwire.Breaker(slow_call=0.000065).slow_call == 0.000065
+    assert tripwire.Bulkhead(1, max_wait=2.003).max_wait == 2.003
+    assert tripwire.ManualClock(1.001).now() == 1.001
+    every_ms = [k / 1000 for k in range(1, 5000)]
+    assert [tripwire.Breaker(open_timeout=s).open_timeout for s in every_ms] == every_ms
+    clock = tripwire.ManualClock()
+    breaker = tripwire.Breaker(clock=clock)
+    assert breaker.hold(1.001) and breaker.hold_left == 1.001
+
+
 class _Duration(timedelta):
     """A timedelta subclass, as pandas' Timedelta and pendulum's Duration are."""
 
