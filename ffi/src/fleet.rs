@@ -5,7 +5,7 @@
 use core::ffi::{CStr, c_char};
 use core::time::Duration;
 
-use tripwire::fleet::{AsBreaker, Fleet, FleetConfig, RejectReason};
+use tripwire::fleet::{AsBreaker, Fleet, FleetConfig, FleetError, RejectReason};
 use tripwire::{Breaker, MonotonicClock};
 
 use crate::breaker::tw_breaker;
@@ -204,6 +204,9 @@ pub unsafe extern "C" fn tw_fleet_new(
         // SAFETY: non-null (checked), `key_len` readable bytes (caller).
         let key = unsafe { core::slice::from_raw_parts(key, key_len) };
         let mut b = FleetConfig::builder(url, ns, key);
+        // The options given (all zero, the defaults, for NULL), for a
+        // message naming the field a setting came from.
+        let mut given = tw_fleet_options::defaults();
         if !options.is_null() {
             // SAFETY: non-null (checked) and readable for its `struct_size`
             // bytes (the caller's guarantee).
@@ -232,9 +235,20 @@ pub unsafe extern "C" fn tw_fleet_new(
             if let Some(d) = ns_or(o.max_skew_ns) { b = b.max_skew(d); }
             if let Some(d) = ns_or(o.connect_timeout_ns) { b = b.connect_timeout(d); }
             if let Some(d) = ns_or(o.io_timeout_ns) { b = b.io_timeout(d); }
+            given = o;
         }
         let fleet = match b.build().and_then(Fleet::new) {
             Ok(f) => f,
+            Err(FleetError::Config { field, expected }) => {
+                let Some((name, value)) = c_setting(field, ns, key.len(), &given) else {
+                    let e = FleetError::Config { field, expected };
+                    return fail(tw_status::InvalidArgument, format_args!("{F}: {e}"));
+                };
+                return fail(
+                    tw_status::InvalidArgument,
+                    format_args!("{F}: fleet setting `{name}` = {value}: must be {expected}"),
+                );
+            }
             Err(e) => return fail(tw_status::InvalidArgument, format_args!("{F}: {e}")),
         };
         let raw = Box::into_raw(Box::new(fleet)).cast::<tw_fleet>();
@@ -242,6 +256,24 @@ pub unsafe extern "C" fn tw_fleet_new(
         unsafe { out.write(raw) };
         tw_status::Ok
     })
+}
+
+/// The `tw_fleet_new` argument or `tw_fleet_options` field behind the
+/// core's setting `field`, and the value the caller gave it, so that a
+/// message names what C wrote (`options.probe_timeout_ns` = 1, not the
+/// builder's `probe_timeout`); None for a setting C cannot give.
+fn c_setting(field: &str, ns: &str, key_len: usize, o: &tw_fleet_options) -> Option<(&'static str, String)> {
+    let (name, ns_value) = match field {
+        "namespace" => return Some(("ns", format!("{ns:?}"))),
+        "key" => return Some(("key_len", key_len.to_string())),
+        "lease_lead" => ("options.lease_lead_ns", o.lease_lead_ns),
+        "probe_timeout" => ("options.probe_timeout_ns", o.probe_timeout_ns),
+        "max_skew" => ("options.max_skew_ns", o.max_skew_ns),
+        "connect_timeout" => ("options.connect_timeout_ns", o.connect_timeout_ns),
+        "io_timeout" => ("options.io_timeout_ns", o.io_timeout_ns),
+        _ => return None,
+    };
+    Some((name, ns_value.to_string()))
 }
 
 /// As [`text`], for a string that may be NULL (`None`).

@@ -12,7 +12,15 @@ use crate::handle::{Boxed, Handle, box_into_out, free_box, handle};
 use crate::status::{arg, fail, ffi_body, tw_status};
 use crate::struct_size::{Versioned, read_in, write_out};
 
+/// The core's message under the C struct's field name: a duration is a
+/// `_ns` field in C (`base_ns`, not the builder's `base`).
 fn config_error(fn_name: &str, e: RetryConfigError) -> tw_status {
+    let e = match e.field() {
+        "base" => e.with_field("base_ns"),
+        "cap" => e.with_field("cap_ns"),
+        "ttl" => e.with_field("ttl_ns"),
+        _ => e,
+    };
     fail(tw_status::InvalidConfig, format_args!("{fn_name}: {e}"))
 }
 

@@ -58,7 +58,7 @@ fn bad_arguments_are_statuses_with_messages() {
     assert_eq!(status, tw_status::NullArgument);
     assert_eq!(last_error(), "tw_fleet_new: `url` is NULL");
     assert_eq!(new_fleet(url, ns, b"short", null()), Err(tw_status::InvalidArgument));
-    assert!(last_error().contains("`key`"), "{}", last_error());
+    assert_eq!(last_error(), "tw_fleet_new: fleet setting `key_len` = 5: must be at least 16 bytes");
     assert_eq!(new_fleet(c"http://nowhere", ns, KEY, null()), Err(tw_status::InvalidArgument));
     let bad_utf8 = [0xFFu8, 0];
     let options = tw_fleet_options {
@@ -76,7 +76,30 @@ fn bad_arguments_are_statuses_with_messages() {
     assert_eq!(last_error(), "tw_fleet_new: `options.username` is not UTF-8");
     let options = tw_fleet_options { username: null(), probe_timeout_ns: 1, ..options };
     assert_eq!(new_fleet(url, ns, KEY, &options), Err(tw_status::InvalidArgument));
-    assert!(last_error().contains("probe_timeout"), "{}", last_error());
+    // The C field and the value given, not the Rust builder's setting.
+    assert_eq!(
+        last_error(),
+        "tw_fleet_new: fleet setting `options.probe_timeout_ns` = 1: must be from 10 ms to 1 h"
+    );
+    for (options, field) in [
+        (tw_fleet_options { probe_timeout_ns: 0, lease_lead_ns: u64::MAX, ..options }, "lease_lead_ns"),
+        (tw_fleet_options { probe_timeout_ns: 0, max_skew_ns: 7, ..options }, "max_skew_ns"),
+        (
+            tw_fleet_options { probe_timeout_ns: 0, connect_timeout_ns: u64::MAX, ..options },
+            "connect_timeout_ns",
+        ),
+        (tw_fleet_options { probe_timeout_ns: 0, io_timeout_ns: 999, ..options }, "io_timeout_ns"),
+    ] {
+        assert_eq!(new_fleet(url, ns, KEY, &options), Err(tw_status::InvalidArgument));
+        let want = format!("tw_fleet_new: fleet setting `options.{field}` = ");
+        assert!(last_error().starts_with(&want), "{}", last_error());
+    }
+    assert_eq!(new_fleet(url, c"no:colons", KEY, null()), Err(tw_status::InvalidArgument));
+    assert!(
+        last_error().starts_with("tw_fleet_new: fleet setting `ns` = \"no:colons\": must be"),
+        "{}",
+        last_error()
+    );
 
     let f = new_fleet(url, ns, KEY, null()).unwrap();
     let b = breaker();

@@ -81,6 +81,31 @@ fn backoff_delays_grow_to_the_cap_and_reset() {
         assert_eq!(tw_backoff_new(&bad, &mut none), tw_status::InvalidConfig);
         assert_eq!(last_error(), "tw_backoff_new: invalid backoff config: factor = 0.5, expected 1 to 100");
         assert!(none.is_null());
+        // A duration's message names the C field, `_ns` and all.
+        bad = c;
+        bad.base_ns = 0;
+        assert_eq!(tw_backoff_new(&bad, &mut none), tw_status::InvalidConfig);
+        assert_eq!(
+            last_error(),
+            "tw_backoff_new: invalid backoff config: base_ns = 0ns, expected 1ns to 604800s"
+        );
+        bad = c;
+        bad.cap_ns = u64::MAX;
+        assert_eq!(tw_backoff_new(&bad, &mut none), tw_status::InvalidConfig);
+        assert!(
+            last_error().starts_with("tw_backoff_new: invalid backoff config: cap_ns = "),
+            "{}",
+            last_error()
+        );
+        bad = c;
+        bad.cap_ns = 5;
+        assert_eq!(tw_backoff_new(&bad, &mut none), tw_status::InvalidConfig);
+        assert!(
+            last_error().starts_with("tw_backoff_new: invalid backoff config: cap_ns = 5ns"),
+            "{}",
+            last_error()
+        );
+        assert!(none.is_null());
     }
 }
 
@@ -116,6 +141,14 @@ fn the_retry_budget_allows_its_reserve_then_a_share_of_calls() {
             last_error(),
             "tw_retry_budget_new: invalid retry budget config: ratio = -1, expected 0 to 100"
         );
+        c.ratio = 0.5;
+        c.ttl_ns = 1;
+        assert_eq!(tw_retry_budget_new(&c, &mut none), tw_status::InvalidConfig);
+        assert_eq!(
+            last_error(),
+            "tw_retry_budget_new: invalid retry budget config: ttl_ns = 1ns, expected 100ms to 604800s"
+        );
+        assert!(none.is_null());
         assert_eq!(tw_retry_budget_deposit(null()), tw_status::NullArgument);
         assert_eq!(tw_retry_budget_new(null(), &mut none), tw_status::NullArgument);
         tw_retry_budget_free(null_mut());

@@ -9,7 +9,8 @@ use core::time::Duration;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple, PyType};
 
 use crate::classify::exception_tuple;
 
@@ -65,9 +66,19 @@ pub(crate) fn seconds_to_ns(arg: &str, seconds: f64) -> PyResult<u64> {
             "{arg} must be a finite, non-negative number of seconds, got {seconds}"
         )));
     }
-    let ns = seconds * 1e9;
+    // The nearest nanosecond: the product is often a hair below the whole
+    // number meant (1.001 s is 1000999999.9999999 ns), which a cut would
+    // take one short.
+    let ns = (seconds * 1e9).round();
     // Saturate beyond 584 years; the config's own range check reports it.
     Ok(if ns >= u64::MAX as f64 { u64::MAX } else { ns as u64 })
+}
+
+static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `datetime.timedelta`, looked up once.
+fn timedelta(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    TIMEDELTA.import(py, "datetime", "timedelta")
 }
 
 /// A duration in seconds: an int, a float or a `datetime.timedelta`,
@@ -85,7 +96,9 @@ pub(crate) fn seconds(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
             Err(_) if v.lt(0)? => f64::NEG_INFINITY,
             Err(_) => f64::INFINITY,
         }
-    } else if v.hasattr("total_seconds")? && type_name(v) == "timedelta" {
+    } else if v.is_instance(timedelta(v.py())?)? {
+        // Any timedelta, subclasses too (pandas' Timedelta, pendulum's
+        // Duration): the stubs' `Seconds` takes them all.
         v.call_method0("total_seconds")?.extract()?
     } else {
         return Err(PyTypeError::new_err(format!(
@@ -99,6 +112,25 @@ pub(crate) fn seconds(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
     Ok(Duration::from_nanos(seconds_to_ns(arg, s)?))
 }
 
+/// A duration as Python's seconds: the nanoseconds divided once, the
+/// nearest float to what they are. `Duration::as_secs_f64` adds the
+/// fraction to the whole seconds, a second rounding that reads 1.118 s
+/// back as 1.1179999999999999.
+pub(crate) trait Secs {
+    fn secs(self) -> f64;
+}
+
+impl Secs for Duration {
+    #[inline]
+    fn secs(self) -> f64 {
+        match u64::try_from(self.as_nanos()) {
+            Ok(ns) => ns as f64 / 1e9,
+            // Beyond 584 years (a header's absurd wait): as long as it is.
+            Err(_) => self.as_secs_f64(),
+        }
+    }
+}
+
 /// `value` in seconds, None staying None; `TypeError`/`ValueError` naming
 /// `arg`.
 #[pyfunction]
@@ -107,7 +139,7 @@ pub(crate) fn seconds_or_none(arg: &str, value: &Bound<'_, PyAny>) -> PyResult<O
     if value.is_none() {
         return Ok(None);
     }
-    Ok(Some(seconds(arg, value)?.as_secs_f64()))
+    Ok(Some(seconds(arg, value)?.secs()))
 }
 
 /// `value` (an exception class, or a tuple or list of them) as a tuple;

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};
 use tripwire::{BackoffConfig, Jitter};
 
-use crate::args::{number, seconds};
+use crate::args::{Secs, number, seconds};
 
 /// Exponential delays with a cap and jitter: `"full"` (anywhere up to the
 /// curve), `"equal"` (at least half of it), `"decorrelated"` (grows from the
@@ -86,7 +86,7 @@ impl Backoff {
 
     /// The delay before the next retry, in seconds.
     fn next_delay(&mut self) -> f64 {
-        self.core.next_delay().as_secs_f64()
+        self.core.next_delay().secs()
     }
 
     /// Makes the next delay exactly `seconds` (e.g. a server's Retry-After).
@@ -109,13 +109,13 @@ impl Backoff {
     /// The first delay, in seconds.
     #[getter]
     fn base(&self) -> f64 {
-        self.config.base().as_secs_f64()
+        self.config.base().secs()
     }
 
     /// The longest computed delay, in seconds.
     #[getter]
     fn cap(&self) -> f64 {
-        self.config.cap().as_secs_f64()
+        self.config.cap().secs()
     }
 
     /// Growth between two points of the curve.

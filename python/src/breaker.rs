@@ -11,7 +11,7 @@ use pyo3::{PyTraverseError, PyVisit, intern};
 use tripwire::{Outcome, Transition};
 
 use crate::aio::aio;
-use crate::args::seconds;
+use crate::args::{Secs, seconds};
 use crate::classify::Classifier;
 use crate::clock::{ClockSource, ManualClock, clock_arg};
 use crate::config::ConfigArgs;
@@ -86,12 +86,9 @@ impl Breaker {
                 }
                 Ok(ticket)
             }
-            Err(r) => Err(errors::circuit_open(
-                slf.py(),
-                r.retry_after.map(|d| d.as_secs_f64()),
-                &this.name,
-                r.state,
-            )),
+            Err(r) => {
+                Err(errors::circuit_open(slf.py(), r.retry_after.map(|d| d.secs()), &this.name, r.state))
+            }
         }
     }
 
@@ -186,7 +183,7 @@ impl Breaker {
 
     /// Seconds left on the hold in place, or None.
     pub(crate) fn hold_left_secs(&self) -> Option<f64> {
-        self.core().hold_left(&self.clock).map(|d| d.as_secs_f64())
+        self.core().hold_left(&self.clock).map(|d| d.secs())
     }
 
     fn manual(slf: &Bound<'_, Self>, t: Transition) {
@@ -230,7 +227,7 @@ impl Breaker {
                         "timeout must be more than 0 seconds, or None for no timeout",
                     ));
                 }
-                d => Some(d.as_secs_f64()),
+                d => Some(d.secs()),
             },
         };
         // A sync call cannot be cut short: one that outlasts the timeout
@@ -526,13 +523,13 @@ impl Breaker {
     /// The first cool-down after a trip, in seconds.
     #[getter]
     fn open_timeout(&self) -> f64 {
-        self.core().config().open_timeout().as_secs_f64()
+        self.core().config().open_timeout().secs()
     }
 
     /// The cap on the growing cool-down, in seconds.
     #[getter]
     fn open_timeout_max(&self) -> f64 {
-        self.core().config().open_timeout_max().as_secs_f64()
+        self.core().config().open_timeout_max().secs()
     }
 
     /// Probes allowed in flight at once in half-open.
@@ -552,7 +549,7 @@ impl Breaker {
     #[getter]
     fn window(&self) -> (u32, f64) {
         let (n, width) = self.core().config().window();
-        (n, width.as_secs_f64())
+        (n, width.secs())
     }
 
     /// The count-based rolling window's calls, or None when the window is
@@ -581,7 +578,7 @@ impl Breaker {
     #[getter]
     fn slow_call(&self) -> Option<f64> {
         let d = self.core().config().slow_call();
-        (!d.is_zero()).then_some(d.as_secs_f64())
+        (!d.is_zero()).then_some(d.secs())
     }
 
     /// Slow-call rate over the window that trips the breaker (0: off).

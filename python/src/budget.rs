@@ -5,7 +5,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tripwire::RetryBudgetConfig;
 
-use crate::args::{number, seconds};
+use crate::args::{Secs, number, seconds};
 use crate::clock::{ClockSource, ManualClock, clock_arg};
 
 /// A retry budget shared by the callers of one dependency: a lock-free
@@ -83,7 +83,7 @@ impl RetryBudget {
     /// How long a deposit counts, on average, in seconds.
     #[getter]
     fn ttl(&self) -> f64 {
-        self.core.config().ttl().as_secs_f64()
+        self.core.config().ttl().secs()
     }
 
     /// Retries per second allowed however few calls there are.

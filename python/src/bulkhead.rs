@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use pyo3::{PyTraverseError, PyVisit, intern};
 
-use crate::args::{positive_count, seconds};
+use crate::args::{Secs, positive_count, seconds};
 // `BulkheadWait` refers back to its `Bulkhead`: a bulkhead and the
 // awaitable wait it hands a coroutine are one pair, kept in two files
 // because the wait is a Python class of its own (`await bulkhead`).
@@ -123,7 +123,7 @@ impl Bulkhead {
     /// How long a call waits for a slot, in seconds; None: it does not wait.
     #[getter]
     fn max_wait(&self) -> Option<f64> {
-        self.max_wait.map(|d| d.as_secs_f64())
+        self.max_wait.map(|d| d.secs())
     }
 
     /// The bulkhead's name, or None.

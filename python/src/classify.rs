@@ -73,6 +73,10 @@ impl Classifier {
         failure_if: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         neutral(py)?;
+        // None is the default, given or not (`Breaker.shared` passes on
+        // what its caller wrote, None included).
+        let (failure_on, ignore_on) =
+            (failure_on.filter(|v| !v.is_none()), ignore_on.filter(|v| !v.is_none()));
         let failure_on = match failure_on {
             Some(v) => exception_tuple("failure_on", v)?,
             None => PyTuple::new(py, [py.get_type::<pyo3::exceptions::PyException>()])?.unbind(),

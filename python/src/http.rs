@@ -12,15 +12,17 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PyMapping};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyMapping};
 use tripwire::{Assessment, Outcome};
 
-use crate::args::{seconds, type_name};
+use crate::args::{Secs, seconds, type_name};
 use crate::breaker::{Breaker, Ticket};
 
-/// `headers` (a mapping, or None for none) as a `HeaderMap`. Names and
-/// values are taken with `str()`; a pair that is no valid header is
-/// skipped, as an HTTP client would drop it. Names are case-insensitive.
+/// `headers` (a mapping, or None for none) as a `HeaderMap`. A name or
+/// value given as `bytes` or `bytearray` is taken as the bytes on the wire
+/// (a raw client's headers); anything else with `str()`. A pair that is no
+/// valid header is skipped, as an HTTP client would drop it. Names are
+/// case-insensitive.
 fn header_map(headers: &Bound<'_, PyAny>) -> PyResult<HeaderMap> {
     let mut map = HeaderMap::new();
     let Some(pairs) = check_mapping(headers)? else {
@@ -28,14 +30,25 @@ fn header_map(headers: &Bound<'_, PyAny>) -> PyResult<HeaderMap> {
     };
     for item in pairs.items()?.iter() {
         let (name, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
-        let (name, value) = (name.str()?.to_cow()?.into_owned(), value.str()?.to_cow()?.into_owned());
-        if let (Ok(name), Ok(value)) =
-            (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value))
-        {
+        let (name, value) = (header_bytes(&name)?, header_bytes(&value)?);
+        if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(&name), HeaderValue::from_bytes(&value)) {
             map.append(name, value);
         }
     }
     Ok(map)
+}
+
+/// A header name's or value's bytes: `bytes` and `bytearray` as they are
+/// (`str()` of them is their repr, `b'30'`, which no header reads as 30),
+/// anything else as its `str()` in UTF-8.
+fn header_bytes(v: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(b) = v.cast::<PyBytes>() {
+        return Ok(b.as_bytes().to_vec());
+    }
+    if let Ok(b) = v.cast::<PyByteArray>() {
+        return Ok(b.to_vec());
+    }
+    Ok(v.str()?.to_cow()?.as_bytes().to_vec())
 }
 
 /// `headers` as a mapping, None for None; `TypeError` for anything else.
@@ -116,7 +129,7 @@ pub(crate) fn retry_after(
     now: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Option<f64>> {
     let map = header_map(headers)?;
-    Ok(tripwire::http::retry_after_at(&map, wall_clock(now)?).map(|d: Duration| d.as_secs_f64()))
+    Ok(tripwire::http::retry_after_at(&map, wall_clock(now)?).map(|d: Duration| d.secs()))
 }
 
 /// The core's verdict on a response: `("success" | "failure" | "ignored" |
@@ -132,7 +145,7 @@ pub(crate) fn assess(
     let status = status_code(status)?;
     let a = assessment(status, headers, wall_clock(now)?)?;
     let wait = match a {
-        Assessment::Backpressure(w) => w.map(|d| d.as_secs_f64()),
+        Assessment::Backpressure(w) => w.map(|d| d.secs()),
         _ => None,
     };
     Ok((verdict(a), wait))
@@ -211,6 +224,6 @@ pub(crate) fn settle(
     Breaker::open_for(breaker, d);
     // A hold that was not placed (`force_open()`, a zero wait): the wait
     // that was asked, capped as a hold would have been.
-    let left = breaker.get().hold_left_secs().unwrap_or(d.min(config.max_hold()).as_secs_f64());
+    let left = breaker.get().hold_left_secs().unwrap_or(d.min(config.max_hold()).secs());
     Ok((verdict(a), status.as_u16(), Some(left)))
 }

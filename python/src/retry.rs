@@ -9,13 +9,15 @@
 //! exactly, a wait past the deadline is not begun, each retry takes a token
 //! from the budget.
 
+use core::time::Duration;
+
 use pyo3::exceptions::{PyTimeoutError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyFloat, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 use tripwire::{Refusal, RetryConfigError, RetryError, RetryLoop, Verdict};
 
-use crate::args::{count, seconds};
+use crate::args::{Secs, count, seconds};
 use crate::backoff::{backoff_config, given, seed};
 use crate::budget::RetryBudget;
 use crate::classify::exception_tuple;
@@ -44,6 +46,18 @@ fn verdict(a: &Attempt) -> Verdict {
 }
 
 type Classifier = fn(&Attempt) -> Verdict;
+
+/// A `retry_after` hint in seconds. An infinite one is the longest wait
+/// there is, which the core cuts to `max_retry_after` as it does any wait
+/// too long (an int beyond a float's range is taken so by `seconds`); a
+/// negative or NaN one, or one of another type, is the callable's bug.
+fn hint_seconds(v: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    if v.is_instance_of::<PyFloat>() && v.extract::<f64>()? == f64::INFINITY {
+        // As long as `seconds` saturates any other wait: 584 years.
+        return Ok(Duration::from_nanos(u64::MAX));
+    }
+    seconds("retry_after's result", v)
+}
 
 /// The core's message under the Python argument's name.
 fn policy_error(e: RetryConfigError) -> PyErr {
@@ -101,7 +115,7 @@ impl RetryPolicy {
             None => None,
             Some(f) => {
                 let v = f.bind(py).call1((exc,))?;
-                if v.is_none() { None } else { Some(seconds("retry_after's result", &v)?) }
+                if v.is_none() { None } else { Some(hint_seconds(&v)?) }
             }
         };
         Ok(Attempt { refusal: false, verdict: hint.map_or(Verdict::Retry, Verdict::RetryAfter) })
@@ -223,7 +237,7 @@ impl RetryPolicy {
             Some(s) => tripwire::Backoff::seeded(config, s),
             None => tripwire::Backoff::new(config),
         };
-        (1..self.core.max_attempts()).map(|_| backoff.next_delay().as_secs_f64()).collect()
+        (1..self.core.max_attempts()).map(|_| backoff.next_delay().secs()).collect()
     }
 
     /// Attempts in all, the first included.
@@ -235,13 +249,13 @@ impl RetryPolicy {
     /// The first pause of the backoff, in seconds.
     #[getter]
     fn base(&self) -> f64 {
-        self.core.backoff_config().base().as_secs_f64()
+        self.core.backoff_config().base().secs()
     }
 
     /// The longest pause the backoff computes, in seconds.
     #[getter]
     fn cap(&self) -> f64 {
-        self.core.backoff_config().cap().as_secs_f64()
+        self.core.backoff_config().cap().secs()
     }
 
     /// Growth between two pauses of the backoff.
@@ -262,12 +276,12 @@ impl RetryPolicy {
     /// longer one waits this long.
     #[getter]
     fn max_retry_after(&self) -> f64 {
-        self.core.max_retry_after().as_secs_f64()
+        self.core.max_retry_after().secs()
     }
 
     #[getter]
     fn deadline(&self) -> Option<f64> {
-        self.core.max_total().map(|d| d.as_secs_f64())
+        self.core.max_total().map(|d| d.secs())
     }
 
     /// Exceptions worth another attempt.
@@ -354,7 +368,7 @@ impl RetryRun {
         let policy = self.policy.get();
         let attempt = policy.judge(exc)?;
         match self.core.failed(&policy.with_budget(), &self.clock, attempt) {
-            Ok(pause) => Ok(Some(pause.as_secs_f64())),
+            Ok(pause) => Ok(Some(pause.secs())),
             Err(e @ RetryError::BudgetExhausted { .. }) => {
                 Err(errors::budget_exhausted(exc, e.summary().to_string()))
             }

@@ -489,6 +489,25 @@ def test_a_generator_closed_early_is_not_a_failure() -> None:
     assert cb.current_state == "closed" and cb.fail_counter == 0
 
 
+def test_a_refused_setting_leaves_the_breaker_as_it_was_and_names_pybreakers_argument() -> None:
+    cb = ours.CircuitBreaker(fail_max=3)
+    with pytest.raises(ValueError, match=r"fail_max = 100000, expected 1 to 65535"):
+        cb.fail_max = 100000
+    assert cb.fail_max == 3 and cb.breaker.failure_threshold == 3
+    with pytest.raises(ValueError, match=r"success_threshold = 50, expected 1 to 10"):
+        cb.success_threshold = 50
+    assert cb.success_threshold == 1
+    # A good setting still takes: the refused one did not stay behind.
+    cb.success_threshold = 2
+    assert cb.success_threshold == 2 and cb.breaker.half_open_max == 2
+    cb.fail_max = 4
+    assert cb.breaker.failure_threshold == 4
+    with pytest.raises(ValueError, match=r"^invalid breaker config: reset_timeout = 691200s"):
+        ours.CircuitBreaker(reset_timeout=8 * 86400)
+    with pytest.raises(ValueError, match=r"^reset_timeout must be a finite"):
+        ours.CircuitBreaker(reset_timeout=float("nan"))
+
+
 def test_bad_arguments_are_clear_errors() -> None:
     for kwargs in ({"fail_max": -1}, {"fail_max": 2.5}, {"success_threshold": -1}, {"fail_max": True}):
         with pytest.raises(ValueError):

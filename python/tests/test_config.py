@@ -67,6 +67,38 @@ def test_durations_accept_ints_floats_and_timedeltas():
     assert tripwire.Breaker().slow_call is None
 
 
+def test_seconds_are_the_nearest_nanosecond_not_one_short():
+    # 1.001 * 1e9 is 1000999999.9999999 in floating point: cut, not
+    # rounded, it read back as 1.000999999, for one value in fifty.
+    assert tripwire.Breaker(open_timeout=1.001).open_timeout == 1.001
+    assert tripwire.Breaker(slow_call=0.000065).slow_call == 0.000065
+    assert tripwire.Bulkhead(1, max_wait=2.003).max_wait == 2.003
+    assert tripwire.ManualClock(1.001).now() == 1.001
+    every_ms = [k / 1000 for k in range(1, 5000)]
+    assert [tripwire.Breaker(open_timeout=s).open_timeout for s in every_ms] == every_ms
+    clock = tripwire.ManualClock()
+    breaker = tripwire.Breaker(clock=clock)
+    assert breaker.hold(1.001) and breaker.hold_left == 1.001
+
+
+class _Duration(timedelta):
+    """A timedelta subclass, as pandas' Timedelta and pendulum's Duration are."""
+
+
+def test_durations_accept_timedelta_subclasses_everywhere_a_timedelta_goes():
+    # The stubs' `Seconds` takes any timedelta, so a subclass type-checks;
+    # it must be read as the timedelta it is, not refused by its class name.
+    d = _Duration(seconds=90)
+    assert tripwire.Breaker(open_timeout=d, slow_call=_Duration(milliseconds=250)).open_timeout == 90.0
+    assert tripwire.Bulkhead(1, max_wait=d).max_wait == 90.0
+    assert tripwire.RetryBudget(ttl=d).ttl == 90.0
+    assert tripwire.Backoff(base=_Duration(seconds=1), cap=d).cap == 90.0
+    clock = tripwire.ManualClock(d)
+    clock.advance(_Duration(seconds=10))
+    assert clock.now() == 100.0
+    assert tripwire.StaleCache(max_age=d).max_age_of("any") == 90.0
+
+
 def test_defaults():
     b = tripwire.Breaker()
     assert (b.failure_threshold, b.open_timeout, b.open_timeout_max) == (5, 30.0, 30.0)

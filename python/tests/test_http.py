@@ -346,6 +346,17 @@ def test_assess_is_the_cores_table() -> None:
     assert th.assess(429, {"Retry-After": "9" * 400}).retry_after == float(2**64 - 1)
 
 
+def test_header_names_and_values_given_as_bytes_are_read_as_the_bytes_on_the_wire() -> None:
+    # A mapping of raw headers (httpcore's or an ASGI scope's pairs in a
+    # dict): str() of bytes is "b'30'", which no header parser reads.
+    assert th.assess(429, {b"Retry-After": b"30"}) == ("backpressure", 30.0)
+    assert th.assess(429, {"retry-after": bytearray(b"30")}) == ("backpressure", 30.0)
+    assert tripwire._tripwire._retry_after({b"x-ratelimit-reset": b"1700000045"}, 1_700_000_000.0) == 45.0
+    # Bytes that are no header value (a control character) are dropped, as
+    # for a str.
+    assert th.assess(429, {b"Retry-After": b"3\x010"}).retry_after is None
+
+
 def test_assess_response_reads_every_clients_response(fake: fx.FakeExchange) -> None:
     fake.retry_after = 5
     fake.mode = fx.RATE_LIMITED

@@ -352,6 +352,26 @@ def test_a_servers_hint_is_cut_to_max_retry_after():
     assert pauses == [2.5]
 
 
+@pytest.mark.parametrize("hint", [float("inf"), 10**400, 2**64])
+def test_an_endless_hint_waits_max_retry_after_and_never_breaks_the_retry(hint):
+    # A wait no float holds, or an infinite one, is the longest wait there
+    # is: cut to max_retry_after like any long one, not an OverflowError or
+    # a ValueError in place of the retry.
+    class Never(Exception):
+        retry_after = hint
+
+    pauses: list[float] = []
+    r = tripwire.retry(attempts=2, base=0.1, jitter="none", sleep=pauses.append, max_retry_after=2.5)
+    with pytest.raises(Never):
+        r.call(Flaky(2, Never()))
+    assert pauses == [2.5]
+    pauses.clear()
+    r = tripwire.retry(attempts=2, base=0.1, jitter="none", sleep=pauses.append, retry_after=lambda e: hint)
+    with pytest.raises(Never):
+        r.call(Flaky(2, Never()))
+    assert pauses == [60.0]
+
+
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "soon"])
 def test_a_bad_max_retry_after_is_an_error_that_names_it(bad):
     with pytest.raises((ValueError, TypeError), match="max_retry_after"):

@@ -109,3 +109,20 @@ def test_shared_arguments(tmp_path):
         tripwire.Breaker.shared(tmp_path / "c", failure_threshold=0)
     with pytest.raises(OSError):
         tripwire.Breaker.shared(tmp_path / "no" / "such" / "dir")
+
+
+def test_every_keyword_argument_of_shared_takes_none_as_breaker_does(tmp_path):
+    # The stub gives each a None default: passing it explicitly (a wrapper
+    # forwarding its own defaults) must mean the same as leaving it out.
+    keys = ["failure_threshold", "open_timeout", "open_timeout_max", "open_timeout_growth",
+            "open_timeout_jitter", "half_open_max", "half_open_successes", "window", "count_window",
+            "min_calls", "failure_rate", "slow_call", "slow_rate", "timeout", "name", "failure_on",
+            "ignore_on", "failure_if", "on_state_change", "listeners"]
+    breaker = tripwire.Breaker.shared(tmp_path / "b", **dict.fromkeys(keys))
+    assert breaker.failure_threshold == tripwire.Breaker().failure_threshold
+    with breaker:
+        pass
+    with pytest.raises(KeyError):
+        with breaker:
+            raise KeyError("a failure, as failure_on's default says")
+    assert breaker.snapshot().failures == 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import math
 import sys
 import time
 from typing import Any, Awaitable, Callable, Coroutine, Iterator, Literal, Optional, TypeVar, overload
@@ -41,7 +42,9 @@ def retry_after_attribute(exc: BaseException) -> Optional[float]:
     ``Retry-After`` header), else None."""
     hint = getattr(exc, "retry_after", None)
     if isinstance(hint, (int, float)) and not isinstance(hint, bool) and hint >= 0:
-        return float(hint)
+        # An int beyond a float's range is an endless wait, which the
+        # policy cuts to max_retry_after like any long one.
+        return float(hint) if hint <= sys.float_info.max else math.inf
     return None
 
 

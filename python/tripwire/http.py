@@ -129,11 +129,12 @@ class Assessment(NamedTuple):
     retry_after: Optional[float]
 
 
-def assess(status: int, headers: Optional[Mapping[str, Any]] = None, *, now: Optional[float] = None) -> Assessment:
-    """The core's verdict on ``status`` and ``headers`` (any mapping;
-    names are case-insensitive). ``now``: the Unix time an HTTP date or a
-    reset time is measured from (default: the wall clock). ``TypeError``
-    for a status that is no int, ``ValueError`` for one outside 100–999."""
+def assess(status: int, headers: Optional[Mapping[Any, Any]] = None, *, now: Optional[float] = None) -> Assessment:
+    """The core's verdict on ``status`` and ``headers`` (any mapping, names and
+    values str or bytes; names are case-insensitive). ``now``: the Unix time an
+    HTTP date or a reset time is measured from (default: the wall clock).
+    ``TypeError`` for a status that is no int, ``ValueError`` for one outside
+    100–999."""
     verdict, wait = _tripwire._assess(status, headers, now)
     return Assessment(verdict, wait)
 

@@ -41,7 +41,8 @@ static void test_bad_arguments(void) {
     CHECK(strcmp(tw_last_error_message(), "tw_fleet_new: `url` is NULL") == 0);
     CHECK_STATUS(tw_fleet_new(url, "c", KEY, KEY_LEN, NULL, NULL), TW_STATUS_NULL_ARGUMENT);
     CHECK_STATUS(tw_fleet_new(url, "c", KEY, 5, NULL, &f), TW_STATUS_INVALID_ARGUMENT);
-    CHECK(contains(tw_last_error_message(), "`key`"));
+    CHECK(strcmp(tw_last_error_message(),
+                 "tw_fleet_new: fleet setting `key_len` = 5: must be at least 16 bytes") == 0);
     CHECK_STATUS(tw_fleet_new("http://nowhere", "c", KEY, KEY_LEN, NULL, &f), TW_STATUS_INVALID_ARGUMENT);
     tw_fleet_options o;
     /* Zeroed by hand, struct_size is 0: no layout. */
@@ -52,7 +53,7 @@ static void test_bad_arguments(void) {
     CHECK(o.struct_size == sizeof o && o.username == NULL && o.io_timeout_ns == 0);
     o.probe_timeout_ns = 1;
     CHECK_STATUS(tw_fleet_new(url, "c", KEY, KEY_LEN, &o, &f), TW_STATUS_INVALID_ARGUMENT);
-    CHECK(contains(tw_last_error_message(), "probe_timeout"));
+    CHECK(contains(tw_last_error_message(), "`options.probe_timeout_ns` = 1: must be from 10 ms to 1 h"));
     CHECK(f == NULL);
 
     /* Unlinked (nothing listens on port 1): made at once, joined, counted. */

@@ -59,8 +59,9 @@ Where tripwire deliberately differs (see also python/README.md):
 - Changing ``fail_max``, ``reset_timeout``, ``success_threshold`` or
   ``name`` rebuilds the tripwire breaker: an open breaker starts its
   cool-down again, and calls in flight at that moment are not counted.
-  ``fail_max`` or ``success_threshold`` below 0 and ``reset_timeout``
-  below 0 or above 7 days are a ``ValueError``.
+  ``fail_max`` below 0 or above 65535, ``success_threshold`` below 0 or
+  above 10 and ``reset_timeout`` below 0 or above 7 days are a
+  ``ValueError`` naming the argument; a refused setting changes nothing.
 - ``open()`` and a failed manual trial open the tripwire breaker by
   recording ``fail_max`` failures, which its metrics count.
 - ``CircuitBreakerError`` derives from ``tripwire.TripwireError``; the
@@ -75,6 +76,7 @@ import contextlib
 import functools
 import inspect
 import os
+import re
 import threading
 import types
 from datetime import datetime, timezone
@@ -424,6 +426,16 @@ def _redis_location(redis_object: Any) -> Tuple[str, Dict[str, Any]]:
     return url, credentials
 
 
+#: The tripwire.Breaker arguments the pybreaker ones become, for messages.
+_PYBREAKER_ARG = {
+    "failure_threshold": "fail_max",
+    "open_timeout": "reset_timeout",
+    "half_open_max": "success_threshold",
+    "half_open_successes": "success_threshold",
+}
+_PYBREAKER_NAMES = re.compile(r"\b(" + "|".join(_PYBREAKER_ARG) + r")\b")
+
+
 def _count(arg: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{arg} must be an int >= 0, got {value!r}")
@@ -493,16 +505,20 @@ class CircuitBreaker:
 
     def _make_breaker(self) -> Breaker:
         trials = max(self._success_threshold, 1)
-        return Breaker(
-            failure_threshold=max(self._fail_max, 1),
-            # pybreaker's 0 ("a trial at once") is the shortest the core takes.
-            open_timeout=_SHORTEST if self._reset_timeout == 0 else self._reset_timeout,
-            half_open_max=trials,
-            half_open_successes=trials,
-            name=self._state_storage.namespace if isinstance(self._state_storage, CircuitRedisStorage) else self._name,
-            on_state_change=self._on_change,
-            clock=self._clock,
-        )
+        try:
+            return Breaker(
+                failure_threshold=max(self._fail_max, 1),
+                # pybreaker's 0 ("a trial at once") is the shortest the core takes.
+                open_timeout=_SHORTEST if self._reset_timeout == 0 else self._reset_timeout,
+                half_open_max=trials,
+                half_open_successes=trials,
+                name=self._state_storage.namespace if isinstance(self._state_storage, CircuitRedisStorage) else self._name,
+                on_state_change=self._on_change,
+                clock=self._clock,
+            )
+        except (TypeError, ValueError) as e:
+            # The message under the argument the caller wrote.
+            raise type(e)(_PYBREAKER_NAMES.sub(lambda m: _PYBREAKER_ARG[m[0]], str(e))) from None
 
     def _on_change(self, breaker: Breaker, old: str, new: str) -> None:
         # Runs inside the tripwire breaker's call that made the transition;
@@ -574,9 +590,16 @@ class CircuitBreaker:
 
     def _reconfigure(self, attr: str, value: Any) -> None:
         state, failures = self.current_state, self.fail_counter
+        old = getattr(self, attr)
         setattr(self, attr, value)
-        with self._quiet():
-            self.breaker = self._make_breaker()
+        try:
+            with self._quiet():
+                self.breaker = self._make_breaker()
+        except (TypeError, ValueError):
+            # Refused: the setting and the breaker stay as they were, and a
+            # later setting is not refused for this one.
+            setattr(self, attr, old)
+            raise
         self._restore(state, failures)
         self._link()
 
@@ -605,12 +628,7 @@ class CircuitBreaker:
 
     @reset_timeout.setter
     def reset_timeout(self, timeout: float) -> None:
-        old = self._reset_timeout
-        try:
-            self._reconfigure("_reset_timeout", timeout)
-        except (TypeError, ValueError):
-            self._reset_timeout = old
-            raise
+        self._reconfigure("_reset_timeout", timeout)
 
     @property
     def success_threshold(self) -> int:
