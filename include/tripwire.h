@@ -385,7 +385,8 @@ typedef struct tw_breaker_config {
     uint64_t open_timeout_max_ns;
     /**
      * Factor applied to the cool-down on each re-open from Half-Open (1.0
-     * to 1000.0; default 1.0: no growth).
+     * to 1000.0; default 1.0: no growth), up to `open_timeout_max_ns`,
+     * which a factor above 1.0 needs set (non-zero).
      */
     double open_timeout_growth;
     /**

@@ -53,7 +53,8 @@ pub struct tw_breaker_config {
     /// (the default) means equal to `open_timeout_ns`.
     pub open_timeout_max_ns: u64,
     /// Factor applied to the cool-down on each re-open from Half-Open (1.0
-    /// to 1000.0; default 1.0: no growth).
+    /// to 1000.0; default 1.0: no growth), up to `open_timeout_max_ns`,
+    /// which a factor above 1.0 needs set (non-zero).
     pub open_timeout_growth: f64,
     /// Fraction of the cool-down that jitter may take off (0.0 to below
     /// 1.0; default 0.0), so that processes do not probe in one instant.
@@ -214,12 +215,10 @@ pub(crate) fn to_core(c: &tw_breaker_config, fn_name: &str) -> Result<BreakerCon
             ));
         }
     };
-    let max_ns = if c.open_timeout_max_ns == 0 { c.open_timeout_ns } else { c.open_timeout_max_ns };
     let mut b = BreakerConfig::builder()
         .failure_threshold(c.failure_threshold)
         .half_open_max(c.half_open_max)
         .open_timeout(Duration::from_nanos(c.open_timeout_ns))
-        .open_timeout_max(Duration::from_nanos(max_ns))
         .open_timeout_growth(c.open_timeout_growth)
         .open_timeout_jitter(c.open_timeout_jitter)
         .jitter_seed(c.jitter_seed)
@@ -230,6 +229,10 @@ pub(crate) fn to_core(c: &tw_breaker_config, fn_name: &str) -> Result<BreakerCon
         .slow_call(Duration::from_nanos(c.slow_call_ns))
         .slow_rate(c.slow_rate)
         .min_calls(c.min_calls);
+    // 0: the cap stays the builder's default, the cool-down itself.
+    if c.open_timeout_max_ns != 0 {
+        b = b.open_timeout_max(Duration::from_nanos(c.open_timeout_max_ns));
+    }
     if let Some(calls) = count {
         b = b.count_window(calls);
     }

@@ -94,8 +94,12 @@ fn defaults_match_the_core_and_validate() {
 fn bad_configs_name_the_field_its_value_and_the_range() {
     type Breakage = fn(&mut tw_breaker_config);
     // Each message names the C field, with durations in nanoseconds.
-    let cases: [(Breakage, &str); 11] = [
+    let cases: [(Breakage, &str); 12] = [
         (|c| c.half_open_max = 0, "half_open_max = 0, expected 1 to 10"),
+        (
+            |c| c.open_timeout_growth = 2.0,
+            "open_timeout_growth = 2, expected open_timeout_max_ns to be set as well",
+        ),
         (|c| c.failure_threshold = 0, "failure_threshold = 0, expected 1 to 65535"),
         (|c| c.open_timeout_ns = 0, "open_timeout_ns = 0, expected 1000 to 604800000000000"),
         (|c| c.open_timeout_growth = f64::NAN, "open_timeout_growth = NaN, expected 1 to 1000"),

@@ -26,6 +26,7 @@ import tripwire
         ({"open_timeout": "30"}, TypeError, r"open_timeout must be a number of seconds"),
         ({"open_timeout": 10, "open_timeout_max": 5}, ValueError, r"open_timeout_max = 5s, expected at least open_timeout"),
         ({"open_timeout_growth": 0.5}, ValueError, r"open_timeout_growth = 0.5"),
+        ({"open_timeout_growth": 2.0}, ValueError, r"open_timeout_growth = 2, expected open_timeout_max to be set as well"),
         ({"open_timeout_growth": None, "open_timeout_jitter": 1.0}, ValueError, r"open_timeout_jitter = 1"),
         ({"open_timeout_jitter": "x"}, TypeError, r"open_timeout_jitter must be a number"),
         ({"half_open_max": 0}, ValueError, r"half_open_max = 0"),

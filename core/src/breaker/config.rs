@@ -520,8 +520,10 @@ impl BreakerConfigBuilder {
 
     #[inline]
     /// Factor applied to the cool-down on each re-open from Half-Open (1.0
-    /// to 1000.0; default 1.0, no growth). The cool-down returns to
-    /// `open_timeout` once the breaker closes.
+    /// to 1000.0; default 1.0, no growth), up to `open_timeout_max`, which
+    /// a factor above 1 needs set ([`build`](Self::build) says so
+    /// otherwise). The cool-down returns to `open_timeout` once the breaker
+    /// closes.
     pub fn open_timeout_growth(mut self, factor: f64) -> Self {
         self.config.open_timeout_growth = factor;
         self
@@ -659,6 +661,15 @@ impl BreakerConfigBuilder {
         self.config.flags = (self.config.flags & COUNT_SUCCESSES) | self.config.derived_flags();
         self.config.window_recip = reciprocal(self.config.window_bucket_ns);
         self.config.validate()?;
+        // Growth with the cap left at its default (the cool-down itself)
+        // would grow nothing: say so rather than ignore the setting.
+        if self.config.open_timeout_growth > 1.0 && !self.max_set {
+            return Err(ConfigError {
+                field: "open_timeout_growth",
+                value: Value::Float(self.config.open_timeout_growth),
+                rule: Rule::Needs("open_timeout_max"),
+            });
+        }
         Ok(self.config)
     }
 }
@@ -836,6 +847,10 @@ mod tests {
             ),
             (err(b().open_timeout_growth(f64::NAN)), "open_timeout_growth = NaN, expected 1 to 1000"),
             (err(b().open_timeout_growth(0.5)), "open_timeout_growth = 0.5, expected 1 to 1000"),
+            (
+                err(b().open_timeout(Duration::from_secs(5)).open_timeout_growth(2.0)),
+                "open_timeout_growth = 2, expected open_timeout_max to be set as well",
+            ),
             (
                 err(b().open_timeout_jitter(-0.1)),
                 "open_timeout_jitter = -0.1, expected at least 0 and below 1",
