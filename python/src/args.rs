@@ -69,7 +69,9 @@ pub(crate) fn seconds_to_ns(arg: &str, seconds: f64) -> PyResult<u64> {
     // The nearest nanosecond: the product is often a hair below the whole
     // number meant (1.001 s is 1000999999.9999999 ns), which a cut would
     // take one short.
-    let ns = (seconds * 1e9).round();
+    // A positive time is never 0 ns: that reads as "off" (slow_call) or is
+    // refused as nothing at all (a timeout), which it was not.
+    let ns = (seconds * 1e9).round().max(if seconds > 0.0 { 1.0 } else { 0.0 });
     // Saturate beyond 584 years; the config's own range check reports it.
     Ok(if ns >= u64::MAX as f64 { u64::MAX } else { ns as u64 })
 }

@@ -82,6 +82,15 @@ def test_seconds_are_the_nearest_nanosecond_not_one_short():
     assert breaker.hold(1.001) and breaker.hold_left == 1.001
 
 
+def test_a_positive_time_below_half_a_nanosecond_is_never_zero():
+    # Rounded to 0 ns, slow_call=1e-10 turned slow-call counting off in
+    # silence; as 1 ns it meets the range check and its message.
+    with pytest.raises(ValueError, match=r"slow_call = 1ns, expected"):
+        tripwire.Breaker(slow_call=1e-10)
+    assert tripwire.ManualClock(1e-10).now() == 1e-9
+    assert tripwire.Breaker(open_timeout=0.0000015).open_timeout == 0.0000015
+
+
 class _Duration(timedelta):
     """A timedelta subclass, as pandas' Timedelta and pendulum's Duration are."""
 
