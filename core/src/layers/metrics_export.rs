@@ -18,7 +18,9 @@ use crate::layers::prometheus::{
 use crate::layers::registry::Registry;
 
 impl Registry {
-    /// Copies every counter and state to the `metrics` recorder.
+    /// Copies every counter and state to the `metrics` recorder: breakers,
+    /// bulkheads, stale caches and, with the feature `fleet`, the links of
+    /// the fleets its breakers joined.
     ///
     /// # Examples
     /// ```
@@ -56,6 +58,35 @@ impl Registry {
             for (result, v) in results(&stats.snapshot()) {
                 metrics::counter!(FALLBACK, "cache" => name.clone(), "result" => result).absolute(v);
             }
+        }
+        #[cfg(feature = "fleet")]
+        self.publish_fleets();
+    }
+
+    /// The links of the fleets its breakers joined, as
+    /// [`write_joined_fleets`](crate::layers::prometheus::write_joined_fleets)
+    /// writes them.
+    #[cfg(feature = "fleet")]
+    fn publish_fleets(&self) {
+        use crate::layers::fleet::{LinkState, RejectReason, joined_by};
+        use crate::layers::prometheus::{FLEET_COUNTERS, FLEET_LEASES, FLEET_LINK, FLEET_REJECTED};
+        let named = self.breakers();
+        let cores: std::vec::Vec<&crate::breaker::Breaker> = named.iter().map(|b| b.breaker()).collect();
+        for (ns, snap) in joined_by(&cores) {
+            for s in LinkState::ALL {
+                let v = if snap.link_state() == s { 1.0 } else { 0.0 };
+                metrics::gauge!(FLEET_LINK, "fleet" => ns.clone(), "state" => s.as_str()).set(v);
+            }
+            for (metric, _, get) in FLEET_COUNTERS {
+                metrics::counter!(metric, "fleet" => ns.clone()).absolute(get(&snap));
+            }
+            for r in RejectReason::ALL {
+                metrics::counter!(FLEET_REJECTED, "fleet" => ns.clone(), "reason" => r.as_str())
+                    .absolute(snap.rejected(r));
+            }
+            metrics::counter!(FLEET_LEASES, "fleet" => ns.clone(), "result" => "won")
+                .absolute(snap.leases_won);
+            metrics::counter!(FLEET_LEASES, "fleet" => ns, "result" => "lost").absolute(snap.leases_lost);
         }
     }
 }

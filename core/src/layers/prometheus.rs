@@ -146,12 +146,19 @@ pub fn write_stale_caches(out: &mut impl Write, rows: &[StaleRow<'_>]) -> fmt::R
     Ok(())
 }
 
+#[cfg(feature = "fleet")]
+pub(crate) const FLEET_LINK: &str = "tripwire_fleet_link_state";
+#[cfg(feature = "fleet")]
+pub(crate) const FLEET_REJECTED: &str = "tripwire_fleet_rejected_total";
+#[cfg(feature = "fleet")]
+pub(crate) const FLEET_LEASES: &str = "tripwire_fleet_leases_total";
+
 /// A per-fleet counter: name, help, where it is in a snapshot.
 #[cfg(feature = "fleet")]
 type FleetCounter = (&'static str, &'static str, fn(&crate::layers::fleet::FleetSnapshot) -> u64);
 
 #[cfg(feature = "fleet")]
-const FLEET_COUNTERS: [FleetCounter; 5] = [
+pub(crate) const FLEET_COUNTERS: [FleetCounter; 5] = [
     ("tripwire_fleet_sent_total", "Messages published to the fleet.", |s| s.sent),
     ("tripwire_fleet_received_total", "Messages from other hosts, checked and taken.", |s| s.received),
     ("tripwire_fleet_dropped_total", "Messages that could not be published (the link was down).", |s| {
@@ -175,11 +182,15 @@ pub fn write_fleets(out: &mut impl Write, rows: &[FleetRow<'_>]) -> fmt::Result 
     if rows.is_empty() {
         return Ok(());
     }
-    const LINK: &str = "tripwire_fleet_link_state";
-    head(out, LINK, "gauge", "The link to Redis: 1 for the current state, 0 for the others.")?;
+    head(out, FLEET_LINK, "gauge", "The link to Redis: 1 for the current state, 0 for the others.")?;
     for (ns, snap) in rows {
         for s in LinkState::ALL {
-            series(out, LINK, &[("fleet", ns), ("state", s.as_str())], u64::from(snap.link_state() == s))?;
+            series(
+                out,
+                FLEET_LINK,
+                &[("fleet", ns), ("state", s.as_str())],
+                u64::from(snap.link_state() == s),
+            )?;
         }
     }
     for (metric, help, get) in FLEET_COUNTERS {
@@ -188,18 +199,16 @@ pub fn write_fleets(out: &mut impl Write, rows: &[FleetRow<'_>]) -> fmt::Result 
             series(out, metric, &[("fleet", ns)], get(snap))?;
         }
     }
-    const REJECTED: &str = "tripwire_fleet_rejected_total";
-    head(out, REJECTED, "counter", "Messages refused, by reason.")?;
+    head(out, FLEET_REJECTED, "counter", "Messages refused, by reason.")?;
     for (ns, snap) in rows {
         for r in RejectReason::ALL {
-            series(out, REJECTED, &[("fleet", ns), ("reason", r.as_str())], snap.rejected(r))?;
+            series(out, FLEET_REJECTED, &[("fleet", ns), ("reason", r.as_str())], snap.rejected(r))?;
         }
     }
-    const LEASES: &str = "tripwire_fleet_leases_total";
-    head(out, LEASES, "counter", "Probe leases asked for, by result.")?;
+    head(out, FLEET_LEASES, "counter", "Probe leases asked for, by result.")?;
     for (ns, snap) in rows {
-        series(out, LEASES, &[("fleet", ns), ("result", "won")], snap.leases_won)?;
-        series(out, LEASES, &[("fleet", ns), ("result", "lost")], snap.leases_lost)?;
+        series(out, FLEET_LEASES, &[("fleet", ns), ("result", "won")], snap.leases_won)?;
+        series(out, FLEET_LEASES, &[("fleet", ns), ("result", "lost")], snap.leases_lost)?;
     }
     Ok(())
 }
