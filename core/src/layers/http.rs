@@ -140,7 +140,7 @@ fn read_wait(headers: &HeaderMap, now: impl Fn() -> SystemTime) -> Option<Durati
         return Some(Duration::from_secs(secs));
     }
     // The older one is a delay or, when that large, a Unix time.
-    seconds("x-ratelimit-reset").map(|secs| reset_in(secs, now()))
+    seconds("x-ratelimit-reset").map(|secs| reset_in(secs, &now))
 }
 
 /// A `Retry-After` value: delay-seconds or an HTTP date.
@@ -171,12 +171,12 @@ const UNIX_TIME_FROM: u64 = 1_000_000_000;
 /// Computed as durations since the epoch, never as a `SystemTime` (which
 /// cannot hold every `u64` of seconds: adding one would panic): a time far
 /// beyond what the host can represent is a very long wait, which the
-/// breaker's `max_hold` then caps.
-fn reset_in(secs: u64, now: SystemTime) -> Duration {
+/// breaker's `max_hold` then caps. `now` is read only for a Unix time.
+fn reset_in(secs: u64, now: impl Fn() -> SystemTime) -> Duration {
     if secs < UNIX_TIME_FROM {
         return Duration::from_secs(secs);
     }
-    let since_epoch = now.duration_since(SystemTime::UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    let since_epoch = now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or(Duration::ZERO);
     Duration::from_secs(secs).saturating_sub(since_epoch)
 }
 
@@ -277,16 +277,16 @@ mod tests {
         }
         // Unix times far beyond what `SystemTime` holds: a very long wait, not a panic.
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        assert_eq!(reset_in(1 << 63, now), Duration::from_secs((1 << 63) - 1_700_000_000));
-        assert_eq!(reset_in(u64::MAX, now), Duration::from_secs(u64::MAX - 1_700_000_000));
+        assert_eq!(reset_in(1 << 63, || now), Duration::from_secs((1 << 63) - 1_700_000_000));
+        assert_eq!(reset_in(u64::MAX, || now), Duration::from_secs(u64::MAX - 1_700_000_000));
         assert!(secs("9223372036854775808", "x-ratelimit-reset").unwrap() > Duration::from_secs(1 << 62));
     }
 
     #[test]
     fn large_reset_values_are_unix_times() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        assert_eq!(reset_in(1_700_000_045, now), Duration::from_secs(45));
-        assert_eq!(reset_in(1_600_000_000, now), Duration::ZERO);
-        assert_eq!(reset_in(60, now), Duration::from_secs(60));
+        assert_eq!(reset_in(1_700_000_045, || now), Duration::from_secs(45));
+        assert_eq!(reset_in(1_600_000_000, || now), Duration::ZERO);
+        assert_eq!(reset_in(60, || now), Duration::from_secs(60));
     }
 }
