@@ -388,17 +388,19 @@ async fn the_retry_layer_judges_responses_a_503_then_a_200_is_the_200_and_a_400_
     assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 400);
     assert_eq!(server.hits(), 3, "the caller's fault: never retried");
 
-    // A 429 is retried after its `Retry-After` (0 here), judged by the same
-    // classifier; and under a breaker, the 429's hold has ended by then.
+    // A 429 is the answer at once, never retried (the same rule as the
+    // pipeline's and the reqwest middleware's), in either nesting; under
+    // a breaker it holds the breaker for its `Retry-After`.
     server.set(until(429, Some("0"), server.hits() + 1));
-    assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 200);
-    assert_eq!(server.hits(), 5);
-    let breaker = Arc::new(NamedBreaker::new("tower/429-retried", BreakerConfig::default()));
+    assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 429);
+    assert_eq!(server.hits(), 4, "sent once");
+    let breaker = Arc::new(NamedBreaker::new("tower/429-answered", BreakerConfig::default()));
     let mut guarded = RetryLayer::new(quick_retries(3, Duration::from_secs(1)), TokioTimer)
         .layer(BreakerLayer::new(breaker.clone()).layer(client()));
-    server.set(until(429, Some("1"), server.hits() + 1));
-    assert_eq!(send(&mut guarded, request(&server)).await.unwrap().status(), 200);
-    assert_eq!((server.hits(), breaker.state(), breaker.snapshot().failures), (7, State::Closed, 0));
+    server.set(until(429, Some("30"), server.hits() + 1));
+    assert_eq!(send(&mut guarded, request(&server)).await.unwrap().status(), 429);
+    assert_eq!((server.hits(), breaker.state(), breaker.snapshot().failures), (5, State::Open, 0));
+    assert!(breaker.hold_left().is_some_and(|d| d > Duration::from_secs(29)), "{:?}", breaker.hold_left());
 }
 
 #[tokio::test]
@@ -422,11 +424,11 @@ async fn a_servers_pause_is_the_retry_pause_up_to_the_cap_whatever_its_header_sa
         (503, "0", Some(Duration::ZERO)),
         (503, "18446744073709551615", None), // u64::MAX seconds
         (503, "9223372036854775808", None),  // 2^63 seconds
-        (429, "99999999999999999999999", None),
-        (429, "Fri, 31 Dec 9999 23:59:59 GMT", None),
+        (503, "99999999999999999999999", None),
+        (503, "Fri, 31 Dec 9999 23:59:59 GMT", None),
         (503, "-1", Some(backoff)),
         (503, "soon", Some(backoff)),
-        (429, "1e9", Some(backoff)),
+        (503, "1e9", Some(backoff)),
     ] {
         server.set(until(status, Some(header), server.hits() + 1));
         let started = std::time::Instant::now();
@@ -447,4 +449,27 @@ async fn a_servers_pause_is_the_retry_pause_up_to_the_cap_whatever_its_header_sa
     }
     assert_eq!(events.counts().retry_pauses_capped, 4);
     assert_eq!(events.counts().retries_scheduled, 8);
+}
+
+#[tokio::test]
+async fn breaker_outside_the_retries_a_429_holds_everyone_at_once_and_nothing_sleeps_through_it() {
+    use tripwire::TokioTimer;
+    use tripwire::tower::RetryLayer;
+
+    let server = Server::start().await;
+    server.set(Mode::TooMany("2".into()));
+    let breaker = Arc::new(NamedBreaker::new("tower/429-outside", BreakerConfig::default()));
+    let svc = BreakerLayer::new(breaker.clone())
+        .layer(RetryLayer::new(quick_retries(3, Duration::from_secs(60)), TokioTimer).layer(client()));
+    let (mut first, mut second) = (svc.clone(), svc);
+    let got = tokio::time::timeout(Duration::from_secs(1), send(&mut first, request(&server))).await;
+    let got = got.expect("the 429 is the answer at once, not after its Retry-After");
+    assert_eq!(got.unwrap().status(), 429);
+    assert_eq!(server.hits(), 1, "sent once");
+    let held = breaker.hold_left().expect("the 429 placed the hold");
+    assert!(held > Duration::from_millis(1500) && held <= Duration::from_secs(2), "{held:?}");
+    // Another caller is refused by the hold, and learns when it ends.
+    let Err(CallError::Rejected(r)) = send(&mut second, request(&server)).await else { panic!("admitted") };
+    assert!(r.retry_after.is_some_and(|d| d <= Duration::from_secs(2)), "{r:?}");
+    assert_eq!(server.hits(), 1, "the held breaker sent nothing more");
 }

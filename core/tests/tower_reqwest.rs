@@ -70,13 +70,14 @@ async fn the_whole_stack_over_a_reqwest_client_retries_a_503_and_reads_the_200()
     assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 400);
     assert_eq!((server.hits(), breaker.snapshot().ignored), (3, 1));
 
-    // A 429 holds the breaker; the retry after its pause (capped at 2 ms)
-    // meets the hold, whose refusal is the answer.
+    // A 429 holds the breaker and is the answer at once, never retried;
+    // the next request meets the hold.
     server.set(Mode::TooMany("7".into()));
+    assert_eq!(send(&mut svc, request(&server)).await.unwrap().status(), 429);
     let err = send(&mut svc, request(&server)).await.unwrap_err();
     let Some(RefusedBy::Breaker(r)) = tripwire::refusal(&err) else { panic!("{err:?}") };
     assert_eq!((r.state, r.retry_after), (State::Open, Some(Duration::from_secs(7))));
-    assert_eq!(server.hits(), 4, "the refused retry never reached the server");
+    assert_eq!(server.hits(), 4, "the 429 was sent once, the refused request never");
 }
 
 #[tokio::test]

@@ -40,9 +40,12 @@
 //! # One judgement for the breaker and the retries
 //! The breaker and the retry layer each judge a result with their
 //! [`ClassifyResult`], the same one by default: a 503 (an `Ok` response)
-//! is a failure, counted and retried; a 429 holds the breaker and is
-//! retried after its `Retry-After`; a 400 is neither. A server's pause is
-//! capped at the policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after).
+//! is a failure, counted and retried; a 429 holds the breaker for its
+//! `Retry-After` and is the answer at once, never retried, in either
+//! nesting; a 400 is neither counted nor retried. A 503's pause is capped
+//! at the policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after).
+//! [`Assessment`](crate::Assessment) has the table, the same for every
+//! integration.
 //! [`BulkheadLayer::events`] and [`RetryLayer::events`] report refusals and
 //! retries to an [`Events`](crate::Events).
 //!

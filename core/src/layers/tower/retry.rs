@@ -50,13 +50,13 @@ use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
 /// [`Assessment::Failure`] (a 503, a connection error, a timeout) is
 /// retried after the backoff's pause or the response's own pause
 /// ([`ClassifyResult::retry_after`]: a 503's `Retry-After` for
-/// [`HttpClassifier`]); [`Assessment::Backpressure`] (a 429) after the
-/// pause it names, or the backoff's. A server's pause is capped at the
-/// policy's [`max_retry_after`](RetryPolicy::max_retry_after) (a minute
-/// by default), whatever its header says. Under a breaker, a
-/// 429 holds the breaker open for its `Retry-After`, so a retry after that
-/// pause is admitted, and one after a capped, shorter pause ends the
-/// retries with the breaker's refusal.
+/// [`HttpClassifier`]), capped at the policy's
+/// [`max_retry_after`](RetryPolicy::max_retry_after) (a minute by
+/// default) whatever its header says. [`Assessment::Backpressure`] (a 429,
+/// a 418) is never retried: it is the answer at once, so that a breaker
+/// around or inside these retries holds for its `Retry-After` before
+/// anyone waits, and the caller learns the pause from the response. The
+/// same rule holds in every integration ([`Assessment`]'s table).
 ///
 /// # Examples
 /// ```
@@ -94,9 +94,10 @@ impl<K, Tm> fmt::Debug for RetryLayer<K, Tm> {
 
 impl<Tm> RetryLayer<HttpClassifier, Tm> {
     /// Retries what [`HttpClassifier`] calls a failure (5xx, connection
-    /// errors) or backpressure (429, 418), waiting on `timer`: the
-    /// backoff's pause, or the one the response names (`Retry-After`, up to
-    /// the policy's [`max_retry_after`](RetryPolicy::max_retry_after)).
+    /// errors), waiting on `timer`: the backoff's pause, or the one the
+    /// response names (`Retry-After`, up to the policy's
+    /// [`max_retry_after`](RetryPolicy::max_retry_after)). Backpressure
+    /// (429, 418) is the answer at once.
     pub fn new(policy: RetryPolicy<'static, RetryAll>, timer: Tm) -> Self {
         Self { policy, budget: None, events: None, classifier: HttpClassifier, timer }
     }
@@ -157,20 +158,19 @@ impl<S, K, Tm> fmt::Debug for RetryService<S, K, Tm> {
     }
 }
 
-/// One failed attempt: a response judged a failure or backpressure (with
-/// its HTTP status, when the classifier reads one), or an error; with the
-/// pause the server asked for, if it named one.
+/// One failed attempt: a response judged a failure (with its HTTP status,
+/// when the classifier reads one, and the pause its server asked for, if
+/// it named one), or an error.
 enum Attempt<Res, Err> {
     Response { response: Res, status: Option<u16>, after: Option<Duration> },
-    Error { error: Err, retryable: bool, after: Option<Duration> },
+    Error { error: Err, retryable: bool },
 }
 
 impl<Res, Err> Attempt<Res, Err> {
     /// Whether to try again, and after what pause if the server said.
     fn verdict(&self) -> Verdict {
         match *self {
-            Attempt::Response { after: Some(d), .. }
-            | Attempt::Error { retryable: true, after: Some(d), .. } => Verdict::RetryAfter(d),
+            Attempt::Response { after: Some(d), .. } => Verdict::RetryAfter(d),
             Attempt::Response { .. } | Attempt::Error { retryable: true, .. } => Verdict::Retry,
             Attempt::Error { retryable: false, .. } => Verdict::Final,
         }
@@ -260,28 +260,24 @@ where
             let attempt = move |_: u32| {
                 let (mut svc, req, classifier) = (svc.clone(), req.clone(), classifier.clone());
                 async move {
-                    poll_fn(|cx| svc.poll_ready(cx)).await.map_err(|error| Attempt::Error {
-                        error,
-                        retryable: false,
-                        after: None,
-                    })?;
+                    poll_fn(|cx| svc.poll_ready(cx))
+                        .await
+                        .map_err(|error| Attempt::Error { error, retryable: false })?;
                     let result = svc.call(req).await;
                     // Judged once: a failure is retried after the backoff's
-                    // pause or the one its server named; backpressure after
-                    // the server's pause (a 429's `Retry-After`).
-                    let (retryable, hint) = match classifier.classify(&result) {
-                        Assessment::Failure => (true, None),
-                        Assessment::Backpressure(after) => (true, after),
-                        Assessment::Success | Assessment::Ignored => (false, None),
-                    };
+                    // pause or the one its server named. Backpressure (a
+                    // 429) is the answer at once, as everywhere: a breaker
+                    // around these retries places its hold now, not after
+                    // the caller slept through the `Retry-After`.
+                    let retryable = classifier.classify(&result) == Assessment::Failure;
                     match result {
                         Ok(response) if retryable => {
                             let status = classifier.status(&response);
-                            let after = hint.or_else(|| classifier.retry_after(&response));
+                            let after = classifier.retry_after(&response);
                             Err(Attempt::Response { response, status, after })
                         }
                         Ok(response) => Ok(response),
-                        Err(error) => Err(Attempt::Error { error, retryable, after: hint }),
+                        Err(error) => Err(Attempt::Error { error, retryable }),
                     }
                 }
             };
