@@ -45,9 +45,15 @@
 
 /**
  * `tw_breaker_config.struct_size` with the choice of window
- * (`window_kind`, `count_window`): this header's layout.
+ * (`window_kind`, `count_window`).
  */
 #define TW_BREAKER_CONFIG_SIZE_V3 112
+
+/**
+ * `tw_breaker_config.struct_size` with the probe timeout and the longest
+ * hold (`probe_timeout_ns`, `max_hold_ns`): this header's layout.
+ */
+#define TW_BREAKER_CONFIG_SIZE_V4 128
 
 /**
  * A `hold_ns` for a response that asked for less traffic without naming a
@@ -349,8 +355,8 @@ typedef struct tw_shared_bulkhead tw_shared_bulkhead;
  * header works with this library as long as it leaves the newer fields at
  * zero, and gets `TW_STATUS_INVALID_STRUCT_SIZE` otherwise. The sizes
  * this library reads are `TW_BREAKER_CONFIG_SIZE_V1` (up to
- * `reserved`), `_V2` (up to `min_calls`) and `_V3` (up to
- * `count_window`); any other `struct_size` is
+ * `reserved`), `_V2` (up to `min_calls`), `_V3` (up to
+ * `count_window`) and `_V4` (up to `max_hold_ns`); any other `struct_size` is
  * `TW_STATUS_INVALID_STRUCT_SIZE`, with a message naming
  * `tw_breaker_config.struct_size`.
  */
@@ -449,6 +455,21 @@ typedef struct tw_breaker_config {
      * for a time-based window. The end of `TW_BREAKER_CONFIG_SIZE_V3`.
      */
     uint32_t count_window;
+    /**
+     * How long a Half-Open probe may run before it counts as lost and the
+     * next call may take over as a new probe (1 µs to 7 days; 0, the
+     * default, means 60 s). Independent of the cool-down: set it above
+     * the longest a probe can take (every attempt's timeout plus the
+     * pauses, where retries run inside the breaker).
+     */
+    uint64_t probe_timeout_ns;
+    /**
+     * The longest hold a server's backpressure may place
+     * (`tw_breaker_hold`, `tw_http_assess`): a longer `Retry-After` holds
+     * this long and is counted in `capped_holds` (1 µs to 7 days; 0, the
+     * default, means one hour). The end of `TW_BREAKER_CONFIG_SIZE_V4`.
+     */
+    uint64_t max_hold_ns;
 } tw_breaker_config;
 
 /**

@@ -21,6 +21,7 @@ struct Model {
     open_timeout: u64,
     open_timeout_max: u64,
     max_hold: u64,
+    probe_timeout: u64,
     growth: f64,
     state: State,
     held: bool,
@@ -73,7 +74,13 @@ impl Model {
     /// The time left until the deadline, if it lies within the limit of
     /// its kind (twice the longest wait); anything else has passed.
     fn left(&self, now: u64) -> Option<u64> {
-        let limit = 2 * if self.held { self.max_hold } else { self.open_timeout_max };
+        let limit = 2 * if self.held {
+            self.max_hold
+        } else if self.state == State::HalfOpen {
+            self.probe_timeout
+        } else {
+            self.open_timeout_max
+        };
         let left = self.deadline - i128::from(now);
         (left > 0 && left <= i128::from(limit)).then_some(left as u64)
     }
@@ -98,13 +105,14 @@ impl Model {
         change
     }
 
-    /// A new Half-Open generation with the caller as the probe of slot 0.
+    /// A new Half-Open generation with the caller as the probe of slot 0,
+    /// whose probes count as lost after the probe timeout.
     fn half_open(&mut self, now: u64, passed: u32) -> (u32, Change) {
         let change = self.enter(State::HalfOpen);
         self.in_flight = 1;
         self.issued = 1;
         self.passed = passed;
-        self.deadline = i128::from(now) + i128::from(self.cooldown(self.reopens));
+        self.deadline = i128::from(now) + i128::from(self.probe_timeout);
         (0, change)
     }
 
@@ -264,6 +272,7 @@ struct Params {
     cap_factor: u64,
     growth: u32,
     max_hold: u64,
+    probe_timeout: u64,
 }
 
 fn params() -> impl Strategy<Value = Params> {
@@ -275,15 +284,19 @@ fn params() -> impl Strategy<Value = Params> {
         prop_oneof![Just(1u64), Just(4), Just(16)],
         1u32..4,
         prop_oneof![Just(1_000u64), Just(20_000), Just(1_000_000)],
+        prop_oneof![Just(1_000u64), Just(20_000), Just(1_000_000)],
     )
-        .prop_map(|(threshold, max, succ, open_timeout, cap_factor, growth, max_hold)| Params {
-            threshold,
-            half_open_max: max,
-            half_open_successes: succ.min(max),
-            open_timeout,
-            cap_factor,
-            growth,
-            max_hold,
+        .prop_map(|(threshold, max, succ, open_timeout, cap_factor, growth, max_hold, probe_timeout)| {
+            Params {
+                threshold,
+                half_open_max: max,
+                half_open_successes: succ.min(max),
+                open_timeout,
+                cap_factor,
+                growth,
+                max_hold,
+                probe_timeout,
+            }
         })
 }
 
@@ -304,6 +317,7 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
         .open_timeout_max(Duration::from_nanos(p.open_timeout * p.cap_factor))
         .open_timeout_growth(f64::from(p.growth))
         .max_hold(Duration::from_nanos(p.max_hold))
+        .probe_timeout(Duration::from_nanos(p.probe_timeout))
         .build()
         .expect("generated configs are valid");
     let breaker = Breaker::new(config);
@@ -314,6 +328,7 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
         open_timeout: p.open_timeout,
         open_timeout_max: p.open_timeout * p.cap_factor,
         max_hold: p.max_hold,
+        probe_timeout: p.probe_timeout,
         growth: f64::from(p.growth),
         state: State::Closed,
         held: false,

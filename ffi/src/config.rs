@@ -29,8 +29,8 @@ use crate::tw_breaker;
 /// header works with this library as long as it leaves the newer fields at
 /// zero, and gets `TW_STATUS_INVALID_STRUCT_SIZE` otherwise. The sizes
 /// this library reads are `TW_BREAKER_CONFIG_SIZE_V1` (up to
-/// `reserved`), `_V2` (up to `min_calls`) and `_V3` (up to
-/// `count_window`); any other `struct_size` is
+/// `reserved`), `_V2` (up to `min_calls`), `_V3` (up to
+/// `count_window`) and `_V4` (up to `max_hold_ns`); any other `struct_size` is
 /// `TW_STATUS_INVALID_STRUCT_SIZE`, with a message naming
 /// `tw_breaker_config.struct_size`.
 #[repr(C)]
@@ -92,6 +92,17 @@ pub struct tw_breaker_config {
     /// A count-based window's calls (1 to 1000); must be 0 (the default)
     /// for a time-based window. The end of `TW_BREAKER_CONFIG_SIZE_V3`.
     pub count_window: u32,
+    /// How long a Half-Open probe may run before it counts as lost and the
+    /// next call may take over as a new probe (1 µs to 7 days; 0, the
+    /// default, means 60 s). Independent of the cool-down: set it above
+    /// the longest a probe can take (every attempt's timeout plus the
+    /// pauses, where retries run inside the breaker).
+    pub probe_timeout_ns: u64,
+    /// The longest hold a server's backpressure may place
+    /// (`tw_breaker_hold`, `tw_http_assess`): a longer `Retry-After` holds
+    /// this long and is counted in `capped_holds` (1 µs to 7 days; 0, the
+    /// default, means one hour). The end of `TW_BREAKER_CONFIG_SIZE_V4`.
+    pub max_hold_ns: u64,
 }
 
 /// `tw_breaker_config.struct_size` of the first layout: the fields up to
@@ -101,16 +112,20 @@ pub const TW_BREAKER_CONFIG_SIZE_V1: u32 = 64;
 /// its rates: the fields up to `min_calls`.
 pub const TW_BREAKER_CONFIG_SIZE_V2: u32 = 104;
 /// `tw_breaker_config.struct_size` with the choice of window
-/// (`window_kind`, `count_window`): this header's layout.
+/// (`window_kind`, `count_window`).
 pub const TW_BREAKER_CONFIG_SIZE_V3: u32 = 112;
+/// `tw_breaker_config.struct_size` with the probe timeout and the longest
+/// hold (`probe_timeout_ns`, `max_hold_ns`): this header's layout.
+pub const TW_BREAKER_CONFIG_SIZE_V4: u32 = 128;
 
 const _: () = {
     assert!(offset_of!(tw_breaker_config, window_bucket_ns) == TW_BREAKER_CONFIG_SIZE_V1 as usize);
     assert!(offset_of!(tw_breaker_config, window_kind) == TW_BREAKER_CONFIG_SIZE_V2 as usize);
-    assert!(size_of::<tw_breaker_config>() == TW_BREAKER_CONFIG_SIZE_V3 as usize);
+    assert!(offset_of!(tw_breaker_config, probe_timeout_ns) == TW_BREAKER_CONFIG_SIZE_V3 as usize);
+    assert!(size_of::<tw_breaker_config>() == TW_BREAKER_CONFIG_SIZE_V4 as usize);
     // No padding anywhere, so that every layout ends on a field and no field
     // is ever appended into an older layout's trailing padding.
-    assert!(size_of::<tw_breaker_config>() == 10 * 4 + 9 * 8, "tw_breaker_config has padding");
+    assert!(size_of::<tw_breaker_config>() == 10 * 4 + 11 * 8, "tw_breaker_config has padding");
 };
 
 // SAFETY:
@@ -123,10 +138,13 @@ unsafe impl Versioned for tw_breaker_config {
         TW_BREAKER_CONFIG_SIZE_V1 as usize,
         TW_BREAKER_CONFIG_SIZE_V2 as usize,
         TW_BREAKER_CONFIG_SIZE_V3 as usize,
+        TW_BREAKER_CONFIG_SIZE_V4 as usize,
     ];
     fn defaults() -> Self {
         let mut c = from_core(&BreakerConfig::default());
         c.open_timeout_max_ns = 0;
+        c.probe_timeout_ns = 0;
+        c.max_hold_ns = 0;
         c
     }
 }
@@ -144,7 +162,7 @@ pub enum tw_window_kind {
 /// The C view of a valid core config.
 pub(crate) fn from_core(c: &BreakerConfig) -> tw_breaker_config {
     tw_breaker_config {
-        struct_size: TW_BREAKER_CONFIG_SIZE_V3,
+        struct_size: TW_BREAKER_CONFIG_SIZE_V4,
         failure_threshold: c.failure_threshold(),
         half_open_max: c.half_open_max(),
         open_timeout_ns: duration_ns(c.open_timeout()),
@@ -169,6 +187,8 @@ pub(crate) fn from_core(c: &BreakerConfig) -> tw_breaker_config {
             RollingWindow::Time { .. } => 0,
             RollingWindow::Count { calls } => calls,
         },
+        probe_timeout_ns: duration_ns(c.probe_timeout()),
+        max_hold_ns: duration_ns(c.max_hold()),
     }
 }
 
@@ -233,6 +253,13 @@ pub(crate) fn to_core(c: &tw_breaker_config, fn_name: &str) -> Result<BreakerCon
     if c.open_timeout_max_ns != 0 {
         b = b.open_timeout_max(Duration::from_nanos(c.open_timeout_max_ns));
     }
+    // 0: the builder's defaults (60 s, one hour).
+    if c.probe_timeout_ns != 0 {
+        b = b.probe_timeout(Duration::from_nanos(c.probe_timeout_ns));
+    }
+    if c.max_hold_ns != 0 {
+        b = b.max_hold(Duration::from_nanos(c.max_hold_ns));
+    }
     if let Some(calls) = count {
         b = b.count_window(calls);
     }
@@ -247,6 +274,8 @@ fn c_field(builder_method: &'static str) -> &'static str {
         "open_timeout_max" => "open_timeout_max_ns",
         "slow_call" => "slow_call_ns",
         "window_bucket_width" => "window_bucket_ns",
+        "probe_timeout" => "probe_timeout_ns",
+        "max_hold" => "max_hold_ns",
         same => same,
     }
 }

@@ -28,7 +28,7 @@
 //!   `static inline` in the header over [`tw_breaker_config_init`]),
 //!   [`tw_breaker_config_validate`], [`tw_breaker_get_config`] (over
 //!   [`tw_breaker_get_config_sized`]); the layouts
-//!   [`TW_BREAKER_CONFIG_SIZE_V1`] to [`TW_BREAKER_CONFIG_SIZE_V3`].
+//!   [`TW_BREAKER_CONFIG_SIZE_V1`] to [`TW_BREAKER_CONFIG_SIZE_V4`].
 //! - Breaker: [`tw_breaker_new`], [`tw_breaker_free`];
 //!   [`tw_breaker_try_acquire`] / [`tw_breaker_try_acquire_at`] →
 //!   [`tw_ticket`] or [`tw_rejection`]; [`tw_breaker_record`] /
@@ -100,9 +100,9 @@ pub use bulkhead::{
     tw_bulkhead_stats, tw_bulkhead_try_acquire,
 };
 pub use config::{
-    TW_BREAKER_CONFIG_SIZE_V1, TW_BREAKER_CONFIG_SIZE_V2, TW_BREAKER_CONFIG_SIZE_V3, tw_breaker_config,
-    tw_breaker_config_default, tw_breaker_config_init, tw_breaker_config_validate, tw_breaker_get_config,
-    tw_breaker_get_config_sized, tw_window_kind,
+    TW_BREAKER_CONFIG_SIZE_V1, TW_BREAKER_CONFIG_SIZE_V2, TW_BREAKER_CONFIG_SIZE_V3,
+    TW_BREAKER_CONFIG_SIZE_V4, tw_breaker_config, tw_breaker_config_default, tw_breaker_config_init,
+    tw_breaker_config_validate, tw_breaker_get_config, tw_breaker_get_config_sized, tw_window_kind,
 };
 pub use fleet::{
     tw_fleet, tw_fleet_free, tw_fleet_join, tw_fleet_new, tw_fleet_options, tw_fleet_options_default,

@@ -372,7 +372,9 @@ fn get_config_returns_the_effective_config() {
     // SAFETY:
     // - `b` is live; `got` is writable.
     assert_eq!(unsafe { tw_breaker_get_config(b.0, &mut got) }, tw_status::Ok);
-    assert_eq!(got, tw_breaker_config { open_timeout_max_ns: 2_000, ..c });
+    // The zeros that mean "the default" read back as the defaults in force.
+    let (probe_timeout_ns, max_hold_ns) = (60_000_000_000, 3_600_000_000_000);
+    assert_eq!(got, tw_breaker_config { open_timeout_max_ns: 2_000, probe_timeout_ns, max_hold_ns, ..c });
 }
 
 /// Zeroed memory laid out for a shared region, freed on drop.
@@ -591,6 +593,52 @@ fn rolling_window_fields_reach_the_core() {
         let msg = last_error();
         assert!(
             msg.starts_with(&format!("tw_breaker_config_validate: invalid breaker config: {want}")),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn probe_timeout_ns_and_max_hold_ns_are_honoured_and_named_in_errors() {
+    let mut c = default_config();
+    c.failure_threshold = 1;
+    c.open_timeout_ns = 1_000;
+    c.probe_timeout_ns = 10_000;
+    c.max_hold_ns = 50_000;
+    let b = Owned::new(&c);
+    let t = acquire_at(b.0, 0).unwrap();
+    record_at(b.0, 0, t, tw_outcome::Failure);
+    let probe = acquire_at(b.0, 1_000).unwrap();
+    // Past the cool-down, within the probe timeout: the probe keeps its slot.
+    let refused = acquire_at(b.0, 5_000).unwrap_err();
+    assert_eq!((refused.state, refused.retry_after_ns), (tw_state::HalfOpen, 6_000));
+    let taker = acquire_at(b.0, 11_000).expect("lost after the probe timeout");
+    assert_ne!(taker.generation, probe.generation);
+    // A hold beyond max_hold_ns is cut to it.
+    let mut left = 0;
+    // SAFETY:
+    // - `b` is live; NULL transitions are allowed; `left` is writable.
+    unsafe {
+        assert_eq!(tw_breaker_hold_for_at(b.0, 20_000, 1_000_000, null_mut()), tw_status::Ok);
+        assert_eq!(tw_breaker_hold_left_at(b.0, 20_000, &mut left), tw_status::Ok);
+    }
+    assert_eq!(left, 50_000);
+
+    for (field, set) in [
+        (
+            "probe_timeout_ns",
+            (|c: &mut tw_breaker_config| c.probe_timeout_ns = 1) as fn(&mut tw_breaker_config),
+        ),
+        ("max_hold_ns", |c: &mut tw_breaker_config| c.max_hold_ns = u64::MAX),
+    ] {
+        let mut c = default_config();
+        set(&mut c);
+        // SAFETY:
+        // - `c` is a readable config of this header's layout.
+        assert_eq!(unsafe { tw_breaker_config_validate(&c) }, tw_status::InvalidConfig);
+        let msg = last_error();
+        assert!(
+            msg.contains(&format!("{field} = ")) && msg.ends_with("expected 1000 to 604800000000000"),
             "{msg}"
         );
     }

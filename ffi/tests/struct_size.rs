@@ -52,10 +52,11 @@ impl Buf {
     }
 }
 
-const SIZES: [usize; 3] = [
+const SIZES: [usize; 4] = [
     TW_BREAKER_CONFIG_SIZE_V1 as usize,
     TW_BREAKER_CONFIG_SIZE_V2 as usize,
     TW_BREAKER_CONFIG_SIZE_V3 as usize,
+    TW_BREAKER_CONFIG_SIZE_V4 as usize,
 ];
 
 fn full_default() -> tw_breaker_config {
@@ -77,11 +78,12 @@ fn config_of(b: *const tw_breaker) -> tw_breaker_config {
 
 #[test]
 fn the_layouts_are_the_ones_the_header_names() {
-    assert_eq!(SIZES, [64, 104, 112]);
-    assert_eq!(size_of::<tw_breaker_config>(), SIZES[2]);
+    assert_eq!(SIZES, [64, 104, 112, 128]);
+    assert_eq!(size_of::<tw_breaker_config>(), SIZES[3]);
     assert_eq!(core::mem::offset_of!(tw_breaker_config, struct_size), 0);
     assert_eq!(core::mem::offset_of!(tw_breaker_config, window_bucket_ns), SIZES[0]);
     assert_eq!(core::mem::offset_of!(tw_breaker_config, window_kind), SIZES[1]);
+    assert_eq!(core::mem::offset_of!(tw_breaker_config, probe_timeout_ns), SIZES[2]);
     for off in [
         core::mem::offset_of!(tw_backoff_config, struct_size),
         core::mem::offset_of!(tw_retry_budget_config, struct_size),
@@ -102,7 +104,7 @@ fn an_older_layout_is_filled_and_read_by_its_own_size_and_gets_the_defaults_it_l
         assert!(buf.untouched_from(size), "tw_breaker_config_init wrote past {size} bytes");
         assert_eq!(buf.u32_at(0) as usize, size);
         // The prefix is the default config's.
-        // SAFETY: both are `size` ≤ 112 readable bytes.
+        // SAFETY: both are `size` ≤ 128 readable bytes.
         let prefix = unsafe { core::slice::from_raw_parts((&raw const defaults).cast::<u8>(), size) };
         assert_eq!(&buf.0[4..size], &prefix[4..]);
         // A field of the first layout, set by the caller: failure_threshold.
@@ -117,10 +119,13 @@ fn an_older_layout_is_filled_and_read_by_its_own_size_and_gets_the_defaults_it_l
         let got = config_of(b);
         assert_eq!(got.failure_threshold, 2);
         // The fields the caller's layout lacks are the defaults, not its
-        // garbage bytes nor zeros (window_buckets and min_calls are 10).
+        // garbage bytes nor zeros (window_buckets and min_calls are 10);
+        // the zeros that mean "the default" read back as the values in force.
         let expect = tw_breaker_config {
             failure_threshold: 2,
             open_timeout_max_ns: defaults.open_timeout_ns,
+            probe_timeout_ns: 60_000_000_000,
+            max_hold_ns: 3_600_000_000_000,
             ..defaults
         };
         assert_eq!(got, expect, "{size}");
@@ -163,10 +168,10 @@ fn get_config_writes_only_the_callers_layout() {
     // A newer header's struct: its fields this library does not know read 0.
     let mut buf = Buf::guarded();
     // SAFETY: as above.
-    assert_eq!(unsafe { tw_breaker_get_config_sized(b, buf.mut_ptr(), 128) }, tw_status::Ok);
-    assert_eq!(buf.u32_at(0), 128);
-    assert!(buf.0[112..128].iter().all(|&x| x == 0));
-    assert!(buf.untouched_from(128));
+    assert_eq!(unsafe { tw_breaker_get_config_sized(b, buf.mut_ptr(), 144) }, tw_status::Ok);
+    assert_eq!(buf.u32_at(0), 144);
+    assert!(buf.0[128..144].iter().all(|&x| x == 0));
+    assert!(buf.untouched_from(144));
     // SAFETY: a live handle, freed once.
     unsafe { tw_breaker_free(b) };
 }
@@ -174,19 +179,19 @@ fn get_config_writes_only_the_callers_layout() {
 #[test]
 fn a_newer_headers_struct_is_read_only_if_the_fields_unknown_here_are_zero() {
     let mut buf = Buf::guarded();
-    // SAFETY: `buf` holds 256 ≥ 136 writable bytes.
-    assert_eq!(unsafe { tw_breaker_config_init(buf.mut_ptr(), 136) }, tw_status::Ok);
-    assert_eq!(buf.u32_at(0), 136);
-    assert!(buf.0[112..136].iter().all(|&x| x == 0), "the unknown fields zeroed");
-    assert!(buf.untouched_from(136));
+    // SAFETY: `buf` holds 256 ≥ 152 writable bytes.
+    assert_eq!(unsafe { tw_breaker_config_init(buf.mut_ptr(), 152) }, tw_status::Ok);
+    assert_eq!(buf.u32_at(0), 152);
+    assert!(buf.0[128..152].iter().all(|&x| x == 0), "the unknown fields zeroed");
+    assert!(buf.untouched_from(152));
     let mut b = null_mut();
-    // SAFETY: `buf` holds a struct of 136 readable bytes; `b` is writable.
+    // SAFETY: `buf` holds a struct of 152 readable bytes; `b` is writable.
     unsafe {
         assert_eq!(tw_breaker_new(buf.ptr(), &mut b), tw_status::Ok, "{}", last_error());
         tw_breaker_free(b);
     }
     // A field this library does not know, set: refused, not ignored.
-    buf.0[131] = 1;
+    buf.0[147] = 1;
     b = null_mut();
     // SAFETY: as above.
     unsafe {
@@ -197,8 +202,8 @@ fn a_newer_headers_struct_is_read_only_if_the_fields_unknown_here_are_zero() {
     assert_eq!(
         last_error(),
         format!(
-            "tw_breaker_new: tw_breaker_config.struct_size = 136, larger than this library's 112 bytes, and \
-             byte 131 is not zero: the program sets a field of a newer header than this library's ({})",
+            "tw_breaker_new: tw_breaker_config.struct_size = 152, larger than this library's 128 bytes, and \
+             byte 147 is not zero: the program sets a field of a newer header than this library's ({})",
             env!("CARGO_PKG_VERSION")
         )
     );
@@ -207,7 +212,7 @@ fn a_newer_headers_struct_is_read_only_if_the_fields_unknown_here_are_zero() {
 /// Sizes no layout has: too small, between two layouts, not a multiple of
 /// 8, above the cap, garbage. The buffer is 256 bytes: the big ones would
 /// be read past its end (which miri flags) if they were not refused first.
-const GARBAGE: [u32; 11] = [0, 4, 8, 63, 65, 96, 111, 113, 4104, 0xDEAD_BEEF, u32::MAX];
+const GARBAGE: [u32; 14] = [0, 4, 8, 63, 65, 96, 111, 113, 120, 127, 129, 4104, 0xDEAD_BEEF, u32::MAX];
 
 #[test]
 fn every_other_breaker_config_size_is_refused_naming_struct_size() {
@@ -227,7 +232,7 @@ fn every_other_breaker_config_size_is_refused_naming_struct_size() {
             assert_eq!(tw_breaker_new(buf.ptr(), &mut b), tw_status::InvalidStructSize, "{size}");
             assert!(last_error().starts_with(&expect_start("tw_breaker_new")), "{}", last_error());
             assert!(
-                last_error().ends_with("expected 64, 104 or 112 bytes, or more from a newer header; tw_breaker_config_default() sets it"),
+                last_error().ends_with("expected 64, 104, 112 or 128 bytes, or more from a newer header; tw_breaker_config_default() sets it"),
                 "{}",
                 last_error()
             );
@@ -254,7 +259,8 @@ fn every_other_breaker_config_size_is_refused_naming_struct_size() {
     };
     assert!(why(63).contains("smaller than the first layout"), "{}", why(63));
     assert!(why(96).contains("between two layouts"));
-    assert!(why(113).contains("not the size of any layout (at most 4096, a multiple of 8)"));
+    assert!(why(113).contains("between two layouts"));
+    assert!(why(129).contains("not the size of any layout (at most 4096, a multiple of 8)"));
     assert!(why(4104).contains("not the size of any layout"));
 }
 

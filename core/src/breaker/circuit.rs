@@ -175,7 +175,8 @@ impl Breaker {
     ///
     /// On success the caller must make the call and hand the ticket back to
     /// [`record`](Self::record) (a probe whose outcome is never recorded is
-    /// taken over by a new generation after the cool-down). If admitting the
+    /// taken over by a new generation after the config's
+    /// [`probe_timeout`](BreakerConfig::probe_timeout)). If admitting the
     /// call moved the breaker to Half-Open, [`Ticket::transition`] says so.
     #[inline(always)]
     pub fn try_acquire(&self, clock: &impl Clock) -> Result<Ticket, Rejected> {
@@ -258,7 +259,7 @@ impl Breaker {
                             next
                         }
                     };
-                    let wait = cooldown_ns(&self.config, next.reopens(), next.generation(), now);
+                    let wait = self.wait_ns(next, now);
                     self.deadlines.stamp(&self.hot.word, w, next, Some(now.wrapping_add(wait)));
                     (next, 0)
                 }
@@ -281,6 +282,17 @@ impl Breaker {
                 }
                 Err(actual) => w = Word(actual),
             }
+        }
+    }
+
+    /// How long the state `next` enters at `now` waits: an Open one for its
+    /// cool-down, a Half-Open one for its probes, until they count as lost.
+    #[inline]
+    fn wait_ns(&self, next: Word, now: u64) -> u64 {
+        if next.state() == State::HalfOpen {
+            self.config.probe_timeout_ns
+        } else {
+            cooldown_ns(&self.config, next.reopens(), next.generation(), now)
         }
     }
 
@@ -510,7 +522,7 @@ impl Breaker {
                         w = Word(self.hot.word.load(Ordering::Relaxed));
                         continue;
                     };
-                    Some(now.wrapping_add(cooldown_ns(&self.config, next.reopens(), next.generation(), now)))
+                    Some(now.wrapping_add(self.wait_ns(next, now)))
                 } else {
                     None
                 };

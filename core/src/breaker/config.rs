@@ -20,6 +20,11 @@ pub const MAX_OPEN_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 /// ([`BreakerConfigBuilder::max_hold`]): one hour, the longest rate-limit
 /// window common APIs use.
 pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(3600);
+/// How long a Half-Open probe may run before it counts as lost and a new
+/// probe may take its place, unless the config says otherwise
+/// ([`BreakerConfigBuilder::probe_timeout`]): one minute, longer than a
+/// call with a few attempts, their timeouts and backoff usually takes.
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The largest cool-down growth factor.
 pub const MAX_GROWTH: f64 = 1000.0;
 /// The narrowest rolling-window bucket.
@@ -87,6 +92,7 @@ pub struct BreakerConfig {
     pub(crate) open_timeout_jitter: f64,
     pub(crate) jitter_seed: u64,
     pub(crate) max_hold_ns: u64,
+    pub(crate) probe_timeout_ns: u64,
     pub(crate) window_bucket_ns: u64,
     /// ⌊2^64 / `window_bucket_ns`⌋: an epoch is a multiply, not a division
     /// (see [`epoch`](Self::epoch)). Derived, and checked by `validate`.
@@ -110,7 +116,8 @@ pub struct BreakerConfig {
 impl Default for BreakerConfig {
     #[inline]
     /// 5 consecutive failures trip it; 30 s cool-down, no growth, no
-    /// jitter; one probe, which closes it on success; holds capped at
+    /// jitter; one probe, which closes it on success and counts as lost
+    /// after [`DEFAULT_PROBE_TIMEOUT`]; holds capped at
     /// [`DEFAULT_MAX_HOLD`]. No rate conditions
     /// (their window, when turned on, defaults to 10 × 1 s buckets and 10
     /// calls at least); no slow-call measurement.
@@ -122,6 +129,7 @@ impl Default for BreakerConfig {
             open_timeout_jitter: 0.0,
             jitter_seed: 0,
             max_hold_ns: DEFAULT_MAX_HOLD.as_secs() * 1_000_000_000,
+            probe_timeout_ns: DEFAULT_PROBE_TIMEOUT.as_secs() * 1_000_000_000,
             window_bucket_ns: 1_000_000_000,
             window_recip: reciprocal(1_000_000_000),
             slow_call_ns: 0,
@@ -184,6 +192,13 @@ impl BreakerConfig {
         Duration::from_nanos(self.max_hold_ns)
     }
 
+    #[inline]
+    /// How long a Half-Open probe may run before it counts as lost, and a
+    /// new probe may take over (see [`BreakerConfigBuilder::probe_timeout`]).
+    pub fn probe_timeout(&self) -> Duration {
+        Duration::from_nanos(self.probe_timeout_ns)
+    }
+
     /// How far ahead a hold's end may lie before it counts as garbage (see
     /// `deadline`): twice the longest hold.
     #[inline]
@@ -197,6 +212,14 @@ impl BreakerConfig {
     pub(crate) fn wait_limit_ns(&self) -> u64 {
         // At most 14 days: validated, so no overflow.
         2 * self.open_timeout_max_ns
+    }
+
+    /// As [`hold_limit_ns`](Self::hold_limit_ns), for the time after which
+    /// a Half-Open generation's probes count as lost.
+    #[inline]
+    pub(crate) fn probe_limit_ns(&self) -> u64 {
+        // At most 14 days: validated, so no overflow.
+        2 * self.probe_timeout_ns
     }
 
     #[inline]
@@ -361,6 +384,7 @@ impl BreakerConfig {
             });
         }
         check_duration("max_hold", c.max_hold_ns, MIN_OPEN_TIMEOUT, MAX_OPEN_TIMEOUT)?;
+        check_duration("probe_timeout", c.probe_timeout_ns, MIN_OPEN_TIMEOUT, MAX_OPEN_TIMEOUT)?;
         check_range_f64("open_timeout_growth", c.open_timeout_growth, 1.0, MAX_GROWTH, true)?;
         check_range_f64("open_timeout_jitter", c.open_timeout_jitter, 0.0, 1.0, false)?;
         check_range_u64("half_open_max", c.half_open_max.into(), 1, MAX_HALF_OPEN.into())?;
@@ -556,6 +580,27 @@ impl BreakerConfigBuilder {
     /// in [`Snapshot::capped_holds`](crate::Snapshot::capped_holds).
     pub fn max_hold(mut self, d: Duration) -> Self {
         self.config.max_hold_ns = duration_ns(d);
+        self
+    }
+
+    #[inline]
+    /// How long a Half-Open probe may run before it counts as lost (1 µs
+    /// to 7 days; default [`DEFAULT_PROBE_TIMEOUT`], one minute). A probe
+    /// that is merely slow keeps its slot and its outcome counts; once
+    /// this long has passed since the breaker went Half-Open with every
+    /// probe slot still taken, the next call is let through as the probe of
+    /// a new generation, and the old probes' outcomes are counted but
+    /// change nothing. A dropped Rust permit gives its slot back at once:
+    /// this bound is for probes nobody records (a crashed process sharing
+    /// the breaker, a C caller that forgot).
+    ///
+    /// Set it above the longest a probe can take: with the retries inside
+    /// the breaker ([`Nesting::BreakerOutsideRetry`](crate::Nesting)), that
+    /// is every attempt's timeout plus the pauses between them (the retry
+    /// policy's `max_total`, where it has one). It is independent of the
+    /// cool-down: a probe that outlives `open_timeout` is not taken over.
+    pub fn probe_timeout(mut self, d: Duration) -> Self {
+        self.config.probe_timeout_ns = duration_ns(d);
         self
     }
 

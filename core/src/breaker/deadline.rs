@@ -33,7 +33,8 @@
 //! deadline counts only if it is set, tagged with the reader's generation,
 //! and lies within `(now, now + limit]`, where `limit` is twice the longest
 //! wait of that kind the config allows: twice `max_hold` for a held
-//! breaker, twice `open_timeout_max` for a cool-down. Anything else has
+//! breaker, twice `open_timeout_max` for a cool-down, twice
+//! `probe_timeout` for the probes of a Half-Open generation. Anything else has
 //! passed: a deadline stamped from a clock that ran ahead of the reader's
 //! by more than a wait (an opening time beyond now plus the cool-down),
 //! or found in a garbage shared region, never holds the breaker shut, and
@@ -215,7 +216,13 @@ impl Deadlines {
     /// what counts); `None` once it has passed.
     #[inline]
     pub(crate) fn left(&self, w: Word, now: u64, cfg: &BreakerConfig) -> Option<u64> {
-        let limit = if w.held() { cfg.hold_limit_ns() } else { cfg.wait_limit_ns() };
+        let limit = if w.held() {
+            cfg.hold_limit_ns()
+        } else if w.state() == State::HalfOpen {
+            cfg.probe_limit_ns()
+        } else {
+            cfg.wait_limit_ns()
+        };
         // (A hold's end or a cool-down's; see the module docs.)
         // Relaxed: the caller's Acquire load of the word ordered it (see the module's Orderings).
         let stamp = Stamp(self.of(w)?.load(Ordering::Relaxed));

@@ -19,9 +19,9 @@ pub(crate) mod window;
 
 pub use circuit::Breaker;
 pub use config::{
-    BreakerConfig, BreakerConfigBuilder, ConfigError, DEFAULT_MAX_HOLD, MAX_BUCKET_WIDTH, MAX_BUCKETS,
-    MAX_COUNT_WINDOW, MAX_FAILURE_THRESHOLD, MAX_GROWTH, MAX_HALF_OPEN, MAX_MIN_CALLS, MAX_OPEN_TIMEOUT,
-    MIN_BUCKET_WIDTH, MIN_OPEN_TIMEOUT, RollingWindow,
+    BreakerConfig, BreakerConfigBuilder, ConfigError, DEFAULT_MAX_HOLD, DEFAULT_PROBE_TIMEOUT,
+    MAX_BUCKET_WIDTH, MAX_BUCKETS, MAX_COUNT_WINDOW, MAX_FAILURE_THRESHOLD, MAX_GROWTH, MAX_HALF_OPEN,
+    MAX_MIN_CALLS, MAX_OPEN_TIMEOUT, MIN_BUCKET_WIDTH, MIN_OPEN_TIMEOUT, RollingWindow,
 };
 pub use counters::Snapshot;
 pub use hot::HotLine;

@@ -264,7 +264,7 @@ impl SharedRegion {
     /// The magic number while one process fills the region in.
     pub const INITIALISING: u64 = u64::from_ne_bytes(*b"TRIPWIR~");
     /// The layout version this build reads and writes.
-    pub const VERSION: u32 = 3;
+    pub const VERSION: u32 = 4;
     /// Where the breaker starts, in bytes from the start of the region: a
     /// multiple of the breaker's alignment, with the header before it.
     pub const BREAKER_OFFSET: usize = offset_of!(SharedRegion, breaker);

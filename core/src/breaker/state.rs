@@ -37,8 +37,8 @@
 //!   Once they are all handed out and none is in flight (the probes were
 //!   ignored, or lost and recorded late), the next call starts a new
 //!   Half-Open generation that keeps the successes counted so far; while
-//!   some are still in flight, calls wait for them or for the cool-down
-//!   after which lost probes are taken over.
+//!   some are still in flight, calls wait for them or for the probe
+//!   timeout after which lost probes are taken over.
 
 /// The observable state of a breaker.
 #[repr(u8)]
@@ -314,7 +314,7 @@ pub(crate) enum Admission {
     Refuse,
     /// Depends on the state's deadline: Open waiting for its cool-down or
     /// hold to end, or Half-Open with no probe slot free, waiting for its
-    /// probes or for the cool-down after which lost ones are taken over.
+    /// probes or for the probe timeout after which lost ones are taken over.
     Wait,
     /// Half-Open with every probe slot handed out and none in flight:
     /// permitted as the first probe of a new Half-Open generation, `next`,

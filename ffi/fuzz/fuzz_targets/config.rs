@@ -97,12 +97,13 @@ fuzz_target!(|data: &[u8]| {
         2 => TW_BREAKER_CONFIG_SIZE_V2,
         3 => {
             // A newer header's, maybe setting a field unknown here.
-            let size = TW_BREAKER_CONFIG_SIZE_V3 + 8 * (input.u32() % 8);
+            let size = TW_BREAKER_CONFIG_SIZE_V4 + 8 * (input.u32() % 8);
             let at = size_of::<tw_breaker_config>() + (input.u32() % 64) as usize;
             caller.0[at] = input.bytes::<1>()[0] % 2;
             size
         }
-        _ => TW_BREAKER_CONFIG_SIZE_V3,
+        4 => TW_BREAKER_CONFIG_SIZE_V3,
+        _ => TW_BREAKER_CONFIG_SIZE_V4,
     };
     caller.0[..4].copy_from_slice(&struct_size.to_ne_bytes());
     let config_ptr = caller.0.as_ptr().cast::<tw_breaker_config>();

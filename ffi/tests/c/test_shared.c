@@ -5,12 +5,13 @@
  *    every process sees it open, and the probes in flight for any one
  *    generation never exceed half_open_max across all processes (counted
  *    in an extra shared atomic array, per generation, because a probe that
- *    outlives the cool-down is taken over by the next generation by design).
+ *    outlives its probe timeout is taken over by the next generation by
+ *    design).
  * 0. N processes race to initialise one fresh region: exactly one wins the
  *    claim, every other one ends up attached to the same breaker.
  * 2. A process is killed while it holds the only probe ticket: the others
  *    keep running, exactly one of them takes the probe over after the
- *    cool-down (a new generation), and the breaker closes again.
+ *    probe timeout (a new generation), and the breaker closes again.
  *
  * Built with -std=c11 -Wall -Wextra -Werror, plainly and with
  * -fsanitize=address,undefined, by ffi/tests/c_api.rs.
@@ -250,7 +251,8 @@ int main(void) {
     c.failure_threshold = 20;
     c.half_open_max = HALF_OPEN_MAX;
     c.half_open_successes = HALF_OPEN_MAX;
-    c.open_timeout_ns = 5000000; /* 5 ms */
+    c.open_timeout_ns = 5000000;  /* 5 ms */
+    c.probe_timeout_ns = 5000000; /* 5 ms */
     const tw_breaker *a = NULL;
     if (tw_breaker_init_in(region_a, size, &c, &a) != TW_STATUS_OK) {
         fail("init_in");
@@ -291,7 +293,8 @@ int main(void) {
     /* Phase 2. */
     tw_breaker_config_default(&c);
     c.failure_threshold = 1;
-    c.open_timeout_ns = 50000000; /* 50 ms */
+    c.open_timeout_ns = 50000000;  /* 50 ms */
+    c.probe_timeout_ns = 50000000; /* 50 ms */
     const tw_breaker *b = NULL;
     if (tw_breaker_open_in(region_b, size, &c, &b) != TW_STATUS_OK) {
         fail("open_in");
@@ -336,7 +339,7 @@ int main(void) {
         fail("the breaker did not close after the takeover");
     }
     /* Exactly one process learns of each takeover; a second one happens only if the
-     * first taker is itself stalled past a cool-down, which a loaded machine allows. */
+     * first taker is itself stalled past a probe timeout, which a loaded machine allows. */
     if (atomic_load(&ctl->took_over) < 1 || atomic_load(&ctl->took_over_generation) != victim_gen + 1) {
         fail("the lost probe was not taken over by the next generation");
     }

@@ -47,7 +47,7 @@ static void test_strings(void) {
     CHECK(strcmp(tw_status_name(TW_STATUS_INVALID_STRUCT_SIZE), "TW_STATUS_INVALID_STRUCT_SIZE") == 0);
     CHECK(sizeof(tw_ticket) == 16);
     /* This header's layouts: _default() sets struct_size to them. */
-    CHECK(sizeof(tw_breaker_config) == TW_BREAKER_CONFIG_SIZE_V3);
+    CHECK(sizeof(tw_breaker_config) == TW_BREAKER_CONFIG_SIZE_V4);
     tw_breaker_config c;
     CHECK_STATUS(tw_breaker_config_default(&c), TW_STATUS_OK);
     CHECK(c.struct_size == sizeof c);
