@@ -453,3 +453,23 @@ async fn a_503s_retry_after_is_the_pause_up_to_the_cap_whatever_the_header_says(
 fn client_with(guard: GuardMiddleware<ManualClock>) -> ClientWithMiddleware {
     client([guard])
 }
+
+#[tokio::test]
+async fn a_hung_exchange_is_an_attempt_timeout_counted_and_retried_never_a_caller_held_forever() {
+    let server = Server::start().await;
+    server.set(Mode::Hang);
+    let breaker = breaker("reqwest/hang", 5);
+    let guard = GuardMiddleware::new(breaker.clone()).retry(retries(2)).timeout(Duration::from_millis(100));
+    // The client has no timeout of its own: only the middleware bounds it.
+    let client = client([guard]);
+    let got = tokio::time::timeout(Duration::from_secs(10), get(&client, &server)).await;
+    let err = got.expect("each attempt is bounded").unwrap_err();
+    let reqwest_middleware::Error::Middleware(ref e) = err else { panic!("not the middleware's: {err:?}") };
+    let elapsed = e.downcast_ref::<tripwire::Elapsed>().unwrap_or_else(|| panic!("{e:?}"));
+    assert_eq!(elapsed.after, Duration::from_millis(100));
+    assert!(refusal(&err).is_none(), "a timeout is no refusal: the request was sent");
+    assert_eq!(server.hits(), 2, "timed out, then retried once");
+    assert_eq!(breaker.snapshot().failures, 2, "each timed-out attempt is a failure");
+    let default = format!("{:?}", GuardMiddleware::new(breaker.clone()));
+    assert!(default.contains("timeout: 30s"), "{default}");
+}

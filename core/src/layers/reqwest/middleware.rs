@@ -20,7 +20,7 @@ use crate::layers::events::{Events, RetryCause, slot_wait, wait_slot_async};
 use crate::layers::http::{assess, retry_after};
 use crate::layers::named::NamedBreaker;
 use crate::layers::reqwest::refused::Refused;
-use crate::layers::timeout::{Timer, TokioTimer};
+use crate::layers::timeout::{Timer, TokioTimer, timeout};
 use crate::refusal::{DeadlinePassed, RefusedBy, refusal};
 use crate::retry::budget::RetryBudget;
 use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
@@ -40,8 +40,14 @@ pub struct GuardMiddleware<C: Clock = MonotonicClock, Tm = TokioTimer> {
     retry: Option<RetryPolicy<'static, RetryAll>>,
     budget: Option<Arc<RetryBudget>>,
     events: Option<Arc<Events>>,
+    /// How long one attempt may take down the chain.
+    timeout: Duration,
     timer: Tm,
 }
+
+/// How long one attempt may take unless [`GuardMiddleware::timeout`] says
+/// otherwise: a hung exchange never holds a caller, or a probe, for longer.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl<C: Clock, Tm> fmt::Debug for GuardMiddleware<C, Tm> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -51,13 +57,15 @@ impl<C: Clock, Tm> fmt::Debug for GuardMiddleware<C, Tm> {
             .field("bulkhead_wait", &self.bulkhead_wait)
             .field("max_attempts", &self.retry.as_ref().map(RetryPolicy::max_attempts))
             .field("budget", &self.budget.is_some())
+            .field("timeout", &self.timeout)
             .finish_non_exhaustive()
     }
 }
 
 impl<C: Clock> GuardMiddleware<C, TokioTimer> {
-    /// Guards every request with `breaker`: one attempt each, no bulkhead,
-    /// waits on tokio's timer.
+    /// Guards every request with `breaker`: one attempt each, of at most
+    /// 30 s ([`timeout`](Self::timeout)), no bulkhead, waits on tokio's
+    /// timer.
     pub fn new(breaker: Arc<NamedBreaker<C>>) -> Self {
         Self {
             breaker,
@@ -66,6 +74,7 @@ impl<C: Clock> GuardMiddleware<C, TokioTimer> {
             retry: None,
             budget: None,
             events: None,
+            timeout: DEFAULT_TIMEOUT,
             timer: TokioTimer,
         }
     }
@@ -100,6 +109,20 @@ impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
         self
     }
 
+    /// Bounds each attempt, from its bulkhead slot to the answer's head, by
+    /// `after` (30 s by default), and by the retry policy's total time
+    /// where that ends first. An attempt that runs out is a failure, as a
+    /// client's own timeout would be: counted by the breaker, retried, and
+    /// the error of the request if it is the last
+    /// (`reqwest_middleware::Error::Middleware` holding an
+    /// [`Elapsed`](crate::Elapsed)). A client timeout shorter than this
+    /// still fires first.
+    #[must_use]
+    pub fn timeout(mut self, after: Duration) -> Self {
+        self.timeout = after;
+        self
+    }
+
     /// Draws every retry from `budget` (each request deposits once), so
     /// that retries stay a fraction of the traffic.
     #[must_use]
@@ -118,8 +141,8 @@ impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
 
     /// Waits (the retries' backoff, a bulkhead slot) on `timer` instead.
     pub fn timer<Tm2: Timer>(self, timer: Tm2) -> GuardMiddleware<C, Tm2> {
-        let Self { breaker, bulkhead, bulkhead_wait, retry, budget, events, .. } = self;
-        GuardMiddleware { breaker, bulkhead, bulkhead_wait, retry, budget, events, timer }
+        let Self { breaker, bulkhead, bulkhead_wait, retry, budget, events, timeout, .. } = self;
+        GuardMiddleware { breaker, bulkhead, bulkhead_wait, retry, budget, events, timeout, timer }
     }
 
     /// The breaker.
@@ -236,7 +259,13 @@ where
         if self.bulkhead.is_some() {
             permit.restart_clock();
         }
-        let result = next.run(req, extensions).await;
+        // Never past the policy's total time either.
+        let after = until
+            .map_or(self.timeout, |until| self.timeout.min(until.saturating_duration_since(Instant::now())));
+        let result = match timeout(&self.timer, after, next.run(req, extensions)).await {
+            Ok(result) => result,
+            Err(elapsed) => Err(Error::middleware(elapsed)),
+        };
         let assessment = judge(&result);
         permit.settle(assessment);
         Attempt::Sent(result, assessment)
