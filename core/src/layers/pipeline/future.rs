@@ -17,7 +17,10 @@ use crate::layers::timeout::{Timer, timeout};
 use crate::retry::error::RetryError;
 use crate::retry::step::RetryLoop;
 
-impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
+// `Tm: Timer` on each method, not on the block: a pipeline built without
+// `.timer(..)` then meets `Timer`'s own diagnostic (pass `TokioTimer`),
+// not "no method named `call_async`".
+impl<C: Clock, Tm> Pipeline<C, Tm> {
     /// Runs the future `f` makes through the layers; `Ok` is a success,
     /// `Err` and a timeout are failures.
     ///
@@ -45,6 +48,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
     /// ```
     pub async fn call_async<T, E, Fut>(&self, f: impl FnMut() -> Fut) -> Result<T, PipelineError<E>>
     where
+        Tm: Timer,
         Fut: Future<Output = Result<T, E>>,
     {
         self.call_async_with(ok_is_success, f).await
@@ -58,6 +62,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         f: impl FnMut() -> Fut,
     ) -> Result<T, PipelineError<E>>
     where
+        Tm: Timer,
         Fut: Future<Output = Result<T, E>>,
     {
         self.run_async(None, assess, f).await
@@ -75,6 +80,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         f: impl FnMut() -> Fut,
     ) -> Result<T, PipelineError<E>>
     where
+        Tm: Timer,
         Fut: Future<Output = Result<T, E>>,
     {
         self.run_async(Some(deadline), assess, f).await
@@ -87,6 +93,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         mut f: impl FnMut() -> Fut,
     ) -> Result<T, PipelineError<E>>
     where
+        Tm: Timer,
         Fut: Future<Output = Result<T, E>>,
     {
         // Without retries both nestings are one attempt: run it here, with no
@@ -171,6 +178,7 @@ impl<C: Clock, Tm: Timer> Pipeline<C, Tm> {
         f: &mut impl FnMut() -> Fut,
     ) -> (Option<Assessment>, Result<T, Failed<T, E>>)
     where
+        Tm: Timer,
         Fut: Future<Output = Result<T, E>>,
     {
         let _slot = match &self.bulkhead {

@@ -1,0 +1,9 @@
+//! The compile errors a user meets on the README's call patterns name the
+//! missing piece and the fix; each `.stderr` in `tests/ui/` pins one.
+#![cfg(all(feature = "async", not(loom), not(miri)))]
+
+#[test]
+fn missing_pieces_are_named_with_their_fix() {
+    let cases = trybuild::TestCases::new();
+    cases.compile_fail("tests/ui/*.rs");
+}
