@@ -23,6 +23,9 @@ use crate::layers::named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
 ///
 /// The hold is placed before anything waits, so a breaker outside the
 /// retries holds everyone as soon as the 429 is seen, as one inside does.
+/// The conformance matrix (`core/tests/conformance.rs`) runs these cases
+/// through every integration against a real server and writes what each
+/// nesting does to `core/tests/conformance.md`.
 ///
 /// # Examples
 /// ```
