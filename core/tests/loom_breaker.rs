@@ -23,6 +23,8 @@ fn breaker(threshold: u32, half_open_max: u32) -> Breaker {
         BreakerConfig::builder()
             .failure_threshold(threshold)
             .open_timeout(COOL_DOWN)
+            // Lost probes are taken over as soon as the cool-down would end.
+            .probe_timeout(COOL_DOWN)
             .half_open_max(half_open_max)
             .half_open_successes(1)
             .build()

@@ -24,6 +24,8 @@ fn breaker() -> Breaker {
         BreakerConfig::builder()
             .failure_threshold(1)
             .open_timeout(COOL_DOWN)
+            // Lost probes are taken over as soon as the cool-down would end.
+            .probe_timeout(COOL_DOWN)
             .half_open_max(1)
             .half_open_successes(1)
             .build()
