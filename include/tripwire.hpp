@@ -152,6 +152,8 @@ public:
     config &failure_rate(double rate) noexcept { raw_.failure_rate = rate; return *this; }
     config &slow_call(std::chrono::nanoseconds d) noexcept { raw_.slow_call_ns = ns(d); return *this; }
     config &slow_rate(double rate) noexcept { raw_.slow_rate = rate; return *this; }
+    config &probe_timeout(std::chrono::nanoseconds d) noexcept { raw_.probe_timeout_ns = ns(d); return *this; }
+    config &max_hold(std::chrono::nanoseconds d) noexcept { raw_.max_hold_ns = ns(d); return *this; }
 
     /// Throws tripwire::error (TW_STATUS_INVALID_CONFIG) naming the bad field.
     void validate() const { detail::throw_if_failed(make_error_code(tw_breaker_config_validate(&raw_))); }

@@ -112,6 +112,9 @@ static void test_errors() {
     tripwire::breaker windowed{tripwire::config{}.failure_threshold(0).failure_rate(0.5).min_calls(2).window(4, 1s), ec};
     CHECK(!ec);
     CHECK(windowed.current_config().raw().min_calls == 2);
+    tripwire::breaker probed{tripwire::config{}.probe_timeout(5s).max_hold(60s), ec};
+    CHECK(!ec && probed.current_config().raw().probe_timeout_ns == 5000000000ull);
+    CHECK(probed.current_config().raw().max_hold_ns == 60000000000ull);
     tripwire::breaker slow{tripwire::config{}.slow_rate(0.5), ec};
     CHECK(ec == TW_STATUS_INVALID_CONFIG);
 }
