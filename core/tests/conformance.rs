@@ -23,10 +23,10 @@ use http_body_util::Empty;
 use support::{Mode, Server, client};
 use tower_layer::Layer;
 use tower_service::Service;
-use tripwire::tower::{BreakerLayer, RetryLayer, TimeoutLayer};
+use tripwire::tower::{BreakerLayer, BulkheadLayer, RetryLayer, TimeoutLayer};
 use tripwire::{
-    BackoffConfig, BreakerConfig, NamedBreaker, Nesting, Pipeline, PipelineError, RefusedBy, RetryPolicy,
-    TokioTimer, http, refusal,
+    BackoffConfig, BreakerConfig, Bulkhead, NamedBreaker, Nesting, Pipeline, PipelineError, RefusedBy,
+    RetryPolicy, State, TokioTimer, http, refusal,
 };
 
 /// Each attempt's bound, in every integration.
@@ -76,6 +76,8 @@ enum Got {
     Status(u16),
     /// Refused by the breaker: nothing sent.
     Refused,
+    /// Refused by a full bulkhead: nothing sent.
+    Full,
     /// Every attempt ran out of time.
     TimedOut,
 }
@@ -98,16 +100,43 @@ struct Trace {
 struct Scenario {
     name: &'static str,
     mode: fn(&Server) -> Mode,
+    setup: Setup,
 }
 
-const SCENARIOS: [Scenario; 7] = [
-    Scenario { name: "503 burst", mode: |_| Mode::Unavailable },
-    Scenario { name: "503, then 200", mode: |s| Mode::UnavailableUntil(s.hits() + 1) },
-    Scenario { name: "429, Retry-After: 30", mode: |_| Mode::TooMany("30".into()) },
-    Scenario { name: "429, Retry-After above max_hold", mode: |_| Mode::TooMany("86400".into()) },
-    Scenario { name: "401", mode: |_| Mode::Status(401) },
-    Scenario { name: "404", mode: |_| Mode::Status(404) },
-    Scenario { name: "hang", mode: |_| Mode::Hang },
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Setup {
+    /// A healthy breaker, a free bulkhead; the second caller comes after.
+    Plain,
+    /// The bulkhead's one slot is held by someone else throughout.
+    FullBulkhead,
+    /// The breaker tripped and cooled down: the first request is its probe,
+    /// which outlives the cool-down; the second caller comes meanwhile.
+    SlowProbe,
+}
+
+/// The cool-down of every breaker here, and the time the server takes to
+/// answer a [`Setup::SlowProbe`] probe.
+const COOL_DOWN: Duration = Duration::from_millis(20);
+const SLOW: Duration = Duration::from_millis(150);
+
+const SCENARIOS: [Scenario; 9] = [
+    Scenario { name: "503 burst", mode: |_| Mode::Unavailable, setup: Setup::Plain },
+    Scenario { name: "503, then 200", mode: |s| Mode::UnavailableUntil(s.hits() + 1), setup: Setup::Plain },
+    Scenario { name: "429, Retry-After: 30", mode: |_| Mode::TooMany("30".into()), setup: Setup::Plain },
+    Scenario {
+        name: "429, Retry-After above max_hold",
+        mode: |_| Mode::TooMany("86400".into()),
+        setup: Setup::Plain,
+    },
+    Scenario { name: "401", mode: |_| Mode::Status(401), setup: Setup::Plain },
+    Scenario { name: "404", mode: |_| Mode::Status(404), setup: Setup::Plain },
+    Scenario { name: "hang", mode: |_| Mode::Hang, setup: Setup::Plain },
+    Scenario { name: "full bulkhead", mode: |_| Mode::Up, setup: Setup::FullBulkhead },
+    Scenario {
+        name: "a probe running past the cool-down",
+        mode: |_| Mode::Slow(SLOW),
+        setup: Setup::SlowProbe,
+    },
 ];
 
 fn policy() -> RetryPolicy<'static> {
@@ -117,8 +146,8 @@ fn policy() -> RetryPolicy<'static> {
 
 fn breaker() -> Arc<NamedBreaker> {
     // Above the attempts of one request: one request never trips it.
-    let config = BreakerConfig::builder().failure_threshold(2 * ATTEMPTS).build().unwrap();
-    Arc::new(NamedBreaker::new("conformance", config))
+    let config = BreakerConfig::builder().failure_threshold(2 * ATTEMPTS).open_timeout(COOL_DOWN);
+    Arc::new(NamedBreaker::new("conformance", config.build().unwrap()))
 }
 
 /// A GET over a plain blocking socket, as a sync caller's own client makes
@@ -151,6 +180,7 @@ fn pipeline_got<T, E: std::fmt::Debug>(result: Result<::http::Response<T>, Pipel
     match result {
         Ok(response) => Got::Status(response.status().as_u16()),
         Err(PipelineError::Open(_)) => Got::Refused,
+        Err(PipelineError::Full(_)) => Got::Full,
         Err(e) => {
             let text = format!("{e:?}");
             assert!(
@@ -165,6 +195,7 @@ fn pipeline_got<T, E: std::fmt::Debug>(result: Result<::http::Response<T>, Pipel
 fn refusal_or_timeout(err: &(dyn std::error::Error + 'static)) -> Got {
     match refusal(err) {
         Some(RefusedBy::Breaker(_)) => Got::Refused,
+        Some(RefusedBy::Bulkhead(_)) => Got::Full,
         Some(other) => panic!("refused by {other:?}"),
         None => {
             let mut e: Option<&(dyn std::error::Error + 'static)> = Some(err);
@@ -181,12 +212,14 @@ fn refusal_or_timeout(err: &(dyn std::error::Error + 'static)) -> Got {
     }
 }
 
-/// Sends one request through `door`, guarded by `breaker`.
-async fn send(door: Door, breaker: &Arc<NamedBreaker>, server: &Server) -> Got {
+/// Sends one request through `door`, guarded by `breaker` and, inside it,
+/// `bulkhead`.
+async fn send(door: Door, breaker: &Arc<NamedBreaker>, bulkhead: &Arc<Bulkhead>, server: &Server) -> Got {
     let outside = door.nesting() == Nesting::BreakerOutsideRetry;
     match door {
         Door::SyncPipeline(_) | Door::AsyncPipeline(_) => {
-            let mut builder = Pipeline::builder().breaker(breaker.clone()).retry(policy());
+            let mut builder =
+                Pipeline::builder().breaker(breaker.clone()).bulkhead(bulkhead.clone()).retry(policy());
             if outside {
                 builder = builder.breaker_outside_retry();
             }
@@ -204,7 +237,8 @@ async fn send(door: Door, breaker: &Arc<NamedBreaker>, server: &Server) -> Got {
         }
         Door::Tower(_) => {
             let request = || ::http::Request::get(server.url("/book")).body(Empty::<Bytes>::new()).unwrap();
-            let timed = TimeoutLayer::new(ATTEMPT, TokioTimer).layer(client());
+            let timed = BulkheadLayer::new(bulkhead.clone())
+                .layer(TimeoutLayer::new(ATTEMPT, TokioTimer).layer(client()));
             let retry = RetryLayer::new(policy(), TokioTimer);
             let breaker = BreakerLayer::new(breaker.clone());
             if outside {
@@ -224,8 +258,10 @@ async fn send(door: Door, breaker: &Arc<NamedBreaker>, server: &Server) -> Got {
             }
         }
         Door::ReqwestMiddleware => {
-            let guard =
-                tripwire::reqwest::GuardMiddleware::new(breaker.clone()).retry(policy()).timeout(ATTEMPT);
+            let guard = tripwire::reqwest::GuardMiddleware::new(breaker.clone())
+                .bulkhead(bulkhead.clone())
+                .retry(policy())
+                .timeout(ATTEMPT);
             let inner = reqwest::Client::builder().no_proxy().build().unwrap();
             let client = reqwest_middleware::ClientBuilder::new(inner).with(guard).build();
             match client.get(format!("http://{}/book", server.addr)).send().await {
@@ -240,11 +276,38 @@ async fn send(door: Door, breaker: &Arc<NamedBreaker>, server: &Server) -> Got {
 async fn run(door: Door, scenario: &Scenario) -> Trace {
     let server = Server::start().await;
     server.set((scenario.mode)(&server));
-    let breaker = breaker();
-    let got = send(door, &breaker, &server).await;
-    let (hits, snapshot) = (server.hits(), breaker.snapshot());
-    let hold_s = breaker.hold_left().map(|d| d.as_secs() + u64::from(d.subsec_nanos() > 0));
-    let then = send(door, &breaker, &server).await;
+    let (breaker, bulkhead) = (breaker(), Arc::new(Bulkhead::new(1)));
+    if scenario.setup == Setup::FullBulkhead {
+        assert!(bulkhead.try_acquire_raw(), "the one slot, held by someone else");
+    }
+    if scenario.setup == Setup::SlowProbe {
+        while breaker.state() != State::Open {
+            breaker.permit().unwrap().settle(tripwire::Assessment::Failure);
+        }
+        tokio::time::sleep(2 * COOL_DOWN).await;
+    }
+    let (got, hits, snapshot, hold_s, then) = if scenario.setup == Setup::SlowProbe {
+        // The second caller asks once the probe is out and the cool-down
+        // has passed again, while the server still works on the probe.
+        let second = async {
+            while breaker.state() != State::HalfOpen {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            tokio::time::sleep(2 * COOL_DOWN).await;
+            send(door, &breaker, &bulkhead, &server).await
+        };
+        let (got, then) = tokio::join!(send(door, &breaker, &bulkhead, &server), second);
+        assert_eq!(breaker.state(), State::Closed, "{door:?}: the probe's success closed the breaker");
+        let mut snapshot = breaker.snapshot();
+        // The trip's own failures, made here, are no part of the trace.
+        snapshot.failures -= u64::from(2 * ATTEMPTS);
+        (got, server.hits(), snapshot, None, then)
+    } else {
+        let got = send(door, &breaker, &bulkhead, &server).await;
+        let (hits, snapshot) = (server.hits(), breaker.snapshot());
+        let hold_s = breaker.hold_left().map(|d| d.as_secs() + u64::from(d.subsec_nanos() > 0));
+        (got, hits, snapshot, hold_s, send(door, &breaker, &bulkhead, &server).await)
+    };
     Trace {
         hits,
         got,
@@ -261,6 +324,7 @@ fn cell(t: &Trace) -> String {
     let got = |g: Got| match g {
         Got::Status(s) => s.to_string(),
         Got::Refused => "refused".into(),
+        Got::Full => "bulkhead full".into(),
         Got::TimedOut => "timed out".into(),
     };
     let hold = t.hold_s.map_or("none".into(), |s| format!("{s} s"));
