@@ -473,3 +473,19 @@ async fn a_hung_exchange_is_an_attempt_timeout_counted_and_retried_never_a_calle
     let default = format!("{:?}", GuardMiddleware::new(breaker.clone()));
     assert!(default.contains("timeout: 30s"), "{default}");
 }
+
+#[tokio::test]
+async fn an_attempt_cut_short_by_the_policys_total_time_is_no_failure_of_the_dependency() {
+    let server = Server::start().await;
+    server.set(Mode::Slow(Duration::from_millis(500)));
+    let breaker = breaker("reqwest/total-cut", 1);
+    let policy =
+        RetryPolicy::builder().max_attempts(3).max_total(Duration::from_millis(100)).build().unwrap();
+    let client = client([GuardMiddleware::new(breaker.clone()).retry(policy)]);
+    let err = get(&client, &server).await.unwrap_err();
+    let reqwest_middleware::Error::Middleware(ref e) = err else { panic!("not the middleware's: {err:?}") };
+    assert!(e.is::<tripwire::Elapsed>(), "{e:?}");
+    let s = breaker.snapshot();
+    assert_eq!((s.failures, s.ignored, breaker.state()), (0, 1, State::Closed), "the caller ran out of time");
+    assert_eq!(server.hits(), 1, "not retried past the total time");
+}

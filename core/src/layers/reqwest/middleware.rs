@@ -111,11 +111,13 @@ impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
 
     /// Bounds each attempt, from its bulkhead slot to the answer's head, by
     /// `after` (30 s by default), and by the retry policy's total time
-    /// where that ends first. An attempt that runs out is a failure, as a
-    /// client's own timeout would be: counted by the breaker, retried, and
-    /// the error of the request if it is the last
+    /// where that ends first. An attempt that runs out of its own time is
+    /// a failure, as a client's own timeout would be: counted by the
+    /// breaker, retried, and the error of the request if it is the last
     /// (`reqwest_middleware::Error::Middleware` holding an
-    /// [`Elapsed`](crate::Elapsed)). A client timeout shorter than this
+    /// [`Elapsed`](crate::Elapsed)). One cut short by the policy's total
+    /// time is the same error but ignored by the breaker: the caller ran
+    /// out of time, not the dependency. A client timeout shorter than this
     /// still fires first.
     #[must_use]
     pub fn timeout(mut self, after: Duration) -> Self {
@@ -262,11 +264,16 @@ where
         // Never past the policy's total time either.
         let after = until
             .map_or(self.timeout, |until| self.timeout.min(until.saturating_duration_since(Instant::now())));
-        let result = match timeout(&self.timer, after, next.run(req, extensions)).await {
-            Ok(result) => result,
-            Err(elapsed) => Err(Error::middleware(elapsed)),
+        let (result, assessment) = match timeout(&self.timer, after, next.run(req, extensions)).await {
+            Ok(result) => {
+                let assessment = judge(&result);
+                (result, assessment)
+            }
+            // Cut short by the policy's total time, not the attempt's own
+            // bound: says nothing of the dependency, as in the pipeline.
+            Err(elapsed) if after < self.timeout => (Err(Error::middleware(elapsed)), Assessment::Ignored),
+            Err(elapsed) => (Err(Error::middleware(elapsed)), Assessment::Failure),
         };
-        let assessment = judge(&result);
         permit.settle(assessment);
         Attempt::Sent(result, assessment)
     }
