@@ -918,7 +918,7 @@ void tw_breaker_free(struct tw_breaker *breaker);
  *
  * - `TW_STATUS_OK`: make the call, then hand `*ticket` to
  *   `tw_breaker_record` exactly once. A probe whose outcome is never
- *   recorded is taken over after the cool-down.
+ *   recorded is taken over after the config's `probe_timeout_ns`.
  * - `TW_STATUS_REJECTED`: do not make the call; if `rejection` is not
  *   NULL, `*rejection` says why and for how long. No message is set.
  *

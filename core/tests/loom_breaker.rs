@@ -17,14 +17,15 @@ use loom_support::{model, spin_until};
 use tripwire::{Breaker, BreakerConfig, FixedClock, ManualClock, Outcome, State};
 
 const COOL_DOWN: Duration = Duration::from_micros(1);
+/// Longer than the cool-down, so that the models tell the two apart.
+const PROBE_TIMEOUT: Duration = Duration::from_micros(2);
 
 fn breaker(threshold: u32, half_open_max: u32) -> Breaker {
     Breaker::new(
         BreakerConfig::builder()
             .failure_threshold(threshold)
             .open_timeout(COOL_DOWN)
-            // Lost probes are taken over as soon as the cool-down would end.
-            .probe_timeout(COOL_DOWN)
+            .probe_timeout(PROBE_TIMEOUT)
             .half_open_max(half_open_max)
             .half_open_successes(1)
             .build()
@@ -122,7 +123,7 @@ fn an_observer_of_half_open_sees_the_time_it_began() {
                 spin_until(|| b.state() == State::HalfOpen);
                 match b.try_acquire(&FixedClock(after)) {
                     Ok(ticket) => panic!("took over from a probe that has just begun: {ticket:?}"),
-                    Err(r) => assert_eq!(r.retry_after, Some(COOL_DOWN)),
+                    Err(r) => assert_eq!(r.retry_after, Some(PROBE_TIMEOUT)),
                 }
                 !early
             })
@@ -211,6 +212,8 @@ fn a_lost_probe_is_taken_over_once_after_the_cool_down() {
         let lost = b.try_acquire(&*clock).unwrap();
         assert!(lost.is_probe());
         clock.advance(COOL_DOWN);
+        assert!(b.try_acquire(&*clock).is_err(), "past the cool-down, the probe is still awaited");
+        clock.advance(PROBE_TIMEOUT - COOL_DOWN);
         let handles: Vec<_> = (0..2)
             .map(|_| {
                 let (b, clock) = (b.clone(), clock.clone());
@@ -265,7 +268,7 @@ fn ignored_probe_frees_its_slot_for_a_concurrent_caller() {
                 Ok(t) => break t,
                 Err(r) => {
                     assert!(!was_released, "the ignored probe's slot is still taken after its release");
-                    assert_eq!(r.retry_after, Some(COOL_DOWN));
+                    assert_eq!(r.retry_after, Some(PROBE_TIMEOUT));
                     refusals += 1;
                     thread::yield_now();
                 }

@@ -3,7 +3,7 @@
 //!
 //! An Open generation waits for its cool-down or its hold to end, then lets
 //! a probe through; a Half-Open one waits for its probes, and after the
-//! cool-down lets lost ones be taken over. The deadline of generation `g`
+//! probe timeout lets lost ones be taken over. The deadline of generation `g`
 //! lives in slot `g & 1` of the array for its state (`open` or
 //! `half_open`): a thread moving the breaker to the next generation writes
 //! the *other* slot, before the compare-and-swap that publishes the new
