@@ -262,6 +262,44 @@ def test_stale_data_has_an_age_limit_and_the_callers_fault_is_not_hidden(env: En
         env.run(g.stale.fetch_order_book, "NOPE/USDT")
 
 
+def test_a_stale_read_during_a_429_takes_one_request_and_never_waits_for_the_hold(env: Env) -> None:
+    # A 2 s Retry-After inside the retries' 10 s deadline: a plain read
+    # pauses it out and asks again; a read that accepts stale data has a
+    # book at hand and takes it after the one answer.
+    env.fake.retry_after = 2
+    g = env.guard(retry={**QUICK, "attempts": 3, "deadline": 10.0}, stale_max_age=60.0)
+    fresh = env.run(g.stale.fetch_order_book, "BTC/USDT", 5)
+    env.fake.mode = fx.RATE_LIMITED
+    hits = env.fake.hits(BOOK)
+    started = time.monotonic()
+    got = env.run(g.stale.fetch_order_book, "BTC/USDT", 5)
+    took = time.monotonic() - started
+    assert got.stale is True and got.value == fresh.value
+    assert env.fake.hits(BOOK) == hits + 1, "one attempt"
+    assert took < 1.0, f"{took:.2f}s: one attempt's time, not the 2 s hold"
+    # Held now: refused without a request, the stale book at once.
+    started = time.monotonic()
+    assert env.run(g.stale.fetch_order_book, "BTC/USDT", 5).stale
+    assert env.fake.hits(BOOK) == hits + 1 and time.monotonic() - started < 1.0
+    assert g.breaker.hold_left is not None
+
+
+def test_a_stale_read_during_an_outage_never_waits_for_a_backoff(env: Env) -> None:
+    g = env.guard(breaker={"failure_threshold": 100},
+                  retry={"attempts": 3, "base": 1.0, "cap": 1.0, "jitter": "none", "deadline": 10.0})
+    env.run(g.stale.fetch_order_book, "BTC/USDT", 5)
+    env.fake.mode = fx.UNAVAILABLE
+    hits = env.fake.hits(BOOK)
+    started = time.monotonic()
+    assert env.run(g.stale.fetch_order_book, "BTC/USDT", 5).stale
+    took = time.monotonic() - started
+    assert env.fake.hits(BOOK) == hits + 1 and took < 0.8, f"{took:.2f}s, backoff 1 s"
+    # Nothing stale for ETH: the read retries as a plain one does.
+    with pytest.raises(ccxt.ExchangeNotAvailable):
+        env.run(g.stale.fetch_order_book, "ETH/USDT", 5)
+    assert env.fake.hits(BOOK) == hits + 4
+
+
 def test_per_group_breakers_keep_market_data_flowing(env: Env) -> None:
     g = env.guard(per_group=True, breaker={"failure_threshold": 2}, retry=False)
     env.fake.script = lambda r: fx.UNAVAILABLE if r.path == ORDER else fx.HEALTHY
