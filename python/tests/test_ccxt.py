@@ -210,6 +210,25 @@ def test_a_wrong_key_is_the_callers_fault(env: Env) -> None:
     assert env.fake.hits(ACCOUNT) == 1 and g.breaker.state == "closed"
 
 
+def test_every_4xx_the_caller_caused_is_ignored_and_not_retried(env: Env) -> None:
+    # A wrong API key (the exchange's 401, ccxt's AuthenticationError) and
+    # an unknown symbol (ccxt's BadSymbol): neither is the exchange's
+    # failure, neither is asked again, whatever the threshold.
+    g = env.guard(breaker={"failure_threshold": 1}, retry={**QUICK, "attempts": 5}, retry_trading=True,
+                  ccxt={"apiKey": "not-the-key"})
+    with pytest.raises(ccxt.AuthenticationError):
+        env.run(g.fetch_balance)
+    assert env.fake.hits(ACCOUNT) == 1
+    with pytest.raises(ccxt.BadSymbol):
+        env.run(g.fetch_order_book, "NOPE/USDT")
+    env.fake.reject_orders()
+    with pytest.raises(ccxt.AuthenticationError):
+        env.run(g.create_order, "BTC/USDT", "limit", "buy", 0.001, 90000)
+    assert env.fake.hits(ORDER, "POST") == 1
+    snap = g.breaker.snapshot()
+    assert (g.breaker.state, snap.failures, snap.ignored) == ("closed", 0, 3)
+
+
 def test_create_order_is_not_retried_unless_asked(env: Env) -> None:
     env.fake.mode = fx.UNAVAILABLE
     g = env.guard(breaker={"failure_threshold": 100}, retry=QUICK)
