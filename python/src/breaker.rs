@@ -397,7 +397,9 @@ impl Breaker {
     /// goes down they all stop calling it at once. The keyword arguments are
     /// those of `Breaker(...)` but `clock` (every process must read the
     /// host's monotonic clock); a process asking for another config than
-    /// the file's is refused.
+    /// the file's is refused. A path that cannot be opened raises the
+    /// `OSError` subclass Python's `open` would (`FileNotFoundError`,
+    /// `PermissionError`, ...) with its `errno` and `filename`.
     #[classmethod]
     #[pyo3(signature = (path, /, **kwargs))]
     fn shared(
