@@ -51,6 +51,7 @@ mod errors;
 mod fleet;
 mod guarded;
 mod http;
+mod listeners;
 mod registry;
 mod retry;
 mod shared;
