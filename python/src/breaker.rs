@@ -234,7 +234,10 @@ impl Breaker {
         // A sync call cannot be cut short: one that outlasts the timeout
         // counts as slow (and `slow_rate` trips on those), unless
         // `slow_call` says otherwise.
-        let slow_call = slow_call.filter(|s| !s.is_none()).or(timeout);
+        let given_slow_call = slow_call.filter(|s| !s.is_none());
+        let slow_call_arg =
+            if given_slow_call.is_none() && timeout.is_some() { "timeout" } else { "slow_call" };
+        let slow_call = given_slow_call.or(timeout);
         let config = ConfigArgs {
             failure_threshold,
             open_timeout,
@@ -249,6 +252,7 @@ impl Breaker {
             failure_rate,
             slow_call,
             slow_rate,
+            slow_call_arg,
         }
         .build()?;
 

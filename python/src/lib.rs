@@ -38,6 +38,7 @@
 
 mod aio;
 mod args;
+mod as_given;
 mod backoff;
 mod breaker;
 mod budget;

@@ -176,9 +176,9 @@ HUGE = 10**400  # beyond a float, beyond any C integer
         (lambda: tripwire.ManualClock("0"), TypeError, r"start must be a number of seconds"),
         (lambda: tripwire.ManualClock().advance(-HUGE), ValueError, r"seconds must be a finite, non-negative"),
         (lambda: tripwire.ManualClock().set(None), TypeError, r"seconds must be a number of seconds"),
-        (lambda: tripwire.retry(attempts=-1), ValueError, r"invalid retry config: attempts = -1"),
+        (lambda: tripwire.retry(attempts=-1), ValueError, r"invalid retry policy config: attempts = -1, expected 1 to 10000"),
         (lambda: tripwire.retry(attempts=0), ValueError, r"attempts"),
-        (lambda: tripwire.retry(attempts=HUGE), ValueError, r"invalid retry config: attempts = 1000"),
+        (lambda: tripwire.retry(attempts=HUGE), ValueError, r"invalid retry policy config: attempts = 1000"),
         (lambda: tripwire.retry(attempts=3.0), TypeError, r"attempts must be an int, got float"),
         (lambda: tripwire.retry(attempts=True), TypeError, r"attempts must be an int, got bool"),
         (lambda: tripwire.retry(deadline=-1), ValueError, r"deadline must be a finite, non-negative"),
@@ -214,3 +214,48 @@ def test_huge_durations_mean_a_very_long_time():
     count (584 years), not an error."""
     assert tripwire.Bulkhead(1, max_wait=HUGE).max_wait == pytest.approx(2**64 / 1e9)
     assert tripwire.ManualClock(HUGE).now() == pytest.approx(2**64 / 1e9)
+
+
+# One message per setting: whatever the wrong value (below the range, above
+# it, beyond what the core can even hold), the same range, and the value as
+# it was given.
+COUNTS = [
+    ("failure_threshold", lambda v: tripwire.Breaker(failure_threshold=v), "invalid breaker config", "1 to 65535"),
+    ("half_open_max", lambda v: tripwire.Breaker(half_open_max=v), "invalid breaker config", "1 to 10"),
+    ("half_open_successes", lambda v: tripwire.Breaker(half_open_successes=v), "invalid breaker config", "1 to 10"),
+    ("count_window", lambda v: tripwire.Breaker(count_window=v), "invalid breaker config", "1 to 1000"),
+    ("min_calls", lambda v: tripwire.Breaker(min_calls=v), "invalid breaker config", "1 to 1000000"),
+    ("window_buckets", lambda v: tripwire.Breaker(window=(v, 1.0), failure_rate=0.5), "invalid breaker config", "1 to 32"),
+    ("attempts", lambda v: tripwire.retry(attempts=v), "invalid retry policy config", "1 to 10000"),
+]
+
+
+@pytest.mark.parametrize(("setting", "make", "prefix", "expected"), COUNTS)
+@pytest.mark.parametrize("value", [-1, 0, 2**32, 2**80])
+def test_a_count_out_of_range_gets_one_message_naming_the_value_given(setting, make, prefix, expected, value):
+    with pytest.raises(ValueError) as info:
+        make(value)
+    assert str(info.value) == f"{prefix}: {setting} = {value}, expected {expected}"
+
+
+DURATIONS = [
+    ("open_timeout", lambda v: tripwire.Breaker(open_timeout=v), "invalid breaker config", "1µs to 604800s"),
+    ("open_timeout_max", lambda v: tripwire.Breaker(open_timeout_max=v), "invalid breaker config", "1µs to 604800s"),
+    ("slow_call", lambda v: tripwire.Breaker(slow_call=v), "invalid breaker config", "1µs to 604800s"),
+    ("timeout", lambda v: tripwire.Breaker(timeout=v), "invalid breaker config", "1µs to 604800s"),
+    ("window_bucket_width", lambda v: tripwire.Breaker(window=(4, v), failure_rate=0.5), "invalid breaker config", "1ms to 3600s"),
+    ("deadline", lambda v: tripwire.retry(deadline=v), "invalid retry policy config", "1ns to 604800s"),
+    ("max_retry_after", lambda v: tripwire.retry(max_retry_after=v), "invalid retry policy config", "1ns to 604800s"),
+    ("base", lambda v: tripwire.Backoff(base=v), "invalid backoff config", "1ns to 604800s"),
+    ("cap", lambda v: tripwire.retry(cap=v), "invalid backoff config", "1ns to 604800s"),
+    ("ttl", lambda v: tripwire.RetryBudget(ttl=v), "invalid retry budget config", "100ms to 604800s"),
+]
+
+
+@pytest.mark.parametrize(("setting", "make", "prefix", "expected"), DURATIONS)
+@pytest.mark.parametrize(("value", "shown"), [(1e300, "1e+300s"), (10**30, "1000000000000000000000000000000s"),
+                                              (timedelta(days=10**8), "8640000000000.0s")])
+def test_a_duration_beyond_what_the_core_holds_is_shown_as_given(setting, make, prefix, expected, value, shown):
+    with pytest.raises(ValueError) as info:
+        make(value)
+    assert str(info.value) == f"{prefix}: {setting} = {shown}, expected {expected}"
