@@ -213,7 +213,6 @@ def test_huge_durations_mean_a_very_long_time():
     """An int too large for a float, as a wait, is as long as the core can
     count (584 years), not an error."""
     assert tripwire.Bulkhead(1, max_wait=HUGE).max_wait == pytest.approx(2**64 / 1e9)
-    assert tripwire.ManualClock(HUGE).now() == pytest.approx(2**64 / 1e9)
 
 
 # One message per setting: whatever the wrong value (below the range, above
@@ -259,3 +258,36 @@ def test_a_duration_beyond_what_the_core_holds_is_shown_as_given(setting, make, 
     with pytest.raises(ValueError) as info:
         make(value)
     assert str(info.value) == f"{prefix}: {setting} = {shown}, expected {expected}"
+
+
+def test_a_manual_clock_refuses_a_time_it_cannot_hold():
+    """The clock counts nanoseconds in 64 bits (up to 18446744073.709551615 s):
+    a time past that is refused, never saturated (a clock stuck at its end
+    never lets a breaker's cool-down pass)."""
+    clock = tripwire.ManualClock()
+    with pytest.raises(ValueError) as info:
+        clock.advance(2e10)
+    assert str(info.value) == (
+        "seconds = 20000000000.0 would take the ManualClock from 0.0 s past its end, "
+        "18446744073.709551615 s: expected less than 18446744073.709551615 s"
+    )
+    assert clock.now() == 0.0, "refused: the clock did not move"
+    clock.advance(18446744073.0)
+    with pytest.raises(ValueError, match=r"seconds = 1 would take .* from 18446744073.0 s .*: expected less than 0\.7095\d+ s"):
+        clock.advance(1)
+    with pytest.raises(ValueError, match=r"start = 20000000000.0, expected less than 18446744073.709551615 s"):
+        tripwire.ManualClock(2e10)
+    with pytest.raises(ValueError, match=r"seconds = 1e\+300, expected less than 18446744073.709551615 s"):
+        tripwire.ManualClock().set(1e300)
+    with pytest.raises(ValueError, match=r"start = 1000000000000000000000000000000000000000…, expected less than"):
+        tripwire.ManualClock(HUGE)
+
+
+def test_a_breaker_on_a_manual_clock_near_its_end_still_recovers():
+    clock = tripwire.ManualClock(18446744000.0)
+    b = tripwire.Breaker(failure_threshold=1, open_timeout=10.0, clock=clock)
+    with pytest.raises(ZeroDivisionError):
+        b.call(lambda: 1 / 0)
+    assert b.state == "open"
+    clock.advance(10.0)
+    assert b.call(lambda: "probe") == "probe" and b.state == "closed"

@@ -47,7 +47,10 @@ __all__ = [
 
 @final
 class ManualClock:
-    """A clock that only moves when told to: pass it as ``clock=`` to a Breaker."""
+    """A clock that only moves when told to: pass it as ``clock=`` to a Breaker.
+    It counts nanoseconds in 64 bits: a time at or past 18446744073.709551615
+    s (``start``, ``set``, or where ``advance`` would take it) is refused with
+    ``ValueError`` and the clock stays where it was."""
 
     def __new__(cls, start: Seconds | None = None) -> Self: ...
     def advance(self, seconds: Seconds) -> None: ...
