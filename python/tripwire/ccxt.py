@@ -81,7 +81,7 @@ import contextvars
 import functools
 import inspect
 import re
-from typing import Any, Callable, Dict, Literal, Mapping, Optional, Tuple, Type, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, Literal, Mapping, Optional, Tuple, Type, Union
 
 from . import _tripwire
 from ._errors import CircuitOpenError, TripwireError
@@ -538,6 +538,20 @@ class GuardedExchange:
         return f"<GuardedExchange {self.exchange.id!r} breaker={self.breaker.state}>"
 
 
+if TYPE_CHECKING:
+
+    class StaleRead(Cached[Any]):
+        """What a ``.stale`` method returns, for the type checkers: a
+        ``tripwire.Cached`` from a sync exchange, one to ``await`` from an
+        ``async_support`` exchange (which flavour an exchange is, its
+        untyped ccxt class cannot tell them)."""
+
+        def __await__(self) -> Generator[Any, None, Cached[Any]]: ...
+
+else:
+    StaleRead = Cached
+
+
 class _StaleView:
     """``guarded.stale``: the market-data methods, returning ``Cached``."""
 
@@ -546,7 +560,7 @@ class _StaleView:
     def __init__(self, guarded: GuardedExchange) -> None:
         self._guarded = guarded
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
+    def __getattr__(self, name: str) -> Callable[..., StaleRead]:
         if name.startswith("__"):
             raise AttributeError(name)
         return self._guarded._stale(name)
