@@ -15,7 +15,7 @@ use pyo3::exceptions::{PyTimeoutError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
-use tripwire::{Refusal, RetryConfigError, RetryError, RetryLoop, Verdict};
+use tripwire::{Assessment, Refusal, RetryConfigError, RetryError, RetryLoop, Verdict};
 
 use crate::args::{Secs, seconds};
 use crate::as_given::AsGiven;
@@ -91,6 +91,10 @@ pub struct RetryPolicy {
     retry_if: Option<Py<PyAny>>,
     retry_after: Option<Py<PyAny>>,
     seed: Option<u64>,
+    /// `retry_on` left at its default: an HTTP client's own error for a
+    /// response the core calls the caller's fault (a 4xx but 408, 429 and
+    /// 418) is final, as `tripwire.http` never retries one.
+    judges_statuses: bool,
 }
 
 impl RetryPolicy {
@@ -106,6 +110,10 @@ impl RetryPolicy {
         if exc.is_instance(self.give_up_on.bind(py).as_any())?
             || !exc.is_instance(self.retry_on.bind(py).as_any())?
         {
+            return Ok(last);
+        }
+        // The caller's own mistake, which no retry mends?
+        if self.judges_statuses && crate::http::raised_assessment(exc) == Some(Assessment::Ignored) {
             return Ok(last);
         }
         if let Some(f) = &self.retry_if
@@ -186,6 +194,7 @@ impl RetryPolicy {
             b = b.max_retry_after(g.seconds("max_retry_after", v)?);
         }
         let core = b.build().map_err(|e| policy_error(&g, e))?.classify(verdict as Classifier);
+        let judges_statuses = given(retry_on).is_none();
         let retry_on = match given(retry_on) {
             Some(v) => exception_tuple("retry_on", v)?,
             None => PyTuple::new(py, [py.get_type::<pyo3::exceptions::PyException>()])?.unbind(),
@@ -211,6 +220,7 @@ impl RetryPolicy {
             retry_if: callable("retry_if", retry_if)?,
             retry_after: callable("retry_after", retry_after)?,
             seed: given(seed).map(self::seed).transpose()?,
+            judges_statuses,
         })
     }
 

@@ -473,3 +473,76 @@ def test_a_429_on_one_host_holds_the_breaker_of_another_in_the_fleet(fake: fx.Fa
         with pytest.raises(tripwire.CircuitOpenError):
             th.guard(there).call(client.get, PING)
     assert fake.hits(PING) == 1
+
+
+class _RaisingClient:
+    """One HTTP client library used as most code uses it: a GET that raises
+    the library's own error for a 4xx or 5xx (``raise_for_status``)."""
+
+    def __init__(self, flavour: str, base: str) -> None:
+        self.flavour, self.base = flavour, base
+        self.loop = asyncio.new_event_loop()
+
+    def run(self, breaker: tripwire.Breaker, policy: Any, path: str) -> Any:
+        if self.flavour == "requests":
+
+            @policy
+            @breaker
+            def get_requests() -> Any:
+                with requests.Session() as s:
+                    s.trust_env = False
+                    r = s.get(self.base + path, timeout=5)
+                    r.raise_for_status()
+                    return r
+
+            return get_requests()
+        if self.flavour == "httpx":
+
+            @policy
+            @breaker
+            def get_httpx() -> Any:
+                with httpx.Client(trust_env=False, timeout=5) as c:
+                    return c.get(self.base + path).raise_for_status()
+
+            return get_httpx()
+
+        @policy
+        @breaker
+        async def get_aiohttp() -> Any:
+            async with aiohttp.ClientSession() as s:
+                async with s.get(self.base + path, raise_for_status=True) as r:
+                    return await r.read()
+
+        return self.loop.run_until_complete(get_aiohttp())
+
+    def close(self) -> None:
+        self.loop.close()
+
+
+ERRORS = {"requests": requests.HTTPError, "httpx": httpx.HTTPStatusError, "aiohttp": aiohttp.ClientResponseError}
+
+
+@pytest.mark.parametrize("flavour", ["requests", "httpx", "aiohttp"])
+def test_a_clients_own_error_for_a_4xx_is_the_callers_fault_for_the_breaker_and_the_retries(
+    flavour: str, fake: fx.FakeExchange
+) -> None:
+    client = _RaisingClient(flavour, fake.url)
+    pauses: List[float] = []
+    policy = tripwire.retry(attempts=3, sleep=pauses.append if flavour != "aiohttp" else None, base=0.001, cap=0.002)
+    breaker = tripwire.Breaker(failure_threshold=2)
+    try:
+        # Unsigned: the exchange's 401, raised by the client. Neither a
+        # failure nor asked again, by the defaults alone.
+        for _ in range(3):
+            with pytest.raises(ERRORS[flavour]):
+                client.run(breaker, policy, "/api/v3/account")
+        assert fake.hits("/api/v3/account") == 3, "each sent once"
+        snap = breaker.snapshot()
+        assert (breaker.state, snap.failures, snap.ignored) == ("closed", 0, 3)
+        # A 5xx raised the same way is the exchange's failure, and retried.
+        fake.mode = fx.UNAVAILABLE
+        with pytest.raises((ERRORS[flavour], tripwire.CircuitOpenError)):
+            client.run(breaker, policy, PING)
+        assert fake.hits(PING) == 2 and breaker.state == "open"
+    finally:
+        client.close()

@@ -80,7 +80,12 @@ class Retry:
     ``attempts``: calls in all, the first included. ``base``, ``cap``,
     ``factor``, ``jitter``, ``seed``: the backoff between attempts
     (seconds). ``retry_on``: exceptions worth retrying (``Exception``
-    subclasses; cancellation and interrupts never are); ``give_up_on``:
+    subclasses; cancellation and interrupts never are). Left at its default
+    (every ``Exception``), an HTTP client's own error for a response
+    (requests' ``HTTPError``, httpx's ``HTTPStatusError``, aiohttp's
+    ``ClientResponseError``) is judged by its status as ``tripwire.http``
+    judges the response: a 4xx other than 408, 429 and 418 is the caller's
+    fault and final. ``give_up_on``:
     exceptions that are final; ``retry_if``: a further predicate on the
     exception. ``retry_after``: reads a wait the failure asks for (default:
     its ``retry_after`` attribute); that wait is the pause, exactly, up to
@@ -103,7 +108,7 @@ failure is (a caller with stale data at hand). ``sleep``: replaces
         cap: float = 10.0,
         factor: float = 2.0,
         jitter: JitterName = "full",
-        retry_on: ExceptionClasses | list[type[BaseException]] = (Exception,),
+        retry_on: ExceptionClasses | list[type[BaseException]] | None = None,
         give_up_on: ExceptionClasses | list[type[BaseException]] = (),
         retry_if: Optional[Callable[[BaseException], bool]] = None,
         retry_after: Optional[Callable[[BaseException], Optional[float]]] = retry_after_attribute,
