@@ -540,16 +540,13 @@ class GuardedExchange:
 
 if TYPE_CHECKING:
 
-    class StaleRead(Cached[Any]):
-        """What a ``.stale`` method returns, for the type checkers: a
+    class _StaleRead(Cached[Any]):
+        """What a ``.stale`` method returns, for the type checkers only: a
         ``tripwire.Cached`` from a sync exchange, one to ``await`` from an
         ``async_support`` exchange (which flavour an exchange is, its
         untyped ccxt class cannot tell them)."""
 
         def __await__(self) -> Generator[Any, None, Cached[Any]]: ...
-
-else:
-    StaleRead = Cached
 
 
 class _StaleView:
@@ -560,7 +557,7 @@ class _StaleView:
     def __init__(self, guarded: GuardedExchange) -> None:
         self._guarded = guarded
 
-    def __getattr__(self, name: str) -> Callable[..., StaleRead]:
+    def __getattr__(self, name: str) -> Callable[..., _StaleRead]:
         if name.startswith("__"):
             raise AttributeError(name)
         return self._guarded._stale(name)
