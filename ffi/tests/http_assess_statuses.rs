@@ -1,5 +1,5 @@
 //! `tw_http_assess` over every status it takes (100 to 999): the core's
-//! table, as C callers get it. Runs under miri too (a few statuses only).
+//! table, as C callers get it (under miri, a few statuses only).
 
 use core::ptr::null;
 
