@@ -722,7 +722,7 @@ typedef struct tw_fleet_stats {
  * | status | `outcome` | `hold_ns` |
  * | --- | --- | --- |
  * | 1xx, 2xx, 3xx | `TW_OUTCOME_SUCCESS` | 0 |
- * | 5xx | `TW_OUTCOME_FAILURE` | 0 |
+ * | 5xx, 408 (the server timed out), 600 to 999 (no HTTP status) | `TW_OUTCOME_FAILURE` | 0 |
  * | 429, 418: the server is up and asks for less traffic | `TW_OUTCOME_IGNORED` | the wait its headers name, or `TW_HOLD_UNSPECIFIED` |
  * | other 4xx (the caller's fault) | `TW_OUTCOME_IGNORED` | 0 |
  *

@@ -34,7 +34,7 @@ python -c 'import tripwire, sys; assert "site-packages" in tripwire.__file__, tr
 python -m pytest -q -p no:cacheprovider -c ../pyproject.toml --rootdir . .
 # User code whose types must survive every decorator (see its docstring).
 python -m mypy --strict --no-incremental typed_sample.py
-pyright --project ../pyproject.toml typed_sample.py
+pyright --project ../pyproject.toml typed_sample.py typed_ccxt.py
 cd ..
 # stubtest imports the installed package; the allowlist names its known
 # false positives.

@@ -21,7 +21,7 @@ pub(crate) fn type_name(v: &Bound<'_, PyAny>) -> String {
 
 /// `repr(v)`, cut short: an int of a thousand digits says no more than its
 /// first few.
-fn short_repr(v: &Bound<'_, PyAny>) -> String {
+pub(crate) fn short_repr(v: &Bound<'_, PyAny>) -> String {
     let r = v.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
     match r.char_indices().nth(40) {
         Some((cut, _)) => format!("{}…", &r[..cut]),

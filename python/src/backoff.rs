@@ -5,7 +5,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};
 use tripwire::{BackoffConfig, Jitter};
 
-use crate::args::{Secs, number, seconds};
+use crate::args::{Secs, number};
+use crate::as_given::AsGiven;
 
 /// Exponential delays with a cap and jitter: `"full"` (anywhere up to the
 /// curve), `"equal"` (at least half of it), `"decorrelated"` (grows from the
@@ -50,11 +51,12 @@ pub(crate) fn backoff_config(
     jitter: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<BackoffConfig> {
     let mut b = BackoffConfig::builder();
+    let mut g = AsGiven::default();
     if let Some(v) = given(base) {
-        b = b.base(seconds("base", v)?);
+        b = b.base(g.seconds("base", v)?);
     }
     if let Some(v) = given(cap) {
-        b = b.cap(seconds("cap", v)?);
+        b = b.cap(g.seconds("cap", v)?);
     }
     if let Some(v) = given(factor) {
         b = b.factor(number("factor", v)?);
@@ -62,7 +64,7 @@ pub(crate) fn backoff_config(
     if let Some(v) = given(jitter) {
         b = b.jitter(self::jitter(v)?);
     }
-    b.build().map_err(|e| PyValueError::new_err(e.to_string()))
+    b.build().map_err(|e| g.error(e.field(), &e.to_string()))
 }
 
 #[pymethods]

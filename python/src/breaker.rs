@@ -21,6 +21,7 @@ use crate::errors;
 // it decorates with are one pair, kept in two files because `Guarded` is a
 // Python class of its own (`@breaker` returns it).
 use crate::guarded::Guarded;
+use crate::listeners::{self, Listeners, listener};
 use crate::registry;
 use crate::shared::Mapping;
 use crate::snapshot::Snapshot;
@@ -53,7 +54,7 @@ pub struct Breaker {
     /// The `ManualClock` object, if one was given (for `clock`).
     manual_clock: Option<Py<ManualClock>>,
     classifier: Classifier,
-    listeners: Vec<Py<PyAny>>,
+    listeners: Listeners,
     /// `str` or `None`.
     name: Py<PyAny>,
     /// The tickets of the `with breaker:` blocks open in each thread or task.
@@ -134,12 +135,12 @@ impl Breaker {
     #[cold]
     fn notify(slf: &Bound<'_, Self>, t: Transition) {
         let py = slf.py();
-        let listeners = &slf.get().listeners;
+        let listeners = slf.get().listeners.current();
         if listeners.is_empty() {
             return;
         }
         let args = (slf, state_name(py, t.from), state_name(py, t.to));
-        for listener in listeners {
+        for listener in listeners.iter() {
             let listener = listener.bind(py);
             if let Err(e) = listener.call1(args.clone()) {
                 e.write_unraisable(py, Some(listener));
@@ -233,7 +234,10 @@ impl Breaker {
         // A sync call cannot be cut short: one that outlasts the timeout
         // counts as slow (and `slow_rate` trips on those), unless
         // `slow_call` says otherwise.
-        let slow_call = slow_call.filter(|s| !s.is_none()).or(timeout);
+        let given_slow_call = slow_call.filter(|s| !s.is_none());
+        let slow_call_arg =
+            if given_slow_call.is_none() && timeout.is_some() { "timeout" } else { "slow_call" };
+        let slow_call = given_slow_call.or(timeout);
         let config = ConfigArgs {
             failure_threshold,
             open_timeout,
@@ -248,6 +252,7 @@ impl Breaker {
             failure_rate,
             slow_call,
             slow_rate,
+            slow_call_arg,
         }
         .build()?;
 
@@ -267,13 +272,7 @@ impl Breaker {
 
         let mut all_listeners = Vec::new();
         if let Some(f) = on_state_change.filter(|f| !f.is_none()) {
-            if !f.is_callable() {
-                return Err(PyTypeError::new_err(format!(
-                    "on_state_change must be a callable taking (breaker, from, to), got {}",
-                    f.repr()?
-                )));
-            }
-            all_listeners.push(f.clone().unbind());
+            all_listeners.push(listener("on_state_change", f)?);
         }
         if let Some(ls) = listeners.filter(|l| !l.is_none()) {
             let bad = || {
@@ -305,7 +304,7 @@ impl Breaker {
             clock,
             manual_clock,
             classifier,
-            listeners: all_listeners,
+            listeners: Listeners::new(all_listeners),
             name: name.unbind(),
             with_stack,
             timeout: timeout_secs,
@@ -397,7 +396,9 @@ impl Breaker {
     /// goes down they all stop calling it at once. The keyword arguments are
     /// those of `Breaker(...)` but `clock` (every process must read the
     /// host's monotonic clock); a process asking for another config than
-    /// the file's is refused.
+    /// the file's is refused. A path that cannot be opened raises the
+    /// `OSError` subclass Python's `open` would (`FileNotFoundError`,
+    /// `PermissionError`, ...) with its `errno` and `filename`.
     #[classmethod]
     #[pyo3(signature = (path, /, **kwargs))]
     fn shared(
@@ -653,6 +654,16 @@ impl Breaker {
         Self::manual(slf, t);
     }
 
+    /// Adds `listener`, called with `(breaker, from, to)` after every later
+    /// transition, after those given before; returns it, so that it works
+    /// as a decorator. A listener added during a transition hears the next.
+    #[pyo3(signature = (listener, /))]
+    fn on_state_change<'py>(&self, listener: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let f = listeners::listener("on_state_change", listener)?;
+        self.listeners.add(listener.py(), f);
+        Ok(listener.clone())
+    }
+
     /// Calls `func(*args, **kwargs)` under the breaker and returns its result.
     #[pyo3(signature = (func, /, *args, **kwargs))]
     fn call<'py>(
@@ -813,9 +824,7 @@ impl Breaker {
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         self.classifier.traverse(&visit)?;
-        for l in &self.listeners {
-            visit.call(l)?;
-        }
+        self.listeners.traverse(&visit)?;
         if let Some(c) = &self.manual_clock {
             visit.call(c)?;
         }

@@ -1,11 +1,11 @@
 //! The core's retry budget: retries kept to a share of recent calls, so
 //! that retrying cannot multiply the load on a dependency that is down.
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tripwire::RetryBudgetConfig;
 
-use crate::args::{Secs, number, seconds};
+use crate::args::{Secs, number};
+use crate::as_given::AsGiven;
 use crate::clock::{ClockSource, ManualClock, clock_arg};
 
 /// A retry budget shared by the callers of one dependency: a lock-free
@@ -44,16 +44,17 @@ impl RetryBudget {
         clock: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut b = RetryBudgetConfig::builder();
+        let mut g = AsGiven::default();
         if let Some(v) = ratio.filter(|v| !v.is_none()) {
             b = b.ratio(number("ratio", v)?);
         }
         if let Some(v) = ttl.filter(|v| !v.is_none()) {
-            b = b.ttl(seconds("ttl", v)?);
+            b = b.ttl(g.seconds("ttl", v)?);
         }
         if let Some(v) = min_retries_per_sec.filter(|v| !v.is_none()) {
             b = b.min_retries_per_sec(number("min_retries_per_sec", v)?);
         }
-        let config = b.build().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let config = b.build().map_err(|e| g.error(e.field(), &e.to_string()))?;
         let (clock, manual_clock) = clock_arg(clock)?;
         Ok(Self { core: Box::new(tripwire::RetryBudget::new(config)), clock, manual_clock })
     }

@@ -15,6 +15,10 @@ pub(crate) struct Classifier {
     ignore_on: Option<Py<PyTuple>>,
     /// A predicate on results: truthy means the call failed.
     failure_if: Option<Py<PyAny>>,
+    /// `failure_on` left at its default: an HTTP client's own error for a
+    /// response is judged by its status, as `tripwire.http` judges the
+    /// response (a 4xx the caller's fault, a 5xx a failure).
+    judges_statuses: bool,
 }
 
 /// Exceptions that say nothing about the dependency, whatever `failure_on`
@@ -77,6 +81,7 @@ impl Classifier {
         // what its caller wrote, None included).
         let (failure_on, ignore_on) =
             (failure_on.filter(|v| !v.is_none()), ignore_on.filter(|v| !v.is_none()));
+        let judges_statuses = failure_on.is_none();
         let failure_on = match failure_on {
             Some(v) => exception_tuple("failure_on", v)?,
             None => PyTuple::new(py, [py.get_type::<pyo3::exceptions::PyException>()])?.unbind(),
@@ -96,7 +101,7 @@ impl Classifier {
             Some(f) => Some(f.clone().unbind()),
             None => None,
         };
-        Ok(Self { failure_on, ignore_on, failure_if })
+        Ok(Self { failure_on, ignore_on, failure_if, judges_statuses })
     }
 
     /// The outcome of a call that raised `err`.
@@ -112,6 +117,11 @@ impl Classifier {
             && err.is_instance(py, neutral.as_any())
         {
             return Outcome::Ignored;
+        }
+        if self.judges_statuses
+            && let Some(a) = crate::http::raised_assessment(err.value(py))
+        {
+            return a.outcome();
         }
         if err.is_instance(py, self.failure_on.bind(py).as_any()) {
             Outcome::Failure

@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+
+use crate::args::short_repr;
 
 /// The clock a breaker reads (only when a decision needs the time).
 #[derive(Debug, Clone)]
@@ -41,10 +43,28 @@ pub(crate) fn clock_arg(
     }
 }
 
-/// A number of seconds as the clock's nanoseconds (saturating).
-fn nanos(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
-    let d = crate::args::seconds(arg, v)?;
-    Ok(tripwire::duration_ns(d))
+/// The clock's end: it counts nanoseconds in a `u64`, and a clock there
+/// could never move again (a breaker on it would never see a cool-down
+/// end), so no time reaches it.
+const END_NS: u64 = u64::MAX;
+
+/// Nanoseconds as seconds, exactly (`18446744073.709551615`).
+fn exact_secs(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// A time `arg` sets the clock to, in nanoseconds; a `ValueError` for one
+/// at or past the clock's end.
+fn time_ns(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let ns = tripwire::duration_ns(crate::args::seconds(arg, v)?);
+    if ns == END_NS {
+        return Err(PyValueError::new_err(format!(
+            "{arg} = {}, expected less than {} s (the ManualClock counts nanoseconds in 64 bits)",
+            short_repr(v),
+            exact_secs(END_NS)
+        )));
+    }
+    Ok(ns)
 }
 
 /// A clock that only moves when told to, for tests and simulations: pass it
@@ -67,21 +87,37 @@ impl ManualClock {
     #[pyo3(signature = (start = None))]
     fn new(start: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let ns = match start.filter(|s| !s.is_none()) {
-            Some(s) => nanos("start", s)?,
+            Some(s) => time_ns("start", s)?,
             None => 0,
         };
         Ok(Self { inner: Arc::new(tripwire::ManualClock::new(ns)) })
     }
 
-    /// Moves the clock forward by `seconds` (≥ 0).
+    /// Moves the clock forward by `seconds` (≥ 0); `ValueError`, the clock
+    /// unmoved, for a move that would take it to its end (18446744073.7 s).
     fn advance(&self, seconds: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.inner.advance(core::time::Duration::from_nanos(nanos("seconds", seconds)?));
+        use tripwire::Clock;
+        let by = tripwire::duration_ns(crate::args::seconds("seconds", seconds)?);
+        // Checked and moved under the GIL, which every mover holds: no
+        // other advance comes between.
+        let now = self.inner.now();
+        if now.checked_add(by).is_none_or(|t| t == END_NS) {
+            return Err(PyValueError::new_err(format!(
+                "seconds = {} would take the ManualClock from {:?} s past its end, {} s: expected less than {} s",
+                short_repr(seconds),
+                self.now(),
+                exact_secs(END_NS),
+                exact_secs(END_NS - now)
+            )));
+        }
+        self.inner.advance(core::time::Duration::from_nanos(by));
         Ok(())
     }
 
-    /// Sets the clock to `seconds` if that is not earlier than it reads now.
+    /// Sets the clock to `seconds` if that is not earlier than it reads
+    /// now; `ValueError` for a time at or past its end.
     fn set(&self, seconds: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.inner.set(nanos("seconds", seconds)?);
+        self.inner.set(time_ns("seconds", seconds)?);
         Ok(())
     }
 

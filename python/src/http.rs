@@ -12,7 +12,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyMapping};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyMapping, PyString};
 use tripwire::{Assessment, Outcome};
 
 use crate::args::{Secs, seconds, type_name};
@@ -173,6 +173,31 @@ fn response_parts<'py>(response: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyA
             type_name(response)
         ))),
     }
+}
+
+/// The core's verdict on the response an HTTP client's own error was raised
+/// for, by its status: requests' `HTTPError` and httpx's `HTTPStatusError`
+/// (`exc.response.status_code`), aiohttp's `ClientResponseError`
+/// (`exc.status`, beside its `request_info`). None for any other
+/// exception, and for one that carries no error status (below 400): it is
+/// about something else, which `failure_on` judges.
+pub(crate) fn raised_assessment(exc: &Bound<'_, PyAny>) -> Option<Assessment> {
+    let py = exc.py();
+    let status = match attr(exc, intern!(py, "response")) {
+        Some(response) => attr(&response, intern!(py, "status_code")),
+        None if attr(exc, intern!(py, "request_info")).is_some() => attr(exc, intern!(py, "status")),
+        None => None,
+    }?;
+    if status.is_instance_of::<PyBool>() {
+        return None;
+    }
+    let status = StatusCode::from_u16(status.extract::<u16>().ok()?).ok()?;
+    (status.as_u16() >= 400).then(|| tripwire::http::assess(status, &HeaderMap::new()))
+}
+
+/// `on.name`, None when it is missing, None or cannot be read.
+fn attr<'py>(on: &Bound<'py, PyAny>, name: &Bound<'py, PyString>) -> Option<Bound<'py, PyAny>> {
+    on.getattr_opt(name).ok().flatten().filter(|v| !v.is_none())
 }
 
 /// [`assess`] for a response (requests, httpx, aiohttp).

@@ -38,6 +38,7 @@
 
 mod aio;
 mod args;
+mod as_given;
 mod backoff;
 mod breaker;
 mod budget;
@@ -51,6 +52,7 @@ mod errors;
 mod fleet;
 mod guarded;
 mod http;
+mod listeners;
 mod registry;
 mod retry;
 mod shared;

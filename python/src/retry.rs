@@ -11,13 +11,14 @@
 
 use core::time::Duration;
 
-use pyo3::exceptions::{PyTimeoutError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTimeoutError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
-use tripwire::{Refusal, RetryConfigError, RetryError, RetryLoop, Verdict};
+use tripwire::{Assessment, Refusal, RetryConfigError, RetryError, RetryLoop, Verdict};
 
-use crate::args::{Secs, count, seconds};
+use crate::args::{Secs, seconds};
+use crate::as_given::AsGiven;
 use crate::backoff::{backoff_config, given, seed};
 use crate::budget::RetryBudget;
 use crate::classify::exception_tuple;
@@ -59,14 +60,15 @@ fn hint_seconds(v: &Bound<'_, PyAny>) -> PyResult<Duration> {
     seconds("retry_after's result", v)
 }
 
-/// The core's message under the Python argument's name.
-fn policy_error(e: RetryConfigError) -> PyErr {
+/// The core's message under the Python argument's name, with the value as
+/// given.
+fn policy_error(g: &AsGiven, e: RetryConfigError) -> PyErr {
     let e = match e.field() {
         "max_attempts" => e.with_field("attempts"),
         "max_total" => e.with_field("deadline"),
         _ => e,
     };
-    PyValueError::new_err(e.to_string())
+    g.error(e.field(), &e.to_string())
 }
 
 /// `None`, or a callable (`retry_if`, `retry_after`).
@@ -89,6 +91,10 @@ pub struct RetryPolicy {
     retry_if: Option<Py<PyAny>>,
     retry_after: Option<Py<PyAny>>,
     seed: Option<u64>,
+    /// `retry_on` left at its default: an HTTP client's own error for a
+    /// response the core calls the caller's fault (a 4xx but 408, 429 and
+    /// 418) is final, as `tripwire.http` never retries one.
+    judges_statuses: bool,
 }
 
 impl RetryPolicy {
@@ -104,6 +110,10 @@ impl RetryPolicy {
         if exc.is_instance(self.give_up_on.bind(py).as_any())?
             || !exc.is_instance(self.retry_on.bind(py).as_any())?
         {
+            return Ok(last);
+        }
+        // The caller's own mistake, which no retry mends?
+        if self.judges_statuses && crate::http::raised_assessment(exc) == Some(Assessment::Ignored) {
             return Ok(last);
         }
         if let Some(f) = &self.retry_if
@@ -173,16 +183,18 @@ impl RetryPolicy {
         seed: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut b = tripwire::RetryPolicy::builder().backoff(backoff_config(base, cap, factor, jitter)?);
+        let mut g = AsGiven::default();
         if let Some(v) = given(attempts) {
-            b = b.max_attempts(count("retry", "attempts", v, 0)?);
+            b = b.max_attempts(g.count("attempts", v)?);
         }
         if let Some(v) = given(deadline) {
-            b = b.max_total(seconds("deadline", v)?);
+            b = b.max_total(g.seconds("deadline", v)?);
         }
         if let Some(v) = given(max_retry_after) {
-            b = b.max_retry_after(seconds("max_retry_after", v)?);
+            b = b.max_retry_after(g.seconds("max_retry_after", v)?);
         }
-        let core = b.build().map_err(policy_error)?.classify(verdict as Classifier);
+        let core = b.build().map_err(|e| policy_error(&g, e))?.classify(verdict as Classifier);
+        let judges_statuses = given(retry_on).is_none();
         let retry_on = match given(retry_on) {
             Some(v) => exception_tuple("retry_on", v)?,
             None => PyTuple::new(py, [py.get_type::<pyo3::exceptions::PyException>()])?.unbind(),
@@ -208,6 +220,7 @@ impl RetryPolicy {
             retry_if: callable("retry_if", retry_if)?,
             retry_after: callable("retry_after", retry_after)?,
             seed: given(seed).map(self::seed).transpose()?,
+            judges_statuses,
         })
     }
 

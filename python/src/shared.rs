@@ -46,7 +46,7 @@ impl Mapping {
     /// breaker made with `config`.
     pub(crate) fn open(py: Python<'_>, path: &Path, config: BreakerConfig) -> PyResult<Self> {
         let (needed, _align) = SharedRegion::layout();
-        let os_err = |e: std::io::Error| PyOSError::new_err(format!("{}: {e}", path.display()));
+        let os_err = |e: std::io::Error| os_error(path, &e);
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(true).truncate(false);
         #[cfg(unix)]
@@ -93,5 +93,25 @@ impl Mapping {
     pub(crate) fn breaker(&self) -> &tripwire::Breaker {
         // SAFETY: see the `Send` impl: valid while `self` is.
         unsafe { self.breaker.as_ref() }
+    }
+}
+
+/// `e` as the `OSError` Python's own `open(path)` raises: built from the
+/// errno, the message and the path, so that it is the subclass for the
+/// errno (`FileNotFoundError`, `PermissionError`, ...) with `errno`,
+/// `strerror` and `filename` set. An error without an errno keeps the
+/// path in its message.
+fn os_error(path: &Path, e: &std::io::Error) -> PyErr {
+    let shown = path.display().to_string();
+    match e.raw_os_error() {
+        Some(errno) => {
+            // The message without Rust's " (os error N)" suffix, as
+            // Python's strerror reads.
+            let message = e.to_string();
+            let strerror =
+                message.strip_suffix(&format!(" (os error {errno})")).unwrap_or(&message).to_owned();
+            PyOSError::new_err((errno, strerror, shown))
+        }
+        None => PyOSError::new_err(format!("{shown}: {e}")),
     }
 }

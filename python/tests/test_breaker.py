@@ -440,3 +440,33 @@ def test_a_hold_is_capped_and_never_ends_an_operators_state(make_breaker, clock)
     for bad, error in ((-1.0, ValueError), (float("nan"), ValueError), ("5", TypeError), (True, TypeError)):
         with pytest.raises(error, match="seconds"):
             b.hold(bad)
+
+
+def test_a_listener_can_be_added_after_construction(make_breaker, clock):
+    heard = []
+    b = make_breaker(failure_threshold=1, open_timeout=1.0, on_state_change=lambda *a: heard.append(("first", a)))
+
+    @b.on_state_change
+    def later(breaker, old, new):
+        heard.append(("later", (breaker, old, new)))
+
+    assert callable(later) and later.__name__ == "later", "a decorator: it returns the listener"
+    trip(b)
+    assert heard == [("first", (b, "closed", "open")), ("later", (b, "closed", "open"))]
+    # A listener adding a listener: heard from the next transition on.
+    heard.clear()
+    b.on_state_change(lambda *a: b.on_state_change(lambda *x: heard.append(("added", x))))
+    b.reset()
+    assert [who for who, _ in heard] == ["first", "later"]
+    trip(b)
+    assert [who for who, _ in heard] == ["first", "later", "first", "later", "added"]
+    with pytest.raises(TypeError, match=r"on_state_change must be a callable taking \(breaker, from, to\), got 42"):
+        b.on_state_change(42)
+
+
+def test_a_listener_added_to_a_shared_breaker_hears_this_process_transitions(tmp_path):
+    b = tripwire.Breaker.shared(str(tmp_path / "b"), failure_threshold=1)
+    seen = []
+    b.on_state_change(lambda _b, old, new: seen.append((old, new)))
+    trip(b)
+    assert seen == [("closed", "open")]

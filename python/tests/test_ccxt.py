@@ -210,6 +210,25 @@ def test_a_wrong_key_is_the_callers_fault(env: Env) -> None:
     assert env.fake.hits(ACCOUNT) == 1 and g.breaker.state == "closed"
 
 
+def test_every_4xx_the_caller_caused_is_ignored_and_not_retried(env: Env) -> None:
+    # A wrong API key (the exchange's 401, ccxt's AuthenticationError) and
+    # an unknown symbol (ccxt's BadSymbol): neither is the exchange's
+    # failure, neither is asked again, whatever the threshold.
+    g = env.guard(breaker={"failure_threshold": 1}, retry={**QUICK, "attempts": 5}, retry_trading=True,
+                  ccxt={"apiKey": "not-the-key"})
+    with pytest.raises(ccxt.AuthenticationError):
+        env.run(g.fetch_balance)
+    assert env.fake.hits(ACCOUNT) == 1
+    with pytest.raises(ccxt.BadSymbol):
+        env.run(g.fetch_order_book, "NOPE/USDT")
+    env.fake.reject_orders()
+    with pytest.raises(ccxt.AuthenticationError):
+        env.run(g.create_order, "BTC/USDT", "limit", "buy", 0.001, 90000)
+    assert env.fake.hits(ORDER, "POST") == 1
+    snap = g.breaker.snapshot()
+    assert (g.breaker.state, snap.failures, snap.ignored) == ("closed", 0, 3)
+
+
 def test_create_order_is_not_retried_unless_asked(env: Env) -> None:
     env.fake.mode = fx.UNAVAILABLE
     g = env.guard(breaker={"failure_threshold": 100}, retry=QUICK)
@@ -260,6 +279,44 @@ def test_stale_data_has_an_age_limit_and_the_callers_fault_is_not_hidden(env: En
     env.fake.mode = fx.HEALTHY
     with pytest.raises(ccxt.BadSymbol):
         env.run(g.stale.fetch_order_book, "NOPE/USDT")
+
+
+def test_a_stale_read_during_a_429_takes_one_request_and_never_waits_for_the_hold(env: Env) -> None:
+    # A 2 s Retry-After inside the retries' 10 s deadline: a plain read
+    # pauses it out and asks again; a read that accepts stale data has a
+    # book at hand and takes it after the one answer.
+    env.fake.retry_after = 2
+    g = env.guard(retry={**QUICK, "attempts": 3, "deadline": 10.0}, stale_max_age=60.0)
+    fresh = env.run(g.stale.fetch_order_book, "BTC/USDT", 5)
+    env.fake.mode = fx.RATE_LIMITED
+    hits = env.fake.hits(BOOK)
+    started = time.monotonic()
+    got = env.run(g.stale.fetch_order_book, "BTC/USDT", 5)
+    took = time.monotonic() - started
+    assert got.stale is True and got.value == fresh.value
+    assert env.fake.hits(BOOK) == hits + 1, "one attempt"
+    assert took < 1.0, f"{took:.2f}s: one attempt's time, not the 2 s hold"
+    # Held now: refused without a request, the stale book at once.
+    started = time.monotonic()
+    assert env.run(g.stale.fetch_order_book, "BTC/USDT", 5).stale
+    assert env.fake.hits(BOOK) == hits + 1 and time.monotonic() - started < 1.0
+    assert g.breaker.hold_left is not None
+
+
+def test_a_stale_read_during_an_outage_never_waits_for_a_backoff(env: Env) -> None:
+    g = env.guard(breaker={"failure_threshold": 100},
+                  retry={"attempts": 3, "base": 1.0, "cap": 1.0, "jitter": "none", "deadline": 10.0})
+    env.run(g.stale.fetch_order_book, "BTC/USDT", 5)
+    env.fake.mode = fx.UNAVAILABLE
+    hits = env.fake.hits(BOOK)
+    started = time.monotonic()
+    assert env.run(g.stale.fetch_order_book, "BTC/USDT", 5).stale
+    took = time.monotonic() - started
+    assert env.fake.hits(BOOK) == hits + 1 and took < 0.8, f"{took:.2f}s, backoff 1 s"
+    # Nothing stale for ETH: the read retries as a plain one does.
+    with pytest.raises(ccxt.ExchangeNotAvailable):
+        env.run(g.stale.fetch_order_book, "ETH/USDT", 5)
+    assert env.fake.hits(BOOK) == hits + 4
 
 
 def test_per_group_breakers_keep_market_data_flowing(env: Env) -> None:

@@ -176,9 +176,9 @@ HUGE = 10**400  # beyond a float, beyond any C integer
         (lambda: tripwire.ManualClock("0"), TypeError, r"start must be a number of seconds"),
         (lambda: tripwire.ManualClock().advance(-HUGE), ValueError, r"seconds must be a finite, non-negative"),
         (lambda: tripwire.ManualClock().set(None), TypeError, r"seconds must be a number of seconds"),
-        (lambda: tripwire.retry(attempts=-1), ValueError, r"invalid retry config: attempts = -1"),
+        (lambda: tripwire.retry(attempts=-1), ValueError, r"invalid retry policy config: attempts = -1, expected 1 to 10000"),
         (lambda: tripwire.retry(attempts=0), ValueError, r"attempts"),
-        (lambda: tripwire.retry(attempts=HUGE), ValueError, r"invalid retry config: attempts = 1000"),
+        (lambda: tripwire.retry(attempts=HUGE), ValueError, r"invalid retry policy config: attempts = 1000"),
         (lambda: tripwire.retry(attempts=3.0), TypeError, r"attempts must be an int, got float"),
         (lambda: tripwire.retry(attempts=True), TypeError, r"attempts must be an int, got bool"),
         (lambda: tripwire.retry(deadline=-1), ValueError, r"deadline must be a finite, non-negative"),
@@ -213,4 +213,81 @@ def test_huge_durations_mean_a_very_long_time():
     """An int too large for a float, as a wait, is as long as the core can
     count (584 years), not an error."""
     assert tripwire.Bulkhead(1, max_wait=HUGE).max_wait == pytest.approx(2**64 / 1e9)
-    assert tripwire.ManualClock(HUGE).now() == pytest.approx(2**64 / 1e9)
+
+
+# One message per setting: whatever the wrong value (below the range, above
+# it, beyond what the core can even hold), the same range, and the value as
+# it was given.
+COUNTS = [
+    ("failure_threshold", lambda v: tripwire.Breaker(failure_threshold=v), "invalid breaker config", "1 to 65535"),
+    ("half_open_max", lambda v: tripwire.Breaker(half_open_max=v), "invalid breaker config", "1 to 10"),
+    ("half_open_successes", lambda v: tripwire.Breaker(half_open_successes=v), "invalid breaker config", "1 to 10"),
+    ("count_window", lambda v: tripwire.Breaker(count_window=v), "invalid breaker config", "1 to 1000"),
+    ("min_calls", lambda v: tripwire.Breaker(min_calls=v), "invalid breaker config", "1 to 1000000"),
+    ("window_buckets", lambda v: tripwire.Breaker(window=(v, 1.0), failure_rate=0.5), "invalid breaker config", "1 to 32"),
+    ("attempts", lambda v: tripwire.retry(attempts=v), "invalid retry policy config", "1 to 10000"),
+]
+
+
+@pytest.mark.parametrize(("setting", "make", "prefix", "expected"), COUNTS)
+@pytest.mark.parametrize("value", [-1, 0, 2**32, 2**80])
+def test_a_count_out_of_range_gets_one_message_naming_the_value_given(setting, make, prefix, expected, value):
+    with pytest.raises(ValueError) as info:
+        make(value)
+    assert str(info.value) == f"{prefix}: {setting} = {value}, expected {expected}"
+
+
+DURATIONS = [
+    ("open_timeout", lambda v: tripwire.Breaker(open_timeout=v), "invalid breaker config", "1µs to 604800s"),
+    ("open_timeout_max", lambda v: tripwire.Breaker(open_timeout_max=v), "invalid breaker config", "1µs to 604800s"),
+    ("slow_call", lambda v: tripwire.Breaker(slow_call=v), "invalid breaker config", "1µs to 604800s"),
+    ("timeout", lambda v: tripwire.Breaker(timeout=v), "invalid breaker config", "1µs to 604800s"),
+    ("window_bucket_width", lambda v: tripwire.Breaker(window=(4, v), failure_rate=0.5), "invalid breaker config", "1ms to 3600s"),
+    ("deadline", lambda v: tripwire.retry(deadline=v), "invalid retry policy config", "1ns to 604800s"),
+    ("max_retry_after", lambda v: tripwire.retry(max_retry_after=v), "invalid retry policy config", "1ns to 604800s"),
+    ("base", lambda v: tripwire.Backoff(base=v), "invalid backoff config", "1ns to 604800s"),
+    ("cap", lambda v: tripwire.retry(cap=v), "invalid backoff config", "1ns to 604800s"),
+    ("ttl", lambda v: tripwire.RetryBudget(ttl=v), "invalid retry budget config", "100ms to 604800s"),
+]
+
+
+@pytest.mark.parametrize(("setting", "make", "prefix", "expected"), DURATIONS)
+@pytest.mark.parametrize(("value", "shown"), [(1e300, "1e+300s"), (10**30, "1000000000000000000000000000000s"),
+                                              (timedelta(days=10**8), "8640000000000.0s")])
+def test_a_duration_beyond_what_the_core_holds_is_shown_as_given(setting, make, prefix, expected, value, shown):
+    with pytest.raises(ValueError) as info:
+        make(value)
+    assert str(info.value) == f"{prefix}: {setting} = {shown}, expected {expected}"
+
+
+def test_a_manual_clock_refuses_a_time_it_cannot_hold():
+    """The clock counts nanoseconds in 64 bits (up to 18446744073.709551615 s):
+    a time past that is refused, never saturated (a clock stuck at its end
+    never lets a breaker's cool-down pass)."""
+    clock = tripwire.ManualClock()
+    with pytest.raises(ValueError) as info:
+        clock.advance(2e10)
+    assert str(info.value) == (
+        "seconds = 20000000000.0 would take the ManualClock from 0.0 s past its end, "
+        "18446744073.709551615 s: expected less than 18446744073.709551615 s"
+    )
+    assert clock.now() == 0.0, "refused: the clock did not move"
+    clock.advance(18446744073.0)
+    with pytest.raises(ValueError, match=r"seconds = 1 would take .* from 18446744073.0 s .*: expected less than 0\.7095\d+ s"):
+        clock.advance(1)
+    with pytest.raises(ValueError, match=r"start = 20000000000.0, expected less than 18446744073.709551615 s"):
+        tripwire.ManualClock(2e10)
+    with pytest.raises(ValueError, match=r"seconds = 1e\+300, expected less than 18446744073.709551615 s"):
+        tripwire.ManualClock().set(1e300)
+    with pytest.raises(ValueError, match=r"start = 1000000000000000000000000000000000000000…, expected less than"):
+        tripwire.ManualClock(HUGE)
+
+
+def test_a_breaker_on_a_manual_clock_near_its_end_still_recovers():
+    clock = tripwire.ManualClock(18446744000.0)
+    b = tripwire.Breaker(failure_threshold=1, open_timeout=10.0, clock=clock)
+    with pytest.raises(ZeroDivisionError):
+        b.call(lambda: 1 / 0)
+    assert b.state == "open"
+    clock.advance(10.0)
+    assert b.call(lambda: "probe") == "probe" and b.state == "closed"

@@ -83,3 +83,28 @@ def test_the_timeline_has_every_phase_in_order() -> None:
     ]
     assert spans[-1][2] == 180 + 1800 + 180
     assert [p for p, _, _ in demo.timeline(120.0, "hang")] == [demo.HEALTHY, demo.HANG, demo.RECOVERED]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_balances_succeed_while_the_exchange_is_up_and_the_first_probe_after_it_returns_gets_through(
+    client: str,
+) -> None:
+    # A short cool-down, replayed slowly enough that a loaded machine's lag
+    # (a few tens of ms) stays well inside the bound: 10 s of scenario time
+    # is 0.5 s of wall time here. A 503 outage: its probes fail at once, so
+    # the first success after the return comes within one cool-down.
+    config = demo.Config(live=False, client=client, rate=3.0, outage=60.0, scale=20.0, bulkhead=4,
+                         pattern="503", cool_down=10.0)
+    stats = demo.run(config)
+    guarded, naive = stats["tripwire"], stats["naive"]
+    report = demo.table(config, stats, 0.0)
+    # The balance request is signed as the exchange asks: while it is up
+    # (two minutes of the three, one request in four a balance), most of
+    # them are answered, for both clients.
+    up_balances = config.rate * 120.0 / 4
+    assert naive.fresh_balances > 0.5 * up_balances, report
+    assert guarded.fresh_balances > 0.5 * up_balances, report
+    # Measured from the moment the fake exchange answers again (the
+    # scenario's recovery time, which its script reads): the first probe
+    # after it, not a later one.
+    assert guarded.recovery is not None and guarded.recovery <= 1.5 * config.cool_down, report

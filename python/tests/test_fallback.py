@@ -96,3 +96,47 @@ def test_bad_arguments(clock):
     with pytest.raises(TypeError, match="clock must be"):
         tripwire.StaleCache(clock=3)  # type: ignore[arg-type]
     assert repr(tripwire.StaleCache(clock=clock)) == "StaleCache(max_age=60.0, keys=0)"
+
+
+def test_with_a_stale_value_at_hand_a_retry_inside_makes_one_attempt_and_never_pauses(clock):
+    cache = tripwire.StaleCache(max_age=30.0, clock=clock)
+    pauses = []
+    calls = []
+
+    @tripwire.retry(attempts=4, base=5.0, cap=20.0, jitter="none", sleep=pauses.append)
+    def book():
+        calls.append(1)
+        raise Boom("503")
+
+    # Nothing at hand: the retries run, pauses and all, and the error comes.
+    with pytest.raises(Boom):
+        cache.call("btc", book)
+    assert (len(calls), pauses) == (4, [5.0, 10.0, 20.0])
+    cache.put("btc", 97_000.0)
+    calls.clear()
+    pauses.clear()
+    assert cache.call("btc", book) == tripwire.Cached(97_000.0, 0.0, True)
+    assert (len(calls), pauses) == (1, []), "the stale value after one attempt, no backoff"
+    # Only within the cache's call: the same function outside it retries.
+    with pytest.raises(Boom):
+        book()
+    assert len(calls) == 5 and len(pauses) == 3
+
+
+def test_async_with_a_stale_value_at_hand_never_pauses(clock):
+    cache = tripwire.StaleCache(max_age=30.0, clock=clock)
+    calls = []
+    pauses = []
+
+    async def pause(seconds):
+        pauses.append(seconds)
+
+    @tripwire.retry(attempts=3, base=5.0, jitter="none", sleep=pause)
+    async def book():
+        calls.append(1)
+        raise Boom("503")
+
+    cache.put("btc", 97_000.0)
+    got = asyncio.run(cache.call_async("btc", book))
+    assert got.stale and got.value == 97_000.0
+    assert (len(calls), pauses) == (1, [])

@@ -5,10 +5,14 @@ by the core. Every check is a count or a state; time is a ManualClock."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.server
 import os
 import socket
+import threading
 import time
 import uuid
+from types import SimpleNamespace
 from typing import Any, Callable, Iterator, List
 
 import aiohttp
@@ -185,6 +189,58 @@ def test_a_4xx_is_the_callers_fault_returned_and_never_counted(env: Env, make_br
     snap = breaker.snapshot()
     assert (snap.successes, snap.failures, snap.ignored, breaker.state) == (0, 0, 10, "closed")
     assert env.fake.hits() == 10
+    # An unsigned private call: the exchange's 401 is the caller's too.
+    for _ in range(3):
+        assert env.status(fetch("/api/v3/account")) == 401
+    snap = breaker.snapshot()
+    assert (snap.failures, snap.ignored, breaker.state) == (0, 13, "closed")
+
+
+@contextlib.contextmanager
+def _answering(status: int) -> Iterator[str]:
+    """A real HTTP/1.1 server on 127.0.0.1 that answers every GET with
+    ``status`` (one the fake exchange has no mode for); yields its URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(status, "Odd")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize("flavour", CLIENTS)
+@pytest.mark.parametrize("status", [408, 600, 999])
+def test_a_server_timeout_and_a_status_outside_http_are_failures_that_trip_the_breaker(
+    flavour: str, status: int, make_breaker: Any
+) -> None:
+    with _answering(status) as url:
+        env = Env(flavour, SimpleNamespace(url=url))  # type: ignore[arg-type]
+        try:
+            breaker = make_breaker(failure_threshold=2)
+            fetch = env.fetch(breaker)
+            for _ in range(2):
+                with pytest.raises(th.ServerError) as err:
+                    fetch("/")
+                assert (err.value.status, err.value.verdict, err.value.retry_after) == (status, "failure", None)
+            snap = breaker.snapshot()
+            assert (snap.successes, snap.failures, snap.ignored, breaker.state) == (0, 2, 0, "open")
+        finally:
+            env.close()
 
 
 def test_without_raise_errors_every_response_is_returned_and_still_counted(
@@ -333,8 +389,9 @@ def test_guard_checks_its_arguments() -> None:
 
 def test_assess_is_the_cores_table() -> None:
     for status, verdict in [(100, "success"), (200, "success"), (304, "success"), (400, "ignored"),
-                            (404, "ignored"), (499, "ignored"), (418, "backpressure"), (429, "backpressure"),
-                            (500, "failure"), (503, "failure"), (599, "failure"), (600, "success")]:
+                            (401, "ignored"), (403, "ignored"), (404, "ignored"), (499, "ignored"), (408, "failure"),
+                            (418, "backpressure"), (429, "backpressure"), (500, "failure"), (503, "failure"),
+                            (599, "failure"), (600, "failure"), (999, "failure")]:
         assert th.assess(status) == th.Assessment(verdict, None), status
     assert th.assess(429, {"RETRY-AFTER": "30"}) == ("backpressure", 30.0), "names are case-insensitive"
     assert th.assess(503, {"Retry-After": "30"}) == ("failure", None), "a wait matters for backpressure only"
@@ -416,3 +473,76 @@ def test_a_429_on_one_host_holds_the_breaker_of_another_in_the_fleet(fake: fx.Fa
         with pytest.raises(tripwire.CircuitOpenError):
             th.guard(there).call(client.get, PING)
     assert fake.hits(PING) == 1
+
+
+class _RaisingClient:
+    """One HTTP client library used as most code uses it: a GET that raises
+    the library's own error for a 4xx or 5xx (``raise_for_status``)."""
+
+    def __init__(self, flavour: str, base: str) -> None:
+        self.flavour, self.base = flavour, base
+        self.loop = asyncio.new_event_loop()
+
+    def run(self, breaker: tripwire.Breaker, policy: Any, path: str) -> Any:
+        if self.flavour == "requests":
+
+            @policy
+            @breaker
+            def get_requests() -> Any:
+                with requests.Session() as s:
+                    s.trust_env = False
+                    r = s.get(self.base + path, timeout=5)
+                    r.raise_for_status()
+                    return r
+
+            return get_requests()
+        if self.flavour == "httpx":
+
+            @policy
+            @breaker
+            def get_httpx() -> Any:
+                with httpx.Client(trust_env=False, timeout=5) as c:
+                    return c.get(self.base + path).raise_for_status()
+
+            return get_httpx()
+
+        @policy
+        @breaker
+        async def get_aiohttp() -> Any:
+            async with aiohttp.ClientSession() as s:
+                async with s.get(self.base + path, raise_for_status=True) as r:
+                    return await r.read()
+
+        return self.loop.run_until_complete(get_aiohttp())
+
+    def close(self) -> None:
+        self.loop.close()
+
+
+ERRORS = {"requests": requests.HTTPError, "httpx": httpx.HTTPStatusError, "aiohttp": aiohttp.ClientResponseError}
+
+
+@pytest.mark.parametrize("flavour", ["requests", "httpx", "aiohttp"])
+def test_a_clients_own_error_for_a_4xx_is_the_callers_fault_for_the_breaker_and_the_retries(
+    flavour: str, fake: fx.FakeExchange
+) -> None:
+    client = _RaisingClient(flavour, fake.url)
+    pauses: List[float] = []
+    policy = tripwire.retry(attempts=3, sleep=pauses.append if flavour != "aiohttp" else None, base=0.001, cap=0.002)
+    breaker = tripwire.Breaker(failure_threshold=2)
+    try:
+        # Unsigned: the exchange's 401, raised by the client. Neither a
+        # failure nor asked again, by the defaults alone.
+        for _ in range(3):
+            with pytest.raises(ERRORS[flavour]):
+                client.run(breaker, policy, "/api/v3/account")
+        assert fake.hits("/api/v3/account") == 3, "each sent once"
+        snap = breaker.snapshot()
+        assert (breaker.state, snap.failures, snap.ignored) == ("closed", 0, 3)
+        # A 5xx raised the same way is the exchange's failure, and retried.
+        fake.mode = fx.UNAVAILABLE
+        with pytest.raises((ERRORS[flavour], tripwire.CircuitOpenError)):
+            client.run(breaker, policy, PING)
+        assert fake.hits(PING) == 2 and breaker.state == "open"
+    finally:
+        client.close()

@@ -126,3 +126,21 @@ def test_every_keyword_argument_of_shared_takes_none_as_breaker_does(tmp_path):
         with breaker:
             raise KeyError("a failure, as failure_on's default says")
     assert breaker.snapshot().failures == 1
+
+
+def test_a_path_that_cannot_be_opened_raises_the_os_error_python_would(tmp_path):
+    missing = tmp_path / "no-such-dir" / "exchange.tw"
+    with pytest.raises(FileNotFoundError) as err:
+        tripwire.Breaker.shared(str(missing))
+    assert (err.value.errno, err.value.filename) == (2, str(missing)), err.value
+    assert str(missing) in str(err.value)
+    # A directory where the file should be: IsADirectoryError, its path.
+    with pytest.raises(IsADirectoryError) as err_dir:
+        tripwire.Breaker.shared(str(tmp_path))
+    assert err_dir.value.filename == str(tmp_path)
+    if os.geteuid() != 0:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        with pytest.raises(PermissionError) as denied:
+            tripwire.Breaker.shared(str(locked / "x"))
+        assert denied.value.filename == str(locked / "x")

@@ -30,6 +30,12 @@ else:
 exchange = tripwire.Breaker(name="typed-sample", failure_threshold=3, timeout=2.0)
 orders = tripwire.Bulkhead(4, max_wait=0.5)
 cache = tripwire.StaleCache(max_age=30.0, policies={"balance": None})
+transitions: list[tuple[str, str]] = []
+
+
+@exchange.on_state_change
+def record_transition(breaker: tripwire.Breaker, old: tripwire.StateName, new: tripwire.StateName) -> None:
+    transitions.append((old, new))
 
 
 @exchange

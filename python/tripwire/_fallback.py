@@ -6,6 +6,12 @@ policy: stale data up to ``max_age`` seconds is acceptable (prices, order
 books), or never (balances: the caller gets the error). The cache is a
 dict whose single-key reads and writes are atomic in CPython; there is no
 lock.
+
+A caller with stale data at hand gets it as soon as a fresh value is not:
+``call`` then runs the function under ``no_pauses()``, so that a
+``tripwire.retry`` inside it stops at its first failed attempt instead of
+pausing for a backoff or a ``Retry-After`` (with nothing stale to serve,
+the retries run as they would without the cache).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import (
     overload,
 )
 
+from ._retry import no_pauses
 from ._tripwire import ManualClock, StaleStats, _exception_classes, _manual_clock, _seconds_or_none
 from ._types import ExceptionClasses
 
@@ -147,9 +154,14 @@ class StaleCache:
     def call(self, key: Hashable, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Cached[T]:
         """Calls ``func``; stores and returns its value (age 0), or, if it
         raises, the stored value with its age when the policy allows, else
-        re-raises."""
+        re-raises. With a stale value at hand, ``func`` runs under
+        ``no_pauses()``: one attempt, never a retry's wait."""
         try:
-            value = func(*args, **kwargs)
+            if self.get(key) is None:
+                value = func(*args, **kwargs)
+            else:
+                with no_pauses():
+                    value = func(*args, **kwargs)
         except BaseException as exc:
             cached = self._fallback(key, exc)
             if cached is None:
@@ -164,7 +176,11 @@ class StaleCache:
     ) -> Cached[T]:
         """As ``call``, awaiting ``func``."""
         try:
-            value = await func(*args, **kwargs)
+            if self.get(key) is None:
+                value = await func(*args, **kwargs)
+            else:
+                with no_pauses():
+                    value = await func(*args, **kwargs)
         except BaseException as exc:
             cached = self._fallback(key, exc)
             if cached is None:

@@ -10,11 +10,17 @@ ends the retries. This module only calls, sleeps (``time.sleep`` or
 Composition, outermost first: fallback → retry → breaker → bulkhead →
 call. Each attempt then passes the breaker, and a refusal
 (``CircuitOpenError``, ``BulkheadFullError``) ends the retries at once.
+A fallback with stale data at hand (``StaleCache.call``, ``tripwire.ccxt``'s
+``.stale``) runs its call under ``no_pauses()``: the first failed attempt
+ends the retries, so its caller gets the stale value after one attempt's
+time, never after a backoff's or a ``Retry-After``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import functools
 import inspect
 import math
@@ -36,6 +42,25 @@ T = TypeVar("T")
 JitterName = Literal["full", "equal", "decorrelated", "none"]
 
 
+#: Whether a caller waits for this call with stale data at hand: a failed
+#: attempt then ends the retries (``no_pauses``). A context variable, so
+#: that it follows the call (and the tasks it starts), and no other call.
+_no_pauses: contextvars.ContextVar[bool] = contextvars.ContextVar("tripwire_no_pauses", default=False)
+
+
+@contextlib.contextmanager
+def no_pauses() -> Iterator[None]:
+    """Within it, a retry never pauses: the first failed attempt raises, as
+    if it were the last (no budget token is taken for a retry not made).
+    For a caller that has an answer at hand, stale data, and would rather
+    have it now than a fresh one after a wait."""
+    token = _no_pauses.set(True)
+    try:
+        yield
+    finally:
+        _no_pauses.reset(token)
+
+
 def retry_after_attribute(exc: BaseException) -> Optional[float]:
     """The default ``retry_after`` hint: the exception's ``retry_after``
     attribute when it is a number of seconds (e.g. from a 429's
@@ -55,7 +80,12 @@ class Retry:
     ``attempts``: calls in all, the first included. ``base``, ``cap``,
     ``factor``, ``jitter``, ``seed``: the backoff between attempts
     (seconds). ``retry_on``: exceptions worth retrying (``Exception``
-    subclasses; cancellation and interrupts never are); ``give_up_on``:
+    subclasses; cancellation and interrupts never are). Left at its default
+    (every ``Exception``), an HTTP client's own error for a response
+    (requests' ``HTTPError``, httpx's ``HTTPStatusError``, aiohttp's
+    ``ClientResponseError``) is judged by its status as ``tripwire.http``
+    judges the response: a 4xx other than 408, 429 and 418 is the caller's
+    fault and final. ``give_up_on``:
     exceptions that are final; ``retry_if``: a further predicate on the
     exception. ``retry_after``: reads a wait the failure asks for (default:
     its ``retry_after`` attribute); that wait is the pause, exactly, up to
@@ -65,7 +95,8 @@ class Retry:
     ``RetryBudgetExhausted`` from the last error. ``deadline``: seconds
     after which no attempt starts and no pause ends (read on the budget's
     ``ManualClock`` if it has one). A refusal (``CircuitOpenError``,
-    ``BulkheadFullError``) is never retried. ``sleep``: replaces
+    ``BulkheadFullError``) is never retried, and under ``no_pauses()`` no
+failure is (a caller with stale data at hand). ``sleep``: replaces
     ``time.sleep`` / ``asyncio.sleep`` (tests). The validated arguments are
     ``policy``'s attributes."""
 
@@ -77,7 +108,7 @@ class Retry:
         cap: float = 10.0,
         factor: float = 2.0,
         jitter: JitterName = "full",
-        retry_on: ExceptionClasses | list[type[BaseException]] = (Exception,),
+        retry_on: ExceptionClasses | list[type[BaseException]] | None = None,
         give_up_on: ExceptionClasses | list[type[BaseException]] = (),
         retry_if: Optional[Callable[[BaseException], bool]] = None,
         retry_after: Optional[Callable[[BaseException], Optional[float]]] = retry_after_attribute,
@@ -118,6 +149,8 @@ class Retry:
             try:
                 return func(*args, **kwargs)
             except Exception as exc:
+                if _no_pauses.get():
+                    raise
                 pause = run.failed(exc)
                 if pause is None:
                     raise
@@ -134,6 +167,8 @@ class Retry:
             try:
                 return await func(*args, **kwargs)
             except Exception as exc:
+                if _no_pauses.get():
+                    raise
                 pause = run.failed(exc)
                 if pause is None:
                     raise

@@ -16,6 +16,7 @@ _Q = ParamSpec("_Q")
 _R = TypeVar("_R")
 _S = TypeVar("_S")
 _Listener = Callable[[Breaker, StateName, StateName], object]
+_L = TypeVar("_L", bound=_Listener)
 
 __version__: str
 __all__ = [
@@ -46,7 +47,10 @@ __all__ = [
 
 @final
 class ManualClock:
-    """A clock that only moves when told to: pass it as ``clock=`` to a Breaker."""
+    """A clock that only moves when told to: pass it as ``clock=`` to a Breaker.
+    It counts nanoseconds in 64 bits: a time at or past 18446744073.709551615
+    s (``start``, ``set``, or where ``advance`` would take it) is refused with
+    ``ValueError`` and the clock stays where it was."""
 
     def __new__(cls, start: Seconds | None = None) -> Self: ...
     def advance(self, seconds: Seconds) -> None: ...
@@ -218,6 +222,9 @@ class Breaker:
         hear it, ``closed -> closed`` included, and ``transitions`` counts
         it; the other counters are totals since the breaker was made and
         are kept."""
+    def on_state_change(self, listener: _L, /) -> _L:
+        """Adds ``listener``, called with ``(breaker, from, to)`` after every
+        later transition; returns it (a decorator)."""
     def call(self, func: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
     def call_async(
         self, func: Callable[_P, Awaitable[_R]], /, *args: _P.args, **kwargs: _P.kwargs

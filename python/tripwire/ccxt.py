@@ -58,6 +58,10 @@ with its ``retry_after``.
 ``tripwire.Cached(value, age, stale)``: the fresh value, or, when the
 exchange is down or refused, the last good value of the same call (same
 method and arguments) with its age, if younger than ``stale_max_age``.
+With such a value at hand, a stale read makes one attempt and never waits:
+a failure, a refusal or a 429 returns the stale value at once, where a
+plain read would pause for a backoff or the ``Retry-After`` and try again
+(without one, it retries as a plain read does).
 Balances, orders and trading are never served stale:
 ``guarded.stale.fetch_balance`` raises ``TypeError``.
 
@@ -77,12 +81,12 @@ import contextvars
 import functools
 import inspect
 import re
-from typing import Any, Callable, Dict, Literal, Mapping, Optional, Tuple, Type, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, Literal, Mapping, Optional, Tuple, Type, Union
 
 from . import _tripwire
 from ._errors import CircuitOpenError, TripwireError
 from ._fallback import Cached, StaleCache
-from ._retry import Retry
+from ._retry import Retry, no_pauses
 from ._tripwire import Breaker, Bulkhead, RetryBudget, Ticket
 
 try:
@@ -449,10 +453,15 @@ class GuardedExchange:
 
             @functools.wraps(guarded)
             async def stale_async(*args: Any, **kwargs: Any) -> Cached[Any]:
+                key = _key(name, args, kwargs)
                 try:
-                    value = await guarded(*args, **kwargs)
+                    if cache.get(key) is None:
+                        value = await guarded(*args, **kwargs)
+                    else:
+                        with no_pauses():
+                            value = await guarded(*args, **kwargs)
                 except Exception as exc:
-                    cached = cache.get(_key(name, args, kwargs)) if serves_stale(exc) else None
+                    cached = cache.get(key) if serves_stale(exc) else None
                     if cached is None:
                         raise
                     return cached
@@ -463,10 +472,15 @@ class GuardedExchange:
 
             @functools.wraps(guarded)
             def stale(*args: Any, **kwargs: Any) -> Cached[Any]:
+                key = _key(name, args, kwargs)
                 try:
-                    value = guarded(*args, **kwargs)
+                    if cache.get(key) is None:
+                        value = guarded(*args, **kwargs)
+                    else:
+                        with no_pauses():
+                            value = guarded(*args, **kwargs)
                 except Exception as exc:
-                    cached = cache.get(_key(name, args, kwargs)) if serves_stale(exc) else None
+                    cached = cache.get(key) if serves_stale(exc) else None
                     if cached is None:
                         raise
                     return cached
@@ -524,6 +538,17 @@ class GuardedExchange:
         return f"<GuardedExchange {self.exchange.id!r} breaker={self.breaker.state}>"
 
 
+if TYPE_CHECKING:
+
+    class _StaleRead(Cached[Any]):
+        """What a ``.stale`` method returns, for the type checkers only: a
+        ``tripwire.Cached`` from a sync exchange, one to ``await`` from an
+        ``async_support`` exchange (which flavour an exchange is, its
+        untyped ccxt class cannot tell them)."""
+
+        def __await__(self) -> Generator[Any, None, Cached[Any]]: ...
+
+
 class _StaleView:
     """``guarded.stale``: the market-data methods, returning ``Cached``."""
 
@@ -532,7 +557,7 @@ class _StaleView:
     def __init__(self, guarded: GuardedExchange) -> None:
         self._guarded = guarded
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
+    def __getattr__(self, name: str) -> Callable[..., _StaleRead]:
         if name.startswith("__"):
             raise AttributeError(name)
         return self._guarded._stale(name)

@@ -10,7 +10,10 @@ seconds whether earlier ones have been answered or not. With ccxt
 installed, both are ccxt's ``binance`` class: a naive one with ccxt's
 timeout only, and one behind ``tripwire.ccxt.guard`` (stale fallback →
 retry with a budget → breaker → bulkhead → timeout). Without ccxt, the
-clients speak HTTP themselves, composed the same way. Every duration is
+clients speak HTTP themselves, composed the same way, signing the balance
+request as the exchange asks and judging each answer by
+``tripwire.http`` (a 4xx other than 408, 429 and 418 is the caller's
+fault: neither a failure nor retried). Every duration is
 scaled; every time reported is on the scenario's clock.
 
 One event loop drives both clients, so the defaults are gentler than the
@@ -22,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import hmac
 import math
 import random
 import sys
@@ -30,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import tripwire
+import tripwire.http
 
 from . import _fake_exchange as fake
 from ._fake_exchange import FakeExchange, Request
@@ -45,6 +51,8 @@ RATE_LIMIT = 60.0
 FAST = 0.010
 #: What the clients ask for, besides the balance.
 SYMBOL = "BTC/USDT"
+#: The balance endpoint, a signed one.
+ACCOUNT = "/api/v3/account"
 CLIENTS = ("ccxt", "http")
 
 
@@ -105,6 +113,7 @@ class Stats:
     hits: int = 0
     hits_down: int = 0
     fresh: int = 0
+    fresh_balances: int = 0
     fast_failures: int = 0
     slow_failures: int = 0
     in_flight: int = 0
@@ -221,6 +230,7 @@ class Client:
         now = s.now()
         if fresh:
             st.fresh += 1
+            st.fresh_balances += balance
             if now >= s.recovered_at and st.recovery is None:
                 st.recovery = now - s.recovered_at
         elif age is not None:
@@ -335,22 +345,30 @@ class CcxtClient(Client):
 
 
 class HttpError(Exception):
-    """The exchange answered with an error status."""
+    """The exchange answered with a status that carries no data: one
+    ``tripwire.http`` ignored (a 4xx, the caller's own fault), which ends
+    the request without counting or retrying it."""
 
-    def __init__(self, status: int, retry_after: Optional[float] = None) -> None:
+    def __init__(self, status: int) -> None:
         super().__init__(f"HTTP {status}")
         self.status = status
-        self.retry_after = retry_after
 
 
-class RateLimited(HttpError):
-    """A 429: the exchange asks for less traffic, it is not down."""
+@dataclass(frozen=True)
+class Reply:
+    """One HTTP answer, as ``tripwire.http`` reads a response: ``status``
+    and ``headers`` (names in lower case)."""
+
+    status: int
+    headers: Dict[str, str]
+    body: bytes
 
 
 class HttpClient(Client):
-    """A client that speaks HTTP itself (when ccxt is not installed): the
-    naive one with a timeout only, the other behind tripwire's breaker,
-    bulkhead, retry and stale cache."""
+    """A client that speaks HTTP itself (when ccxt is not installed),
+    signing its balance requests as Binance asks: the naive one with a
+    timeout only, the other behind tripwire's breaker, bulkhead, retry and
+    stale cache, each answer judged by the core (``tripwire.http``)."""
 
     def __init__(self, name: str, scenario: Scenario, stats: Stats, exchange: Exchange, guarded: bool) -> None:
         self.name, self.stats, self.scale = name, stats, scenario.config.scale
@@ -362,56 +380,82 @@ class HttpClient(Client):
                 name=f"demo/{name}",
                 failure_threshold=c.failure_threshold,
                 open_timeout=real(c.cool_down),
-                ignore_on=(RateLimited, tripwire.BulkheadFullError),
+                ignore_on=tripwire.BulkheadFullError,
             )
             bulkhead = tripwire.Bulkhead(c.bulkhead)
             budget = tripwire.RetryBudget(0.1, ttl=real(10.0), min_retries_per_sec=c.scale)
             policy = tripwire.retry(
                 attempts=3, base=real(0.1), cap=real(1.0), jitter="decorrelated", budget=budget,
-                give_up_on=(RateLimited, tripwire.BulkheadFullError), seed=c.seed,
+                give_up_on=(tripwire.http.BackpressureError, tripwire.BulkheadFullError), seed=c.seed,
             )
 
             # Outermost first: retry → breaker → bulkhead → timeout → call.
+            # A 5xx raises ServerError (a failure, retried), a 429 or 418
+            # BackpressureError (the breaker held), any other 4xx is
+            # returned: ignored, neither counted nor retried.
             @policy
-            @self.breaker
-            async def attempt(path: str) -> bytes:
+            @tripwire.http.guard(self.breaker)
+            async def attempt(path: str) -> Reply:
                 async with bulkhead:
-                    body = await asyncio.wait_for(self.get(path), self.timeout)
-                return body
+                    return await asyncio.wait_for(self.get(path), self.timeout)
 
             self.attempt = attempt
-            self.cache = tripwire.StaleCache(policies={"book": real(c.stale_max), "balance": None})
+            # Stale data for the exchange's troubles and the guards'
+            # refusals, never for the caller's own mistake (HttpError).
+            self.cache = tripwire.StaleCache(
+                policies={"book": real(c.stale_max), "balance": None},
+                fallback_on=(tripwire.TripwireError, asyncio.TimeoutError, OSError),
+            )
 
-    async def get(self, path: str) -> bytes:
-        """One GET; any status but 200 raises ``HttpError``."""
+    async def get(self, path: str) -> Reply:
+        """One GET, its answer whatever the status."""
         st = self.stats
         st.in_flight += 1
         st.peak_in_flight = max(st.peak_in_flight, st.in_flight)
         writer = None
+        headers = f"Host: exchange\r\nx-client: {self.name}\r\n"
+        if path == ACCOUNT:
+            path = _signed(path)
+            headers += f"X-MBX-APIKEY: {FakeExchange.api_key}\r\n"
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: exchange\r\nx-client: {self.name}\r\n"
-                         "Connection: close\r\n\r\n".encode())
+            writer.write(f"GET {path} HTTP/1.1\r\n{headers}Connection: close\r\n\r\n".encode())
             data = await reader.read()
             head, _, body = data.partition(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            status = int(lines[0].split(" ")[1])
-            if status == 200:
-                return body
-            after = next((float(ln.split(":", 1)[1]) for ln in lines if ln.lower().startswith("retry-after:")), None)
-            raise (RateLimited if status == 429 else HttpError)(status, after)
+            status, *lines = head.decode("latin-1").split("\r\n")
+            fields = {}
+            for line in lines:
+                name, _, value = line.partition(":")
+                fields[name.strip().lower()] = value.strip()
+            return Reply(int(status.split(" ")[1]), fields, body)
         finally:
             st.in_flight -= 1
             if writer is not None:
                 writer.close()
 
+    async def fresh(self, path: str) -> bytes:
+        """The body of a 200; ``HttpError`` for an answer without data."""
+        reply = await (self.attempt(path) if self.breaker is not None
+                       else asyncio.wait_for(self.get(path), self.timeout))
+        if reply.status != 200:
+            raise HttpError(reply.status)
+        return reply.body
+
     async def fetch(self, balance: bool) -> Optional[float]:
-        path = "/api/v3/account" if balance else "/api/v3/depth?symbol=BTCUSDT"
+        path = ACCOUNT if balance else "/api/v3/depth?symbol=BTCUSDT"
         if self.breaker is None:
-            await asyncio.wait_for(self.get(path), self.timeout)
+            await self.fresh(path)
             return None
-        got = await self.cache.call_async("balance" if balance else "book", self.attempt, path)
+        got = await self.cache.call_async("balance" if balance else "book", self.fresh, path)
         return got.age * self.scale if got.stale else None
+
+
+def _signed(path: str) -> str:
+    """``path`` with a timestamp and Binance's signature (HMAC-SHA256 of the
+    query under the API secret), as the exchange checks it."""
+    query = f"timestamp={int(time.time() * 1000)}"
+    signature = hmac.new(FakeExchange.secret.encode(), query.encode(), hashlib.sha256).hexdigest()
+    return f"{path}?{query}&signature={signature}"
 
 
 def _has_ccxt() -> bool:

@@ -7,9 +7,9 @@ raises. A response is judged by its status:
 | status | verdict | the breaker | ``guard`` |
 | --- | --- | --- | --- |
 | 1xx, 2xx, 3xx | ``"success"`` | counts a success | returns the response |
-| 5xx | ``"failure"`` | counts a failure (enough of them trip it) | raises ``ServerError`` |
+| 5xx; 408 (the server timed out); 600–999 (no HTTP status: a broken server) | ``"failure"`` | counts a failure (enough of them trip it) | raises ``ServerError`` |
 | 429, 418 | ``"backpressure"`` | held open for the ``Retry-After`` (or ``RateLimit-Reset`` / ``X-RateLimit-Reset``), its ``open_timeout`` when none is sent, capped at one hour | raises ``BackpressureError`` with ``retry_after`` |
-| other 4xx | ``"ignored"``: the caller's fault | counts nothing | returns the response |
+| other 4xx (401 unsigned, 403, 400, 404, …) | ``"ignored"``: the caller's fault | counts nothing, never retried | returns the response |
 
 ::
 
@@ -167,7 +167,8 @@ class ResponseError(TripwireError):
 
 
 class ServerError(ResponseError):
-    """A 5xx: counted as a failure. ``retry_after`` is None."""
+    """A 5xx, a 408, or a status outside 100–599: counted as a failure.
+    ``retry_after`` is None."""
 
 
 class BackpressureError(ResponseError):
@@ -283,9 +284,9 @@ class ResponseGuard:
 
 def guard(breaker: Breaker, *, raise_errors: bool = True) -> ResponseGuard:
     """Guards functions that return HTTP responses with ``breaker``: a 5xx
-    counts as a failure, a 429/418 holds the breaker for the server's wait,
+    (or a 408, or a status outside 100–599) counts as a failure, a 429/418 holds the breaker for the server's wait,
     any other 4xx counts nothing (see the module's table). With
-    ``raise_errors`` (the default) a 5xx raises ``ServerError`` and a
+    ``raise_errors`` (the default) a failure raises ``ServerError`` and a
     429/418 ``BackpressureError``, so that ``tripwire.retry`` and
     ``except`` see them; without it every response is returned."""
     if not isinstance(breaker, Breaker):

@@ -6,6 +6,15 @@
 //! The cache sits outside every other layer, so it answers even when the
 //! breaker refuses a call.
 //!
+//! A caller with stale data at hand gets it as soon as a fresh value is
+//! not: [`StaleCache::serve_by`] and [`serve_async_by`](StaleCache::serve_async_by)
+//! give the call a deadline one attempt away when there is a value to fall
+//! back on (for the pipeline's `call_before` / `call_async_before`, which
+//! then begin no backoff and no wait past it), and none when there is not,
+//! so that the retries run in full only for a caller who has nothing else.
+//! [`serve`](StaleCache::serve) around a retrying call waits for its
+//! retries before it can answer.
+//!
 //! The map is behind a `RwLock`: it is off the breaker's hot path, and each
 //! critical section is one map lookup or insert (and a clone of the value:
 //! keep large values behind an `Arc`). No lock is held across the call.
@@ -20,6 +29,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Instant;
 
 use crate::clock::Clock;
 use crate::layers::clock::MonotonicClock;
@@ -192,6 +202,81 @@ impl<K: Eq + Hash, V: Clone, C: Clock> StaleCache<K, V, C> {
     {
         let (at, value) = self.map.read().unwrap_or_else(PoisonError::into_inner).get(key)?.clone();
         Some((value, Duration::from_nanos(self.clock.now().saturating_sub(at))))
+    }
+
+    /// Whether a call for `key` that failed now would be answered with
+    /// stale data: `policy` accepts it and a value young enough is stored.
+    pub fn has_stale<Q>(&self, key: &Q, policy: StalePolicy) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Eq + Hash + ?Sized,
+    {
+        self.deadline_for(key, policy, Duration::ZERO).is_some()
+    }
+
+    /// The deadline to give a call for `key`: one `attempt` from now when
+    /// stale data is at hand, none when it is not.
+    fn deadline_for<Q>(&self, key: &Q, policy: StalePolicy, attempt: Duration) -> Option<Instant>
+    where
+        K: Borrow<Q>,
+        Q: Eq + Hash + ?Sized,
+    {
+        let StalePolicy::UpTo(max) = policy else { return None };
+        let (_, age) = self.get(key)?;
+        // `checked_add`: an attempt too long to add is no limit at all.
+        (age <= max).then(Instant::now).and_then(|now| now.checked_add(attempt))
+    }
+
+    /// [`serve`](Self::serve) for a call that takes a deadline, as the
+    /// pipeline's `call_before` does: with stale data at hand `fetch` gets
+    /// `Some(now + attempt)`, so that the stale value comes back after at
+    /// most one attempt's time, never after a backoff or a retry's wait;
+    /// with none, `None`, and the call's retries run in full.
+    ///
+    /// # Examples
+    /// ```
+    /// use core::time::Duration;
+    /// use tripwire::{ManualClock, Served, StaleCache, StalePolicy};
+    ///
+    /// let books = StaleCache::with_clock(ManualClock::new(0));
+    /// let policy = StalePolicy::UpTo(Duration::from_secs(30));
+    /// let attempt = Duration::from_millis(800);
+    /// let first = books.serve_by("BTC-USDT", policy, attempt, |deadline| {
+    ///     assert_eq!(deadline, None, "nothing to fall back on: every retry");
+    ///     Ok::<_, &str>(97_000)
+    /// });
+    /// assert_eq!(first, Ok(Served::Fresh(97_000)));
+    /// let later = books.serve_by("BTC-USDT", policy, attempt, |deadline| {
+    ///     assert!(deadline.is_some(), "a book at hand: one attempt");
+    ///     Err("503")
+    /// });
+    /// assert_eq!(later, Ok(Served::Stale { value: 97_000, age: Duration::ZERO }));
+    /// ```
+    pub fn serve_by<E>(
+        &self,
+        key: K,
+        policy: StalePolicy,
+        attempt: Duration,
+        fetch: impl FnOnce(Option<Instant>) -> Result<V, E>,
+    ) -> Result<Served<V>, E> {
+        let result = fetch(self.deadline_for(&key, policy, attempt));
+        self.settle(key, policy, result)
+    }
+
+    /// [`serve_by`](Self::serve_by) for a future (the pipeline's
+    /// `call_async_before`).
+    pub async fn serve_async_by<E, Fut>(
+        &self,
+        key: K,
+        policy: StalePolicy,
+        attempt: Duration,
+        fetch: impl FnOnce(Option<Instant>) -> Fut,
+    ) -> Result<Served<V>, E>
+    where
+        Fut: Future<Output = Result<V, E>>,
+    {
+        let result = fetch(self.deadline_for(&key, policy, attempt)).await;
+        self.settle(key, policy, result)
     }
 
     /// Runs `f`: stores and returns its value on success; on failure serves

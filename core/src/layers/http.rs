@@ -5,8 +5,10 @@
 //! | --- | --- |
 //! | 1xx, 2xx, 3xx | success |
 //! | 5xx | failure |
+//! | 408 (the server timed out waiting for the request) | failure, as a client's own timeout is |
 //! | 429, 418 (Binance's "banned for hammering") | backpressure until `Retry-After` or an equivalent reset header |
-//! | other 4xx | ignored: the caller's fault, not the dependency's |
+//! | other 4xx (unsigned, forbidden, malformed, unknown) | ignored: the caller's fault, not the dependency's |
+//! | 600 to 999 (no HTTP status, which `StatusCode` still holds) | failure: a broken server |
 //!
 //! A timeout or a connection error is a failure; a call the caller
 //! cancelled is ignored (the pipeline and the tower services do both).
@@ -25,7 +27,9 @@ use http::{Response, StatusCode};
 
 use crate::layers::assessment::Assessment;
 
-/// How a response with this status and these headers ended.
+/// How a response with this status and these headers ended, by the
+/// module's table. A status `StatusCode` holds but HTTP does not define
+/// (600 to 999) is a failure: no healthy server sends one.
 ///
 /// # Examples
 /// ```
@@ -38,6 +42,8 @@ use crate::layers::assessment::Assessment;
 /// assert_eq!(assess(StatusCode::OK, &headers), Assessment::Success);
 /// assert_eq!(assess(StatusCode::SERVICE_UNAVAILABLE, &headers), Assessment::Failure);
 /// assert_eq!(assess(StatusCode::NOT_FOUND, &headers), Assessment::Ignored);
+/// assert_eq!(assess(StatusCode::REQUEST_TIMEOUT, &headers), Assessment::Failure);
+/// assert_eq!(assess(StatusCode::from_u16(600)?, &headers), Assessment::Failure);
 /// headers.insert("retry-after", "7".parse()?);
 /// assert_eq!(
 ///     assess(StatusCode::TOO_MANY_REQUESTS, &headers),
@@ -47,10 +53,12 @@ use crate::layers::assessment::Assessment;
 /// ```
 pub fn assess(status: StatusCode, headers: &HeaderMap) -> Assessment {
     match status.as_u16() {
+        100..=399 => Assessment::Success,
         429 | 418 => Assessment::Backpressure(retry_after(headers)),
-        500..=599 => Assessment::Failure,
+        408 => Assessment::Failure,
         400..=499 => Assessment::Ignored,
-        _ => Assessment::Success,
+        // 5xx, and what no HTTP server sends: both say the server is broken.
+        _ => Assessment::Failure,
     }
 }
 
