@@ -209,6 +209,8 @@ impl Breaker {
         failure_rate: Option<&Bound<'_, PyAny>>,
         slow_call: Option<&Bound<'_, PyAny>>,
         slow_rate: Option<&Bound<'_, PyAny>>,
+        probe_timeout: Option<&Bound<'_, PyAny>>,
+        max_hold: Option<&Bound<'_, PyAny>>,
         timeout: Option<&Bound<'_, PyAny>>,
         name: Option<&Bound<'_, PyAny>>,
         failure_on: Option<&Bound<'_, PyAny>>,
@@ -252,6 +254,8 @@ impl Breaker {
             failure_rate,
             slow_call,
             slow_rate,
+            probe_timeout,
+            max_hold,
             slow_call_arg,
         }
         .build()?;
@@ -330,6 +334,8 @@ impl Breaker {
         failure_rate = None,
         slow_call = None,
         slow_rate = None,
+        probe_timeout = None,
+        max_hold = None,
         timeout = None,
         name = None,
         failure_on = None,
@@ -355,6 +361,8 @@ impl Breaker {
         failure_rate: Option<&Bound<'_, PyAny>>,
         slow_call: Option<&Bound<'_, PyAny>>,
         slow_rate: Option<&Bound<'_, PyAny>>,
+        probe_timeout: Option<&Bound<'_, PyAny>>,
+        max_hold: Option<&Bound<'_, PyAny>>,
         timeout: Option<&Bound<'_, PyAny>>,
         name: Option<&Bound<'_, PyAny>>,
         failure_on: Option<&Bound<'_, PyAny>>,
@@ -379,6 +387,8 @@ impl Breaker {
             failure_rate,
             slow_call,
             slow_rate,
+            probe_timeout,
+            max_hold,
             timeout,
             name,
             failure_on,
@@ -407,7 +417,7 @@ impl Breaker {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let py = cls.py();
-        const KEYS: [&str; 20] = [
+        const KEYS: [&str; 22] = [
             "failure_threshold",
             "open_timeout",
             "open_timeout_max",
@@ -421,6 +431,8 @@ impl Breaker {
             "failure_rate",
             "slow_call",
             "slow_rate",
+            "probe_timeout",
+            "max_hold",
             "timeout",
             "name",
             "failure_on",
@@ -429,7 +441,7 @@ impl Breaker {
             "on_state_change",
             "listeners",
         ];
-        let mut args: [Option<Bound<'_, PyAny>>; 20] = Default::default();
+        let mut args: [Option<Bound<'_, PyAny>>; 22] = Default::default();
         if let Some(kwargs) = kwargs {
             for (key, value) in kwargs.iter() {
                 let key: String = key.extract()?;
@@ -460,6 +472,8 @@ impl Breaker {
             failure_rate,
             slow_call,
             slow_rate,
+            probe_timeout,
+            max_hold,
             timeout,
             name,
             failure_on,
@@ -483,6 +497,8 @@ impl Breaker {
             failure_rate.as_ref(),
             slow_call.as_ref(),
             slow_rate.as_ref(),
+            probe_timeout.as_ref(),
+            max_hold.as_ref(),
             timeout.as_ref(),
             name.as_ref(),
             failure_on.as_ref(),
@@ -531,6 +547,19 @@ impl Breaker {
     #[getter]
     fn open_timeout_max(&self) -> f64 {
         self.core().config().open_timeout_max().secs()
+    }
+
+    /// Seconds a Half-Open probe may run before it counts as lost and a
+    /// new probe may take over.
+    #[getter]
+    fn probe_timeout(&self) -> f64 {
+        self.core().config().probe_timeout().secs()
+    }
+
+    /// The longest hold a server's backpressure may place, in seconds.
+    #[getter]
+    fn max_hold(&self) -> f64 {
+        self.core().config().max_hold().secs()
     }
 
     /// Probes allowed in flight at once in half-open.

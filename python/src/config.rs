@@ -28,6 +28,8 @@ pub(crate) struct ConfigArgs<'a, 'py> {
     pub failure_rate: Option<&'a Bound<'py, PyAny>>,
     pub slow_call: Option<&'a Bound<'py, PyAny>>,
     pub slow_rate: Option<&'a Bound<'py, PyAny>>,
+    pub probe_timeout: Option<&'a Bound<'py, PyAny>>,
+    pub max_hold: Option<&'a Bound<'py, PyAny>>,
     /// The argument that set `slow_call`: itself, or `timeout` (which a
     /// sync call's slow-call time defaults to).
     pub slow_call_arg: &'static str,
@@ -97,6 +99,12 @@ impl ConfigArgs<'_, '_> {
         }
         if let Some(v) = given(self.slow_rate) {
             b = b.slow_rate(number("slow_rate", v)?);
+        }
+        if let Some(v) = given(self.probe_timeout) {
+            b = b.probe_timeout(g.seconds("probe_timeout", v)?);
+        }
+        if let Some(v) = given(self.max_hold) {
+            b = b.max_hold(g.seconds("max_hold", v)?);
         }
         b.build().map_err(|e| {
             let arg = if e.field() == "slow_call" { self.slow_call_arg } else { e.field() };

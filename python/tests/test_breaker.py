@@ -470,3 +470,31 @@ def test_a_listener_added_to_a_shared_breaker_hears_this_process_transitions(tmp
     b.on_state_change(lambda _b, old, new: seen.append((old, new)))
     trip(b)
     assert seen == [("closed", "open")]
+
+
+def test_a_probe_past_the_cool_down_keeps_its_slot_until_the_probe_timeout(make_breaker, clock):
+    b = make_breaker(failure_threshold=1, open_timeout=1.0, probe_timeout=5.0)
+    assert (b.probe_timeout, b.max_hold) == (5.0, 3600.0)
+    trip(b)
+    clock.advance(1.0)
+    probe = b._acquire()
+    clock.advance(1.5)  # past the cool-down: the probe is still awaited
+    with pytest.raises(tripwire.CircuitOpenError) as refused:
+        b._acquire()
+    assert refused.value.retry_after == pytest.approx(3.5)
+    b._record(probe, "success")
+    assert b.state == "closed"
+    # A probe nobody records is taken over once the probe timeout has passed.
+    trip(b)
+    clock.advance(1.0)
+    b._acquire()
+    clock.advance(5.0)
+    b._record(b._acquire(), "success")
+    assert b.state == "closed"
+
+
+def test_max_hold_caps_what_a_server_asks_for(make_breaker):
+    b = make_breaker(max_hold=60.0)
+    b.hold(86400.0)
+    assert b.hold_left == pytest.approx(60.0)
+    assert b.snapshot().capped_holds == 1

@@ -48,6 +48,10 @@ import tripwire
         ({"listeners": [print, 1]}, TypeError, r"listeners must be an iterable of callables"),
         ({"listeners": 1}, TypeError, r"listeners must be an iterable"),
         ({"clock": lambda: 0.0}, TypeError, r"clock must be a tripwire.ManualClock"),
+        ({"probe_timeout": 0}, ValueError, r"probe_timeout = 0ns, expected 1µs to"),
+        ({"probe_timeout": -1.0}, ValueError, r"probe_timeout must be a finite, non-negative number"),
+        ({"max_hold": 0}, ValueError, r"max_hold = 0ns, expected 1µs to"),
+        ({"max_hold": "1h"}, TypeError, r"max_hold must be a number of seconds"),
     ],
 )
 def test_bad_arguments_name_the_argument(kwargs, error, pattern):
@@ -114,6 +118,7 @@ def test_defaults():
     assert (b.failure_threshold, b.open_timeout, b.open_timeout_max) == (5, 30.0, 30.0)
     assert (b.half_open_max, b.half_open_successes, b.name, b.state) == (1, 1, None, "closed")
     assert (b.window, b.min_calls, b.failure_rate, b.slow_rate) == ((10, 1.0), 10, 0.0, 0.0)
+    assert (b.probe_timeout, b.max_hold) == (60.0, 3600.0)
 
 
 def test_failure_on_accepts_lists_and_single_classes():

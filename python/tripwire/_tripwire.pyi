@@ -132,6 +132,8 @@ class Breaker:
         failure_rate: float | None = None,
         slow_call: Seconds | None = None,
         slow_rate: float | None = None,
+        probe_timeout: Seconds | None = None,
+        max_hold: Seconds | None = None,
         timeout: Seconds | None = None,
         name: str | None = None,
         failure_on: ExceptionClasses | None = None,
@@ -160,6 +162,8 @@ class Breaker:
         failure_rate: float | None = None,
         slow_call: Seconds | None = None,
         slow_rate: float | None = None,
+        probe_timeout: Seconds | None = None,
+        max_hold: Seconds | None = None,
         timeout: Seconds | None = None,
         name: str | None = None,
         failure_on: ExceptionClasses | None = None,
@@ -180,6 +184,10 @@ class Breaker:
     def open_timeout(self) -> float: ...
     @property
     def open_timeout_max(self) -> float: ...
+    @property
+    def probe_timeout(self) -> float: ...
+    @property
+    def max_hold(self) -> float: ...
     @property
     def half_open_max(self) -> int: ...
     @property
