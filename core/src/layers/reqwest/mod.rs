@@ -14,8 +14,8 @@
 //! | answer | the breaker | retried |
 //! | --- | --- | --- |
 //! | 1xx, 2xx, 3xx | success | no |
-//! | 5xx | failure | yes, after the backoff's pause, or after the 5xx's own `Retry-After` (capped at the policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after), a minute by default); the last 5xx is the answer once the retries stop |
-//! | 429, 418 | held open for the `Retry-After` (or an equivalent reset header; else the breaker's `open_timeout`) | no: the hold refuses the next attempts; the 429 is the answer |
+//! | 5xx, 408, a status outside 100–599 | failure | yes, after the backoff's pause, or after the 5xx's own `Retry-After` (capped at the policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after), a minute by default); the last 5xx is the answer once the retries stop |
+//! | 429, 418 | held open for the `Retry-After` (or an equivalent reset header; else the breaker's `open_timeout`), capped at its `max_hold` | no: the hold refuses the next attempts; the 429 is the answer |
 //! | other 4xx | ignored: the caller's fault | no |
 //! | a connection error, a timeout (the client's, or the attempt's own [`timeout`](GuardMiddleware::timeout), 30 s by default) | failure | yes |
 //! | an inner middleware's refusal (see [`refusal`](crate::refusal)) | ignored | no |

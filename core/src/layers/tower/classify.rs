@@ -71,8 +71,8 @@ impl<Res, Err, F: Fn(&Result<Res, Err>) -> Assessment> ClassifyResult<Res, Err> 
 }
 
 /// HTTP responses through [`http::assess_result`](crate::layers::http::assess_result)
-/// (5xx fail, 429/418 hold the breaker open until `Retry-After`, other 4xx
-/// are ignored); any `Err` (connection refused, reset, timed out) is a
+/// (5xx, 408 and statuses outside 100–599 fail, 429/418 hold the breaker
+/// open until `Retry-After`, other 4xx are ignored); any `Err` (connection refused, reset, timed out) is a
 /// failure.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HttpClassifier;
