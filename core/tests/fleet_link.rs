@@ -7,7 +7,7 @@ mod fleet_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fleet_support::{KEY, PrivateRedis, free_port, namespace, redis_url, wait_for};
+use fleet_support::{AclUser, KEY, PrivateRedis, SilentServer, free_port, namespace, redis_url, wait_for};
 use tripwire::fleet::{Fleet, FleetConfig, FleetConfigBuilder, LinkState};
 use tripwire::{BreakerConfig, NamedBreaker, Outcome, State};
 
@@ -268,4 +268,48 @@ fn a_core_breaker_without_listeners_joins_by_name_and_is_looked_at() {
         .unwrap_or_else(|| panic!("{:?}", fnamed.snapshot()));
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!((fc.snapshot().sent, fnamed.snapshot().received), (1, 1));
+}
+
+#[test]
+fn a_user_without_channel_rights_is_never_linked() {
+    let Some(url) = redis_url("a_user_without_channel_rights_is_never_linked") else { return };
+    // Keys and commands, but no channel: SUBSCRIBE (and PUBLISH) answer NOPERM.
+    let nochan = AclUser::create(&url, "nochan", &["on", ">pw", "~*", "resetchannels", "+@all"]);
+    let ns = namespace("deaf");
+    let (a, b) = (breaker(Duration::from_secs(5)), breaker(Duration::from_secs(5)));
+    let _fa = host(FleetConfig::builder(&url, &ns, *KEY), &a);
+    let deaf = Fleet::new(
+        FleetConfig::builder(&url, &ns, *KEY).username(&nochan.name).password("pw").build().unwrap(),
+    )
+    .unwrap();
+    deaf.join(&b).unwrap();
+    assert!(
+        !deaf.wait_linked(Duration::from_millis(800)),
+        "a refused SUBSCRIBE is no link: {:?}",
+        deaf.snapshot()
+    );
+    trip(&a);
+    for _ in 0..100 {
+        assert_ne!(deaf.link_state(), LinkState::Up, "{:?}", deaf.snapshot());
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    assert_eq!((b.state(), deaf.snapshot().subscriber_up), (State::Closed, 0));
+}
+
+#[test]
+fn dropping_a_fleet_whose_server_never_answers_takes_at_most_its_timeouts() {
+    let silent = SilentServer::start();
+    let (connect, io) = (Duration::from_millis(1000), Duration::from_millis(200));
+    let config = FleetConfig::builder(silent.url(), "silent", *KEY).connect_timeout(connect).io_timeout(io);
+    let fleet = Fleet::new(config.build().unwrap()).unwrap();
+    let b = breaker(Duration::from_secs(1));
+    fleet.join(&b).unwrap();
+    // Both threads are in their handshake with a server that never answers.
+    wait_for(Duration::from_secs(2), || silent.accepted() >= 2).expect("both connections accepted");
+    let start = Instant::now();
+    drop(fleet);
+    let took = start.elapsed();
+    // The documented bound: the longer of the two timeouts, and a poll.
+    assert!(took <= connect.max(io) + Duration::from_millis(150), "dropped in {took:?}");
+    eprintln!("dropped in {took:?}");
 }

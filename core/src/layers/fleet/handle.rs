@@ -14,6 +14,8 @@ use crate::layers::clock::MonotonicClock;
 use crate::layers::named::NamedBreaker;
 use crate::sync::{AtomicU32, Ordering};
 
+#[cfg(doc)]
+use super::config::FleetConfigBuilder;
 use super::config::{FleetConfig, FleetError, check_name};
 use super::counters::{Counters, FleetSnapshot, LinkState};
 use super::keys::Keys;
@@ -29,7 +31,7 @@ use super::{connect, listen, publish};
 /// late sees it on its next turn, at most one poll later.
 pub(crate) struct Shared {
     pub(crate) config: FleetConfig,
-    pub(crate) client: redis::Client,
+    pub(crate) link: connect::Link,
     pub(crate) signer: Signer,
     pub(crate) keys: Keys,
     /// This host's random id in the fleet's messages.
@@ -84,8 +86,11 @@ impl Shared {
 /// and closes are published to the fleet, and the fleet's put into it.
 /// Two threads own the Redis connections (one publishes and holds leases,
 /// one is subscribed); the breaker's callers never wait for them. Dropping
-/// the handle stops both threads (within the configured I/O timeout) and
-/// leaves the joined breakers as plain local breakers.
+/// the handle stops both threads and leaves the joined breakers as plain
+/// local breakers. It waits for what each thread is doing to end: at most
+/// the longer of [`connect_timeout`](FleetConfigBuilder::connect_timeout)
+/// and [`io_timeout`](FleetConfigBuilder::io_timeout), plus 0.1 s (a
+/// subscribed read's poll), however Redis behaves.
 ///
 /// # Examples
 /// ```no_run
@@ -120,12 +125,12 @@ impl Fleet {
     /// is down now is retried in the background, and this returns at once.
     /// Fails only on settings that cannot work (a URL that does not parse).
     pub fn new(config: FleetConfig) -> Result<Self, FleetError> {
-        let client = connect::client(&config)?;
+        let link = connect::link(&config)?;
         let shared = Arc::new(Shared {
             signer: Signer::new(&config.key, &config.namespace),
             keys: Keys::new(&config.namespace),
             id: random_id(),
-            client,
+            link,
             config,
             counters: Counters::default(),
             members: RwLock::default(),
@@ -265,7 +270,11 @@ impl Drop for Fleet {
     fn drop(&mut self) {
         // Relaxed: see `Shared`'s Orderings.
         self.shared.stop.store(1, Ordering::Relaxed);
-        self.shared.wake_publisher();
+        // Out of their sleeps now; a thread in a command sees the flag
+        // once the command ends, within its timeout.
+        for t in &self.threads {
+            t.thread().unpark();
+        }
         for t in self.threads.drain(..) {
             // A thread that panicked has nothing left to stop.
             let _ = t.join();

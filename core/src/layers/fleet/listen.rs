@@ -37,7 +37,10 @@ pub(crate) fn run(shared: Arc<Shared>) {
     let mut guard = ReplayGuard::default();
     let mut connected_once = false;
     while !shared.stopped() {
-        if let Ok(mut conn) = connect::open(&shared.client, &shared.config) {
+        if let Ok(mut conn) = connect::open(&shared.link, &shared.config) {
+            if shared.stopped() {
+                return;
+            }
             if connected_once {
                 shared.counters.add(Count::Reconnect);
             }
@@ -56,7 +59,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
     }
 }
 
-/// Sleeps `d` in slices, returning early once the fleet stops.
+/// Sleeps `d`, returning early once the fleet stops.
 fn sleep_unless_stopped(shared: &Shared, d: Duration) {
     let end = Instant::now() + d;
     while !shared.stopped() {
@@ -64,7 +67,8 @@ fn sleep_unless_stopped(shared: &Shared, d: Duration) {
         if left.is_zero() {
             return;
         }
-        std::thread::sleep(left.min(POLL));
+        // The handle's drop unparks this thread.
+        std::thread::park_timeout(left);
     }
 }
 
@@ -76,8 +80,8 @@ fn listen(
     guard: &mut ReplayGuard,
     backoff: &mut Backoff,
 ) -> RedisResult<()> {
+    connect::subscribe(conn, &shared.keys.channel)?;
     let mut ps = conn.as_pubsub();
-    ps.subscribe(&shared.keys.channel)?;
     ps.set_read_timeout(Some(POLL))?;
     shared.counters.set_up(Conn::Subscriber, true);
     backoff.reset();
@@ -101,6 +105,10 @@ fn listen(
             Err(e) => return Err(e),
         }
     }
+    // Stopped: the connection is closed on the way out, which ends the
+    // subscription; the UNSUBSCRIBE the client sends first is given no
+    // time to wait for an answer.
+    let _ = ps.set_read_timeout(Some(Duration::from_millis(1)));
     Ok(())
 }
 

@@ -116,6 +116,11 @@ impl Publisher {
         // when its breaker is first seen.
         let mut tracks = core::mem::take(&mut self.tracks);
         for m in self.shared.members() {
+            // Stopped during a command: the handle's drop waits for this
+            // thread, so no further command is sent.
+            if self.shared.stopped() {
+                break;
+            }
             if m.polled {
                 wake = wake.min(now + POLL);
             }
@@ -151,7 +156,7 @@ impl Publisher {
     /// Tries to connect.
     fn connect(&mut self, now: Instant) {
         let counters = &self.shared.counters;
-        match connect::open(&self.shared.client, &self.shared.config) {
+        match connect::open(&self.shared.link, &self.shared.config) {
             Ok(c) => {
                 self.conn = Some(c);
                 self.backoff.reset();
@@ -423,13 +428,23 @@ impl Publisher {
     }
 
     /// On the way out: leases this host holds are let go, so that another
-    /// host need not wait for them to expire.
+    /// host need not wait for them to expire. All of them within one I/O
+    /// timeout (the handle's drop waits for this): a lease not let go by
+    /// then expires at its TTL.
     fn release_all(&mut self) {
         let won: Vec<(Box<str>, Vec<u8>)> =
             self.tracks.iter_mut().filter_map(|(n, t)| t.won.take().map(|(_, v)| (n.clone(), v))).collect();
+        let deadline = Instant::now() + self.shared.config.io_timeout;
         for (name, value) in won {
             let key = self.shared.keys.lease(&name);
+            let left = deadline.saturating_duration_since(Instant::now());
             let Ok(conn) = self.conn() else { return };
+            if left < Duration::from_millis(1)
+                || conn.set_read_timeout(Some(left)).is_err()
+                || conn.set_write_timeout(Some(left)).is_err()
+            {
+                return;
+            }
             if redis::cmd("EVAL").arg(RELEASE).arg(1).arg(key).arg(value).exec(conn).is_err() {
                 return;
             }
