@@ -1226,8 +1226,11 @@ enum tw_status tw_fleet_join(const struct tw_fleet *fleet, const char *name, con
 enum tw_status tw_fleet_snapshot(const struct tw_fleet *fleet, struct tw_fleet_stats *out);
 
 /**
- * Stops the link's threads (within its I/O timeout) and frees the fleet;
- * the joined breakers go on as plain local breakers. NULL is allowed and
+ * Stops the link's threads and frees the fleet; the joined breakers go on
+ * as plain local breakers. Returns within the longer of
+ * `options.connect_timeout_ns` and `options.io_timeout_ns` (500 ms each by
+ * default), plus 0.1 s, however the server behaves (one that accepts and
+ * never answers included). NULL is allowed and
  * does nothing. No other thread may use the handle meanwhile or after.
  *
  * # Safety

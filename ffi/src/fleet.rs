@@ -368,8 +368,11 @@ pub unsafe extern "C" fn tw_fleet_snapshot(fleet: *const tw_fleet, out: *mut tw_
     })
 }
 
-/// Stops the link's threads (within its I/O timeout) and frees the fleet;
-/// the joined breakers go on as plain local breakers. NULL is allowed and
+/// Stops the link's threads and frees the fleet; the joined breakers go on
+/// as plain local breakers. Returns within the longer of
+/// `options.connect_timeout_ns` and `options.io_timeout_ns` (500 ms each by
+/// default), plus 0.1 s, however the server behaves (one that accepts and
+/// never answers included). NULL is allowed and
 /// does nothing. No other thread may use the handle meanwhile or after.
 ///
 /// # Safety

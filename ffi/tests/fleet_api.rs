@@ -157,3 +157,52 @@ fn a_trip_through_one_handle_refuses_calls_through_another() {
         tw_breaker_free(b);
     }
 }
+
+/// A server that accepts connections and never answers them, held open
+/// until the returned flag is set.
+fn silent_server() -> (u16, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = std::sync::Arc::new(AtomicU64::new(0));
+    let n = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().map_while(Result::ok) {
+            held.push(s);
+            n.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    (port, accepted)
+}
+
+#[test]
+fn free_against_a_server_that_never_answers_takes_at_most_the_timeouts() {
+    let (port, accepted) = silent_server();
+    let url = std::ffi::CString::new(format!("redis://127.0.0.1:{port}")).unwrap();
+    let mut o = core::mem::MaybeUninit::<tw_fleet_options>::uninit();
+    // SAFETY: a writable struct, fully written on success.
+    let mut o = unsafe {
+        assert_eq!(tw_fleet_options_default(o.as_mut_ptr()), tw_status::Ok);
+        o.assume_init()
+    };
+    o.connect_timeout_ns = 1_000_000_000;
+    o.io_timeout_ns = 200_000_000;
+    let f = new_fleet(&url, c"ffi-silent", KEY, &o).unwrap();
+    let b = breaker();
+    // SAFETY: live handles; the breaker outlives the fleet.
+    assert_eq!(unsafe { tw_fleet_join(f, c"exchange".as_ptr(), b) }, tw_status::Ok);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while accepted.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+        assert!(Instant::now() < deadline, "both connections accepted");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let start = Instant::now();
+    // SAFETY: a live handle, not used again.
+    unsafe { tw_fleet_free(f) };
+    let took = start.elapsed();
+    // SAFETY: a live breaker, no longer joined.
+    unsafe { tw_breaker_free(b) };
+    // The header's bound: the longer of the two timeouts, and a poll.
+    assert!(took <= Duration::from_millis(1150), "tw_fleet_free took {took:?}");
+}
