@@ -154,3 +154,61 @@ def test_prometheus_text_counts_what_the_link_sent() -> None:
     text = tripwire.prometheus_text()
     assert f'tripwire_fleet_link_state{{fleet="{ns}",state="up"}} 1' in text.splitlines(), text
     assert f'tripwire_fleet_sent_total{{fleet="{ns}"}} 1' in text.splitlines(), text
+
+
+def test_dropping_a_fleet_whose_server_never_answers_lets_other_threads_call() -> None:
+    # A server that accepts and never answers: the link's drop waits for
+    # its connection attempts, at most the longer of the two timeouts.
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    port = server.getsockname()[1]
+    fleet = tripwire.Fleet(f"redis://127.0.0.1:{port}", "silent", KEY, connect_timeout=1.0, io_timeout=0.2)
+    fleet.join(tripwire.Breaker(name="exchange"))
+    deadline = time.monotonic() + 2
+    while len(held) < 2 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert len(held) >= 2, "both connections accepted"
+
+    other = tripwire.Breaker(name="other")
+    stop = threading.Event()
+    gaps: list[float] = []
+
+    def calls() -> None:
+        last = time.monotonic()
+        while not stop.is_set():
+            with other:
+                pass
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+            time.sleep(0.001)
+
+    caller = threading.Thread(target=calls)
+    caller.start()
+    time.sleep(0.05)
+    start = time.monotonic()
+    del fleet
+    took = time.monotonic() - start
+    time.sleep(0.05)
+    stop.set()
+    caller.join()
+    server.close()
+    for s in held:
+        s.close()
+    assert took <= 1.15, f"del fleet took {took:.3f} s"
+    # The drop ran without the GIL: the other thread's calls went on.
+    assert max(gaps) < 0.25, f"calls stalled {max(gaps):.3f} s while the fleet was dropped"

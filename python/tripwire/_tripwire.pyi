@@ -299,7 +299,11 @@ class StaleStats:
 
 @final
 class Fleet:
-    """A link from this process's named breakers to the other hosts of a fleet, through Redis."""
+    """A link from this process's named breakers to the other hosts of a fleet, through Redis.
+
+    Dropped (its last reference gone), it stops the link without the GIL,
+    within the longer of `connect_timeout` and `io_timeout`, plus 0.1 s.
+    """
 
     def __new__(
         cls,
