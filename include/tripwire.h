@@ -620,7 +620,7 @@ typedef struct tw_fleet_options {
      */
     uint64_t probe_timeout_ns;
     /**
-     * How far apart hosts' wall clocks may be (default 5 s).
+     * How old (or how far ahead of Redis's clock) a message may be (default 5 s).
      */
     uint64_t max_skew_ns;
     /**

@@ -39,7 +39,7 @@ pub struct tw_fleet_options {
     pub lease_lead_ns: u64,
     /// How long a probe may take before another host probes (default 10 s).
     pub probe_timeout_ns: u64,
-    /// How far apart hosts' wall clocks may be (default 5 s).
+    /// How old (or how far ahead of Redis's clock) a message may be (default 5 s).
     pub max_skew_ns: u64,
     /// How long opening a connection may take (default 500 ms).
     pub connect_timeout_ns: u64,

@@ -130,7 +130,7 @@ impl FleetConfig {
         self.probe_timeout
     }
 
-    /// How far apart hosts' wall clocks may be.
+    /// How old (or how far ahead) a message's stamp may be.
     pub fn max_skew(&self) -> Duration {
         self.max_skew
     }
@@ -224,10 +224,11 @@ impl FleetConfigBuilder {
         self
     }
 
-    /// How far apart hosts' wall clocks (and a message's time in transit)
-    /// may be (default 5 s): messages sent longer ago are stale, and
-    /// messages sent later than this ahead of this host's clock are from
-    /// the future; both are dropped.
+    /// How old a message may be (default 5 s): its time in transit and the
+    /// error of the hosts' readings of Redis's clock, on which messages are
+    /// stamped (hosts' own clocks need not agree). Messages stamped longer
+    /// ago are stale, and those stamped later than this ahead of this
+    /// host's reading are from the future; both are dropped.
     pub fn max_skew(mut self, d: Duration) -> Self {
         self.config.max_skew = d;
         self

@@ -14,6 +14,7 @@ use crate::layers::clock::MonotonicClock;
 use crate::layers::named::NamedBreaker;
 use crate::sync::{AtomicU32, Ordering};
 
+use super::clock::FleetClock;
 #[cfg(doc)]
 use super::config::FleetConfigBuilder;
 use super::config::{FleetConfig, FleetError, check_name};
@@ -37,6 +38,8 @@ pub(crate) struct Shared {
     /// This host's random id in the fleet's messages.
     pub(crate) id: u64,
     pub(crate) counters: Counters,
+    /// Redis's time, as this host reads it: the time of every stamp.
+    pub(crate) clock: FleetClock,
     pub(crate) members: RwLock<BTreeMap<Box<str>, Arc<Member>>>,
     publisher: OnceLock<Thread>,
     stop: AtomicU32,
@@ -133,6 +136,7 @@ impl Fleet {
             link,
             config,
             counters: Counters::default(),
+            clock: FleetClock::default(),
             members: RwLock::default(),
             publisher: OnceLock::new(),
             stop: AtomicU32::new(0),
@@ -211,7 +215,7 @@ impl Fleet {
         };
         let signal = Arc::new(Signal::new(publisher.clone()));
         let (breaker, joined_at) = make(signal.clone());
-        members.insert(Box::from(name), Arc::new(Member { breaker, signal, joined_at, polled }));
+        members.insert(Box::from(name), Arc::new(Member::new(breaker, signal, joined_at, polled)));
         drop(members);
         self.shared.wake_publisher();
         Ok(())

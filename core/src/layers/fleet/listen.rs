@@ -2,9 +2,9 @@
 //! message, and puts the fleet's states into the joined breakers.
 //!
 //! A message is taken only if it decodes, is signed with the fleet's key,
-//! was sent within the skew allowance, and carries a sequence number above
-//! its sender's last (see `replay`); anything else is counted by reason and
-//! dropped. Taken, an "opened" or "held" message holds the breaker of that
+//! was stamped after this subscription began and within the skew
+//! allowance, and carries a sequence number above its sender's last (see
+//! `replay`); anything else is counted by reason and dropped. Taken, an "opened" or "held" message holds the breaker of that
 //! name for the message's wait (the core's `open_for`, which never shortens
 //! a wait), and "closed" closes it if it is Open or Half-Open.
 //!
@@ -25,7 +25,7 @@ use super::counters::{Conn, Count, RejectReason};
 use super::handle::Shared;
 use super::message::{self, Kind};
 use super::publish::reconnect_backoff;
-use super::replay::{self, ReplayGuard, Unfresh};
+use super::replay::{ReplayGuard, Unfresh};
 
 /// How often a blocked read gives up to look at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
@@ -80,6 +80,9 @@ fn listen(
     guard: &mut ReplayGuard,
     backoff: &mut Backoff,
 ) -> RedisResult<()> {
+    // Redis's time before the subscription: no message stamped earlier can
+    // reach it but as a replay (see `clock`).
+    let subscribed_at = shared.clock.read(conn)?;
     connect::subscribe(conn, &shared.keys.channel)?;
     let mut ps = conn.as_pubsub();
     ps.set_read_timeout(Some(POLL))?;
@@ -92,7 +95,7 @@ fn listen(
         match ps.get_message() {
             Ok(msg) => {
                 heard = Instant::now();
-                receive(shared, guard, msg.get_payload_bytes());
+                receive(shared, guard, subscribed_at, msg.get_payload_bytes());
             }
             Err(e) if e.is_timeout() => {
                 if heard.elapsed() >= PING_EVERY {
@@ -112,8 +115,9 @@ fn listen(
     Ok(())
 }
 
-/// Checks one payload and puts what it says into the breaker it names.
-pub(crate) fn receive(shared: &Shared, guard: &mut ReplayGuard, payload: &[u8]) {
+/// Checks one payload, heard on a subscription that began at Redis time
+/// `subscribed_at` (ms), and puts what it says into the breaker it names.
+pub(crate) fn receive(shared: &Shared, guard: &mut ReplayGuard, subscribed_at: u64, payload: &[u8]) {
     let counters = &shared.counters;
     let msg = match message::decode(payload) {
         Ok(msg) => msg,
@@ -127,16 +131,27 @@ pub(crate) fn receive(shared: &Shared, guard: &mut ReplayGuard, payload: &[u8]) 
         return;
     }
     let skew = super::lease::ttl_ms(shared.config.max_skew);
-    if let Err(u) = guard.take(msg.sender, msg.seq, msg.sent_at_ms, replay::wall_ms(), skew) {
+    let now = shared.clock.now_ms();
+    if let Err(u) = guard.take(msg.sender, msg.seq, msg.sent_at_ms, (now, skew), subscribed_at) {
         let reason = match u {
             Unfresh::Stale => RejectReason::Stale,
             Unfresh::Future => RejectReason::Future,
             Unfresh::Replayed => RejectReason::Replayed,
+            Unfresh::Unheard => {
+                // Or a genuine message stamped just before the subscription
+                // and published just after: the state it carries is in its
+                // key, read again.
+                shared.request_resync();
+                RejectReason::Replayed
+            }
         };
         return counters.add(Count::Rejected(reason));
     }
     counters.add(Count::Received);
     let Some(m) = shared.member(msg.name) else { return };
+    if msg.kind != Kind::Lease {
+        m.saw(msg.sent_at_ms);
+    }
     let changed = match msg.kind {
         Kind::Opened | Kind::Held => m.apply_hold(msg.wait()),
         Kind::Closed => m.apply_close(),

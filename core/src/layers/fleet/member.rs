@@ -20,6 +20,9 @@
 //! be `Relaxed`; the pair keeps "flag seen, then state read" obvious.
 //! `applied` is `Relaxed`: the publisher compares it with a generation it
 //! read after, and a stale value only costs one redundant publication.
+//! `newest` is `Relaxed`: each link thread raises it (`fetch_max`) and
+//! reads it for itself; it orders nothing else, and a value a moment old
+//! lets through at most a state that raced the one it missed.
 
 use core::cell::Cell;
 use core::time::Duration;
@@ -231,9 +234,29 @@ pub(crate) struct Member {
     pub(crate) joined_at: u32,
     /// Whether it has no listener and is looked at on every turn instead.
     pub(crate) polled: bool,
+    /// The latest stamp of a state of this breaker that this host took from
+    /// the fleet or sent (see `replay`): a state kept in Redis stamped
+    /// earlier is a replay.
+    newest: AtomicU64,
 }
 
 impl Member {
+    pub(crate) fn new(breaker: Arc<dyn Joined>, signal: Arc<Signal>, joined_at: u32, polled: bool) -> Self {
+        Self { breaker, signal, joined_at, polled, newest: AtomicU64::new(0) }
+    }
+
+    /// A state of this breaker stamped `stamp_ms` was taken or sent.
+    pub(crate) fn saw(&self, stamp_ms: u64) {
+        // Relaxed: see the module's Orderings.
+        self.newest.fetch_max(stamp_ms, Ordering::Relaxed);
+    }
+
+    /// The latest stamp of a state of this breaker taken or sent.
+    pub(crate) fn newest(&self) -> u64 {
+        // Relaxed: see the module's Orderings.
+        self.newest.load(Ordering::Relaxed)
+    }
+
     /// Holds it open for `d` as the link: the transition is the fleet's,
     /// not news to publish.
     pub(crate) fn apply_hold(&self, d: Duration) -> Option<Transition> {

@@ -33,11 +33,16 @@
 //! # Clocks
 //! A receiver holds its breaker for the wait a message carries, from when
 //! it arrives: the time in transit (about a millisecond on a LAN) is added
-//! to the wait, never taken from it. Hosts' wall clocks serve only to
-//! refuse stale and replayed messages: they must agree within
-//! [`max_skew`](FleetConfigBuilder::max_skew) (5 s by default), which NTP
-//! does with room to spare.
+//! to the wait, never taken from it. Messages are stamped on Redis's clock
+//! (`TIME`, read by each host when it connects and every second), so
+//! hosts' own clocks need not agree: the stamps serve to refuse stale
+//! messages (older than [`max_skew`](FleetConfigBuilder::max_skew), 5 s
+//! by default) and replays, those of messages a host never saw included:
+//! a message stamped before a host's subscription began is refused there
+//! (the bound: one round trip to Redis, plus 1 ms). The link's ACL user
+//! needs `TIME` (in `@fast`).
 
+mod clock;
 mod config;
 mod connect;
 mod counters;

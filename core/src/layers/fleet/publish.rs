@@ -77,6 +77,8 @@ struct Publisher {
     retry_at: Instant,
     /// When the connection last carried a command.
     used_at: Instant,
+    /// When Redis's clock was last read (see `clock`).
+    clock_read_at: Instant,
     connected_once: bool,
     seq: u64,
     tracks: HashMap<Box<str>, Track>,
@@ -91,6 +93,7 @@ impl Publisher {
             backoff,
             retry_at: Instant::now(),
             used_at: Instant::now(),
+            clock_read_at: Instant::now(),
             connected_once: false,
             seq: 0,
             tracks: HashMap::new(),
@@ -105,7 +108,10 @@ impl Publisher {
         let resync_all = self.shared.take_resync();
         if self.conn.is_none() && now >= self.retry_at {
             self.connect(now);
-        } else if self.conn.is_some() && self.quiet(now) && self.ping().is_err() {
+        } else if self.conn.is_some()
+            && (self.quiet(now) || now.saturating_duration_since(self.clock_read_at) >= IDLE)
+            && self.ping().is_err()
+        {
             self.lost();
         }
         let mut wake = now + IDLE;
@@ -149,15 +155,24 @@ impl Publisher {
         now.saturating_duration_since(self.used_at) >= every
     }
 
+    /// Reads Redis's clock again, which pings the connection too.
     fn ping(&mut self) -> RedisResult<()> {
-        redis::cmd("PING").exec(self.conn()?)
+        let shared = Arc::clone(&self.shared);
+        shared.clock.read(self.conn()?)?;
+        self.clock_read_at = Instant::now();
+        Ok(())
     }
 
     /// Tries to connect.
     fn connect(&mut self, now: Instant) {
         let counters = &self.shared.counters;
-        match connect::open(&self.shared.link, &self.shared.config) {
+        // Stamps are read on Redis's clock: read before anything is sent.
+        let clock = &self.shared.clock;
+        match connect::open(&self.shared.link, &self.shared.config)
+            .and_then(|mut c| clock.read(&mut c).map(|_| c))
+        {
             Ok(c) => {
+                self.clock_read_at = Instant::now();
                 self.conn = Some(c);
                 self.backoff.reset();
                 if self.connected_once {
@@ -227,12 +242,12 @@ impl Publisher {
         }
     }
 
-    /// A signed message of this host.
-    fn message(&mut self, kind: Kind, wait: Duration, name: &str) -> Vec<u8> {
+    /// A signed message of this host, and its stamp.
+    fn message(&mut self, kind: Kind, wait: Duration, name: &str) -> (Vec<u8>, u64) {
         self.seq += 1;
-        let unsigned =
-            message::encode_unsigned(kind, self.shared.id, self.seq, replay::wall_ms(), wait, name);
-        self.shared.signer.sign(unsigned)
+        let stamp = self.shared.clock.now_ms();
+        let unsigned = message::encode_unsigned(kind, self.shared.id, self.seq, stamp, wait, name);
+        (self.shared.signer.sign(unsigned), stamp)
     }
 
     /// Publishes the breaker's state if it is news, and keeps its state
@@ -242,7 +257,7 @@ impl Publisher {
             return Ok(());
         };
         let name = m.breaker.name();
-        let bytes = self.message(kind, wait, name);
+        let (bytes, stamp) = self.message(kind, wait, name);
         let state_key = self.shared.keys.state(name);
         let mut pipe = redis::pipe();
         if kind == Kind::Closed {
@@ -253,6 +268,7 @@ impl Publisher {
         pipe.cmd("PUBLISH").arg(&self.shared.keys.channel).arg(&bytes).ignore();
         pipe.exec(self.conn()?)?;
         self.shared.counters.add(Count::Sent);
+        m.saw(stamp);
         t.published = generation;
         Ok(())
     }
@@ -285,7 +301,7 @@ impl Publisher {
         }
         t.asked = Some(generation);
         let ttl = left.saturating_add(probe_timeout);
-        let value = self.message(Kind::Lease, ttl, b.name());
+        let (value, _) = self.message(Kind::Lease, ttl, b.name());
         let previous = t.won.as_ref().map_or(&[][..], |(_, v)| v.as_slice());
         let key = self.shared.keys.lease(b.name());
         let reply: Value = redis::cmd("EVAL")
@@ -329,18 +345,18 @@ impl Publisher {
     /// probes on its own.
     fn obey_lease(&self, m: &Member, holder: &[u8], ttl: Duration) {
         let counters = &self.shared.counters;
-        let msg = match self.check_stored(holder, m.breaker.name(), Kind::Lease) {
+        let (sender, _, good_for) = match self.check_stored(holder, m.breaker.name(), Kind::Lease) {
             Ok(msg) => msg,
             Err(reason) => {
                 counters.add(Count::Rejected(reason));
                 return;
             }
         };
-        if msg.0 == self.shared.id {
+        if sender == self.shared.id {
             return;
         }
         let cfg = &self.shared.config;
-        let hold = lease::loser_hold(ttl.min(msg.1), cfg.lease_lead, cfg.probe_timeout);
+        let hold = lease::loser_hold(ttl.min(good_for), cfg.lease_lead, cfg.probe_timeout);
         counters.add(Count::LeaseLost);
         if m.apply_hold(hold).is_some() {
             counters.add(Count::Applied);
@@ -349,9 +365,14 @@ impl Publisher {
 
     /// Checks a value kept in Redis (a state key, a lease) for `name`, of
     /// `kind` (for a state key, opened or held): its shape, its signature,
-    /// and that it is still good. Returns its sender and how long it stays
-    /// good.
-    fn check_stored(&self, bytes: &[u8], name: &str, kind: Kind) -> Result<(u64, Duration), RejectReason> {
+    /// and that it is still good. Returns its sender, its stamp and how
+    /// long it stays good.
+    fn check_stored(
+        &self,
+        bytes: &[u8],
+        name: &str,
+        kind: Kind,
+    ) -> Result<(u64, u64, Duration), RejectReason> {
         let msg = message::decode(bytes).map_err(|_| RejectReason::Malformed)?;
         if !self.shared.signer.verify(msg.signed, msg.tag) {
             return Err(RejectReason::Signature);
@@ -368,11 +389,13 @@ impl Publisher {
         let skew = lease::ttl_ms(self.shared.config.max_skew);
         let wait_ms = msg.wait_us / 1000;
         let left =
-            replay::stored_left(msg.sent_at_ms, wait_ms, replay::wall_ms(), skew).map_err(|u| match u {
-                Unfresh::Future => RejectReason::Future,
-                Unfresh::Stale | Unfresh::Replayed => RejectReason::Stale,
+            replay::stored_left(msg.sent_at_ms, wait_ms, self.shared.clock.now_ms(), skew).map_err(|u| {
+                match u {
+                    Unfresh::Future => RejectReason::Future,
+                    Unfresh::Stale | Unfresh::Replayed | Unfresh::Unheard => RejectReason::Stale,
+                }
             })?;
-        Ok((msg.sender, Duration::from_millis(left)))
+        Ok((msg.sender, msg.sent_at_ms, Duration::from_millis(left)))
     }
 
     /// Reads the breaker's state key and lease, and puts what another
@@ -395,7 +418,14 @@ impl Publisher {
         let counters = &self.shared.counters;
         if let Some(bytes) = state {
             match self.check_stored(&bytes, name, Kind::Opened) {
-                Ok((sender, good_for)) if sender != self.shared.id => {
+                // Older than a state of this breaker this host took or
+                // sent (a close it heard, say): put back by someone
+                // without the key, a replay.
+                Ok((sender, stamp, _)) if sender != self.shared.id && stamp < m.newest() => {
+                    counters.add(Count::Rejected(RejectReason::Replayed));
+                }
+                Ok((sender, stamp, good_for)) if sender != self.shared.id => {
+                    m.saw(stamp);
                     let left = u64::try_from(state_ttl)
                         .map_or(good_for, |ms| good_for.min(Duration::from_millis(ms)));
                     // Known already, to the millisecond Redis rounds to? (The
