@@ -313,3 +313,45 @@ fn dropping_a_fleet_whose_server_never_answers_takes_at_most_its_timeouts() {
     assert!(took <= connect.max(io) + Duration::from_millis(150), "dropped in {took:?}");
     eprintln!("dropped in {took:?}");
 }
+
+#[test]
+fn an_idle_host_never_takes_the_probe_lease_from_a_busy_one() {
+    let Some(url) = redis_url("an_idle_host_never_takes_the_probe_lease_from_a_busy_one") else { return };
+    let ns = namespace("idle");
+    let probe_timeout = Duration::from_secs(1);
+    let (busy, idle) = (breaker(Duration::from_millis(300)), breaker(Duration::from_millis(300)));
+    let fbusy = host(FleetConfig::builder(&url, &ns, *KEY).probe_timeout(probe_timeout), &busy);
+    // The idle host asks first, if it asks at all: its lead is longer.
+    let fidle = host(
+        FleetConfig::builder(&url, &ns, *KEY)
+            .probe_timeout(probe_timeout)
+            .lease_lead(Duration::from_millis(250)),
+        &idle,
+    );
+    trip(&busy);
+    let tripped = Instant::now();
+    wait_for(Duration::from_secs(2), || idle.state() == State::Open).expect("the idle host held");
+    // Only the busy host has callers; its first probe succeeds.
+    let probe = loop {
+        if let Ok(t) = busy.try_acquire() {
+            assert!(t.is_probe());
+            busy.record(t, Outcome::Success);
+            break tripped.elapsed();
+        }
+        assert!(
+            tripped.elapsed() < Duration::from_secs(3),
+            "no probe: {:?} {:?}",
+            fbusy.snapshot(),
+            fidle.snapshot()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    // At the end of its cool-down, not after a lease taken by a host with
+    // nothing to probe with (its lead and probe timeout, 1.25 s, and more).
+    assert!(probe < Duration::from_millis(600), "probed after {probe:?}: {:?}", fidle.snapshot());
+    assert_eq!(fidle.snapshot().leases_won, 0, "{:?}", fidle.snapshot());
+    assert_eq!(fbusy.snapshot().leases_won, 1, "{:?}", fbusy.snapshot());
+    // The close reaches the idle host, however it waited meanwhile.
+    wait_for(Duration::from_secs(2), || idle.state() == State::Closed).expect("the idle host closed");
+    assert!(idle.try_acquire().is_ok());
+}

@@ -71,6 +71,8 @@ pub(crate) trait Joined: Send + Sync {
     fn open_left(&self) -> Option<(Duration, bool)>;
     /// Holds it open for `d` (never shortening a wait).
     fn hold(&self, d: Duration) -> Option<Transition>;
+    /// The calls it refused so far: whether it has callers, for the lease.
+    fn refused(&self) -> u64;
     /// Closes it if it is Open or Half-Open; an operator's forced-open or
     /// disabled state stays.
     fn close(&self) -> Option<Transition>;
@@ -100,6 +102,10 @@ impl<C: Clock + Send + Sync + 'static> Joined for NamedBreaker<C> {
 
     fn hold(&self, d: Duration) -> Option<Transition> {
         self.open_for(d)
+    }
+
+    fn refused(&self) -> u64 {
+        self.breaker().snapshot().rejected
     }
 
     fn close(&self) -> Option<Transition> {
@@ -160,6 +166,10 @@ impl<H: AsBreaker, C: Clock + Send + Sync + 'static> Joined for Core<H, C> {
 
     fn hold(&self, d: Duration) -> Option<Transition> {
         self.handle.as_breaker().open_for(d, &self.clock)
+    }
+
+    fn refused(&self) -> u64 {
+        self.handle.as_breaker().snapshot().rejected
     }
 
     fn close(&self) -> Option<Transition> {

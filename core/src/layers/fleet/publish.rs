@@ -50,6 +50,9 @@ struct Track {
     won: Option<(u32, Vec<u8>)>,
     /// The generation counted as dropped while unlinked, counted once.
     dropped: Option<u32>,
+    /// The breaker's refused calls when the link last looked at its lease:
+    /// more since means it has callers, a call to probe with.
+    refused_seen: u64,
 }
 
 impl Track {
@@ -57,7 +60,14 @@ impl Track {
     /// subscriber is up; if not, they will be once it is (every breaker's
     /// are, then), and reading them twice would count twice.
     fn new(m: &Member, subscribed: bool) -> Self {
-        Self { published: m.joined_at, resync: subscribed, asked: None, won: None, dropped: None }
+        Self {
+            published: m.joined_at,
+            resync: subscribed,
+            asked: None,
+            won: None,
+            dropped: None,
+            refused_seen: m.breaker.refused(),
+        }
     }
 }
 
@@ -299,7 +309,16 @@ impl Publisher {
         if left > lead {
             return Ok(Some(Instant::now() + (left - lead)));
         }
+        // Has it callers (refused since the link last looked)? An idle
+        // host that won the lease would probe with nothing, and hold every
+        // other host until the lease ends.
+        let refused = b.refused();
+        let idle = refused == t.refused_seen;
+        t.refused_seen = refused;
         t.asked = Some(generation);
+        if idle {
+            return self.stand_by(m);
+        }
         let ttl = left.saturating_add(probe_timeout);
         let (value, _) = self.message(Kind::Lease, ttl, b.name());
         let previous = t.won.as_ref().map_or(&[][..], |(_, v)| v.as_slice());
@@ -330,7 +349,7 @@ impl Publisher {
                 }
                 // A lease without a TTL is cut to the longest a host takes.
                 let ttl = u64::try_from(pttl).map_or(Duration::MAX, Duration::from_millis);
-                self.obey_lease(m, holder, ttl);
+                self.obey_lease(m, holder, ttl, true);
                 // The hold is a new generation, whose lease is asked for
                 // before it ends: schedule it.
                 Ok(Some(Instant::now()))
@@ -339,28 +358,54 @@ impl Publisher {
         }
     }
 
+    /// An idle breaker (no call refused since the link last looked) whose
+    /// wait is about to end: it asks for no lease, having no call to probe
+    /// with. It obeys another host's lease, if one is held; if none is, it
+    /// is held on for twice the lead and looked at again a lead before
+    /// that ends: by then a caller refused meanwhile makes it ask, or
+    /// another host has taken the lease.
+    fn stand_by(&mut self, m: &Member) -> RedisResult<Option<Instant>> {
+        let key = self.shared.keys.lease(m.breaker.name());
+        let (holder, pttl): (Option<Vec<u8>>, i64) =
+            redis::pipe().cmd("GET").arg(&key).cmd("PTTL").arg(&key).query(self.conn()?)?;
+        let obeyed = match holder {
+            Some(v) if pttl > 0 => self.obey_lease(m, &v, Duration::from_millis(pttl as u64), false),
+            _ => false,
+        };
+        if !obeyed {
+            // As the link: the hold is not news to the fleet.
+            let _ = m.apply_hold(self.shared.config.lease_lead.saturating_mul(2));
+        }
+        // A new generation, whose lease is looked at in time.
+        Ok(Some(Instant::now()))
+    }
+
     /// Another host holds `breaker`'s lease (its value `holder`, `ttl`
     /// left): hold the breaker until just after it ends, if the lease
-    /// checks. A lease that does not is counted and not obeyed: this host
-    /// probes on its own.
-    fn obey_lease(&self, m: &Member, holder: &[u8], ttl: Duration) {
+    /// checks, and return whether it does (counted as lost if this host
+    /// `asked` for it). A lease that does not is counted and not obeyed:
+    /// this host probes on its own.
+    fn obey_lease(&self, m: &Member, holder: &[u8], ttl: Duration, asked: bool) -> bool {
         let counters = &self.shared.counters;
         let (sender, _, good_for) = match self.check_stored(holder, m.breaker.name(), Kind::Lease) {
             Ok(msg) => msg,
             Err(reason) => {
                 counters.add(Count::Rejected(reason));
-                return;
+                return false;
             }
         };
         if sender == self.shared.id {
-            return;
+            return false;
         }
         let cfg = &self.shared.config;
         let hold = lease::loser_hold(ttl.min(good_for), cfg.lease_lead, cfg.probe_timeout);
-        counters.add(Count::LeaseLost);
+        if asked {
+            counters.add(Count::LeaseLost);
+        }
         if m.apply_hold(hold).is_some() {
             counters.add(Count::Applied);
         }
+        true
     }
 
     /// Checks a value kept in Redis (a state key, a lease) for `name`, of
@@ -446,7 +491,7 @@ impl Publisher {
         if let Some(bytes) = holder
             && lease_ttl > 0
         {
-            self.obey_lease(m, &bytes, Duration::from_millis(lease_ttl as u64));
+            self.obey_lease(m, &bytes, Duration::from_millis(lease_ttl as u64), true);
         }
         Ok(())
     }
