@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use redis::{Client, Connection, ErrorKind, IntoConnectionInfo, RedisError, RedisResult, Value};
 
+use super::clock::FleetClock;
 use super::config::{FleetConfig, FleetError};
 
 /// How to reach the configured server: a client that connects without a
@@ -50,8 +51,9 @@ pub(crate) fn link(config: &FleetConfig) -> Result<Link, FleetError> {
 }
 
 /// A logged-in connection, made within the connect timeout, whose every
-/// read and write then gives up after the I/O timeout.
-pub(crate) fn open(link: &Link, config: &FleetConfig) -> RedisResult<Connection> {
+/// read and write then gives up after the I/O timeout; and Redis's time,
+/// read on it last (see [`FleetClock::read`]).
+pub(crate) fn open(link: &Link, config: &FleetConfig, clock: &FleetClock) -> RedisResult<(Connection, u64)> {
     let deadline = Instant::now() + config.connect_timeout;
     let mut conn = link.client.get_connection_with_timeout(config.connect_timeout)?;
     if let Some(password) = &link.password {
@@ -70,10 +72,10 @@ pub(crate) fn open(link: &Link, config: &FleetConfig) -> RedisResult<Connection>
     // A connection that answers: without a log-in nothing has been sent
     // yet, and a TLS handshake (made on the first write) not tried.
     within(&conn, deadline)?;
-    redis::cmd("PING").exec(&mut conn)?;
+    let redis_ms = clock.read(&mut conn)?;
     conn.set_read_timeout(Some(config.io_timeout))?;
     conn.set_write_timeout(Some(config.io_timeout))?;
-    Ok(conn)
+    Ok((conn, redis_ms))
 }
 
 /// Gives the connection's next command what is left until `deadline`, or

@@ -37,7 +37,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
     let mut guard = ReplayGuard::default();
     let mut connected_once = false;
     while !shared.stopped() {
-        if let Ok(mut conn) = connect::open(&shared.link, &shared.config) {
+        if let Ok((mut conn, redis_ms)) = connect::open(&shared.link, &shared.config, &shared.clock) {
             if shared.stopped() {
                 return;
             }
@@ -45,7 +45,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 shared.counters.add(Count::Reconnect);
             }
             connected_once = true;
-            let subscribed = listen(&shared, &mut conn, &mut guard, &mut backoff);
+            let subscribed = listen(&shared, &mut conn, redis_ms, &mut guard, &mut backoff);
             shared.counters.set_up(Conn::Subscriber, false);
             // The server may be gone for the publisher too: it checks sooner
             // while this connection is down.
@@ -77,12 +77,13 @@ fn sleep_unless_stopped(shared: &Shared, d: Duration) {
 fn listen(
     shared: &Shared,
     conn: &mut Connection,
+    subscribed_at: u64,
     guard: &mut ReplayGuard,
     backoff: &mut Backoff,
 ) -> RedisResult<()> {
-    // Redis's time before the subscription: no message stamped earlier can
-    // reach it but as a replay (see `clock`).
-    let subscribed_at = shared.clock.read(conn)?;
+    // `subscribed_at`, Redis's time read last by `open`, is before the
+    // subscription: no message stamped earlier reaches it but as a replay
+    // (see `clock`).
     connect::subscribe(conn, &shared.keys.channel)?;
     let mut ps = conn.as_pubsub();
     ps.set_read_timeout(Some(POLL))?;

@@ -176,12 +176,9 @@ impl Publisher {
     /// Tries to connect.
     fn connect(&mut self, now: Instant) {
         let counters = &self.shared.counters;
-        // Stamps are read on Redis's clock: read before anything is sent.
-        let clock = &self.shared.clock;
-        match connect::open(&self.shared.link, &self.shared.config)
-            .and_then(|mut c| clock.read(&mut c).map(|_| c))
-        {
-            Ok(c) => {
+        // Stamps are read on Redis's clock: `open` reads it.
+        match connect::open(&self.shared.link, &self.shared.config, &self.shared.clock) {
+            Ok((c, _)) => {
                 self.clock_read_at = Instant::now();
                 self.conn = Some(c);
                 self.backoff.reset();
