@@ -10,7 +10,9 @@
 //! asks for none. It obeys another host's lease if one is held (as a loser
 //! does), or else is held on for twice the lead and looked at again, so
 //! that it never probes without a lease while the link is up; a caller
-//! refused meanwhile makes it ask next time. Asked, then:
+//! refused meanwhile makes it ask next time (each such hold is a
+//! transition, which a [`NamedBreaker`](crate::NamedBreaker)'s listeners
+//! hear, a lead apart). Asked, then:
 //! - **won**: nothing changes locally; when the wait ends, the next call is
 //!   the probe (the core's Half-Open admission, as on a lone host). Once the
 //!   probe's outcome moves the breaker (closed, or opened again), the new
