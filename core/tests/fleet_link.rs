@@ -355,3 +355,33 @@ fn an_idle_host_never_takes_the_probe_lease_from_a_busy_one() {
     wait_for(Duration::from_secs(2), || idle.state() == State::Closed).expect("the idle host closed");
     assert!(idle.try_acquire().is_ok());
 }
+
+#[test]
+fn a_capped_hold_read_again_from_its_key_is_taken_once() {
+    if redis_url("a_capped_hold_read_again_from_its_key_is_taken_once").is_none() {
+        return;
+    }
+    // A server of its own: the test kills every subscribed connection on it.
+    let redis = PrivateRedis::start(&[]);
+    let ns = namespace("capped-again");
+    let a = breaker(Duration::from_secs(1));
+    let config = BreakerConfig::builder()
+        .failure_threshold(1)
+        .open_timeout(Duration::from_secs(1))
+        .max_hold(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let b = Arc::new(NamedBreaker::new("exchange", config));
+    let _fa = host(FleetConfig::builder(redis.url(), &ns, *KEY), &a);
+    let fb = host(FleetConfig::builder(redis.url(), &ns, *KEY), &b);
+    a.open_for(Duration::from_secs(60));
+    wait_for(Duration::from_secs(2), || fb.snapshot().applied == 1).expect("b held");
+    // b reconnects and reads the key again: the same hold, cut to 5 s here.
+    let mut raw = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
+    let _: () = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("pubsub").query(&mut raw).unwrap();
+    wait_for(Duration::from_secs(3), || fb.snapshot().reconnects >= 1 && fb.wait_linked(Duration::ZERO))
+        .unwrap_or_else(|| panic!("b back: {:?}", fb.snapshot()));
+    std::thread::sleep(Duration::from_millis(200));
+    let s = fb.snapshot();
+    assert_eq!((s.received, s.applied, b.snapshot().capped_holds), (1, 1, 1), "{s:?}");
+}

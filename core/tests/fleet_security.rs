@@ -244,3 +244,33 @@ fn a_stored_state_older_than_a_close_this_host_saw_is_refused_on_resync() {
     assert_eq!(b.state(), State::Closed, "{:?}", fb.snapshot());
     assert_eq!(fb.snapshot().applied, 2, "the hold and the close only: {:?}", fb.snapshot());
 }
+
+#[test]
+fn a_refused_key_read_again_is_counted_once() {
+    if redis_url("a_refused_key_read_again_is_counted_once").is_none() {
+        return;
+    }
+    // A server of its own: the test kills every subscribed connection on it.
+    let redis = PrivateRedis::start(&[]);
+    let ns = namespace("refused-again");
+    let mut raw = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
+    let (state_key, lease_key) =
+        (format!("tripwire:fleet:{ns}:state:exchange"), format!("tripwire:fleet:{ns}:lease:exchange"));
+    let stale = message((KEY, &ns), OPENED, 7, 1, now_ms() - 3_600_000, Duration::from_secs(10), "exchange");
+    let _: () = raw.pset_ex(&state_key, stale, 60_000).unwrap();
+    let _: () = raw.pset_ex(&lease_key, b"mine, all mine", 60_000).unwrap();
+    let b = breaker(Duration::from_secs(5));
+    let fleet = host(&redis.url(), &ns, &b);
+    wait_for(Duration::from_secs(2), || fleet.snapshot().rejected_total() >= 2).expect("both keys refused");
+    // Reconnected, the link reads both keys again: the same values, refused
+    // and counted once.
+    let _: () = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("pubsub").query(&mut raw).unwrap();
+    wait_for(Duration::from_secs(3), || {
+        fleet.snapshot().reconnects >= 1 && fleet.wait_linked(Duration::ZERO)
+    })
+    .unwrap_or_else(|| panic!("back: {:?}", fleet.snapshot()));
+    std::thread::sleep(Duration::from_millis(200));
+    let s = fleet.snapshot();
+    assert_eq!((s.rejected(RejectReason::Stale), s.rejected(RejectReason::Malformed)), (1, 1), "{s:?}");
+    assert_eq!(b.state(), State::Closed);
+}

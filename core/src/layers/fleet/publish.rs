@@ -53,6 +53,10 @@ struct Track {
     /// The breaker's refused calls when the link last looked at its lease:
     /// more since means it has callers, a call to probe with.
     refused_seen: u64,
+    /// The values of its state key and lease last refused by a resync: read
+    /// again (the keys are read at the join, once subscribed, after every
+    /// reconnection), one is not counted again.
+    refused_stored: [Option<Vec<u8>>; 2],
 }
 
 impl Track {
@@ -67,6 +71,7 @@ impl Track {
             won: None,
             dropped: None,
             refused_seen: m.breaker.refused(),
+            refused_stored: [None, None],
         }
     }
 }
@@ -221,7 +226,7 @@ impl Publisher {
             return Ok(None);
         }
         if t.resync {
-            self.resync(m)?;
+            self.resync(m, t)?;
             t.resync = false;
         }
         if looked_at || m.signal.take_dirty() {
@@ -314,7 +319,7 @@ impl Publisher {
         t.refused_seen = refused;
         t.asked = Some(generation);
         if idle {
-            return self.stand_by(m);
+            return self.stand_by(m, generation);
         }
         let ttl = left.saturating_add(probe_timeout);
         let (value, _) = self.message(Kind::Lease, ttl, b.name());
@@ -346,7 +351,7 @@ impl Publisher {
                 }
                 // A lease without a TTL is cut to the longest a host takes.
                 let ttl = u64::try_from(pttl).map_or(Duration::MAX, Duration::from_millis);
-                self.obey_lease(m, holder, ttl, true);
+                self.obey_lease(m, holder, ttl, true, Some(generation));
                 // The hold is a new generation, whose lease is asked for
                 // before it ends: schedule it.
                 Ok(Some(Instant::now()))
@@ -361,15 +366,18 @@ impl Publisher {
     /// is held on for twice the lead and looked at again a lead before
     /// that ends: by then a caller refused meanwhile makes it ask, or
     /// another host has taken the lease.
-    fn stand_by(&mut self, m: &Member) -> RedisResult<Option<Instant>> {
+    fn stand_by(&mut self, m: &Member, generation: u32) -> RedisResult<Option<Instant>> {
         let key = self.shared.keys.lease(m.breaker.name());
         let (holder, pttl): (Option<Vec<u8>>, i64) =
             redis::pipe().cmd("GET").arg(&key).cmd("PTTL").arg(&key).query(self.conn()?)?;
+        let ttl = Duration::from_millis(u64::try_from(pttl).unwrap_or(0));
         let obeyed = match holder {
-            Some(v) if pttl > 0 => self.obey_lease(m, &v, Duration::from_millis(pttl as u64), false),
+            Some(v) if pttl > 0 => self.obey_lease(m, &v, ttl, false, Some(generation)),
             _ => false,
         };
-        if !obeyed {
+        // Moved on while Redis answered (the prober's close came in)? Then
+        // a hold would open it again, with no close to come.
+        if !obeyed && m.breaker.generation() == generation {
             // As the link: the hold is not news to the fleet.
             let _ = m.apply_hold(self.shared.config.lease_lead.saturating_mul(2));
         }
@@ -381,8 +389,17 @@ impl Publisher {
     /// left): hold the breaker until just after it ends, if the lease
     /// checks, and return whether it does (counted as lost if this host
     /// `asked` for it). A lease that does not is counted and not obeyed:
-    /// this host probes on its own.
-    fn obey_lease(&self, m: &Member, holder: &[u8], ttl: Duration, asked: bool) -> bool {
+    /// this host probes on its own. A breaker no longer in the generation
+    /// `looked_in` it was looked at in (a close or a new trip came in while
+    /// Redis answered) is left as it is, and the lease taken as obeyed.
+    fn obey_lease(
+        &self,
+        m: &Member,
+        holder: &[u8],
+        ttl: Duration,
+        asked: bool,
+        looked_in: Option<u32>,
+    ) -> bool {
         let counters = &self.shared.counters;
         let (sender, _, good_for) = match self.check_stored(holder, m.breaker.name(), Kind::Lease) {
             Ok(msg) => msg,
@@ -398,6 +415,9 @@ impl Publisher {
         let hold = lease::loser_hold(ttl.min(good_for), cfg.lease_lead, cfg.probe_timeout);
         if asked {
             counters.add(Count::LeaseLost);
+        }
+        if looked_in.is_some_and(|g| m.breaker.generation() != g) {
+            return true;
         }
         if m.apply_hold(hold).is_some() {
             counters.add(Count::Applied);
@@ -443,7 +463,7 @@ impl Publisher {
     /// Reads the breaker's state key and lease, and puts what another
     /// host wrote there into it: an open or a hold in progress, a probe
     /// under way elsewhere.
-    fn resync(&mut self, m: &Member) -> RedisResult<()> {
+    fn resync(&mut self, m: &Member, t: &mut Track) -> RedisResult<()> {
         let name = m.breaker.name();
         let (state_key, lease_key) = (self.shared.keys.state(name), self.shared.keys.lease(name));
         let (state, state_ttl, holder, lease_ttl): (Option<Vec<u8>>, i64, Option<Vec<u8>>, i64) =
@@ -458,22 +478,27 @@ impl Publisher {
                 .arg(&lease_key)
                 .query(self.conn()?)?;
         let counters = &self.shared.counters;
-        if let Some(bytes) = state {
+        let [refused_state, refused_lease] = &mut t.refused_stored;
+        if let Some(bytes) = state.filter(|b| refused_state.as_ref() != Some(b)) {
             match self.check_stored(&bytes, name, Kind::Opened) {
                 // Older than a state of this breaker this host took or
                 // sent (a close it heard, say): put back by someone
                 // without the key, a replay.
                 Ok((sender, stamp, _)) if sender != self.shared.id && stamp < m.newest() => {
                     counters.add(Count::Rejected(RejectReason::Replayed));
+                    *refused_state = Some(bytes);
                 }
                 Ok((sender, stamp, good_for)) if sender != self.shared.id => {
-                    m.saw(stamp);
                     let left = u64::try_from(state_ttl)
                         .map_or(good_for, |ms| good_for.min(Duration::from_millis(ms)));
-                    // Known already, to the millisecond Redis rounds to? (The
-                    // keys are read at the join and again once subscribed.)
-                    let known =
-                        m.breaker.open_left().is_some_and(|(l, _)| l + Duration::from_millis(1) >= left);
+                    // Known already: this very state taken (from the channel,
+                    // or at the join's read: the keys are read at the join and
+                    // again once subscribed), or its wait in place to the
+                    // millisecond Redis rounds to? A wait cut by the local
+                    // `max_hold` is shorter, and taken all the same.
+                    let known = stamp == m.newest()
+                        || m.breaker.open_left().is_some_and(|(l, _)| l + Duration::from_millis(1) >= left);
+                    m.saw(stamp);
                     if !known {
                         counters.add(Count::Received);
                         if m.apply_hold(left).is_some() {
@@ -482,13 +507,19 @@ impl Publisher {
                     }
                 }
                 Ok(_) => {}
-                Err(reason) => counters.add(Count::Rejected(reason)),
+                Err(reason) => {
+                    counters.add(Count::Rejected(reason));
+                    *refused_state = Some(bytes);
+                }
             }
         }
-        if let Some(bytes) = holder
+        if let Some(bytes) = holder.filter(|b| refused_lease.as_ref() != Some(b))
             && lease_ttl > 0
         {
-            self.obey_lease(m, &bytes, Duration::from_millis(lease_ttl as u64), true);
+            if self.check_stored(&bytes, name, Kind::Lease).is_err() {
+                *refused_lease = Some(bytes.clone());
+            }
+            self.obey_lease(m, &bytes, Duration::from_millis(lease_ttl as u64), true, None);
         }
         Ok(())
     }
