@@ -52,30 +52,88 @@ pub(crate) fn link(config: &FleetConfig) -> Result<Link, FleetError> {
 
 /// A logged-in connection, made within the connect timeout, whose every
 /// read and write then gives up after the I/O timeout; and Redis's time,
-/// read on it last (see [`FleetClock::read`]).
-pub(crate) fn open(link: &Link, config: &FleetConfig, clock: &FleetClock) -> RedisResult<(Connection, u64)> {
+/// read on it last (see [`FleetClock::read`]). Failed, the step that
+/// failed and the server's or the system's reason, in words (`AUTH
+/// failed: WRONGPASS ...`, `SELECT 99: ...`, `TLS handshake: ...`): the
+/// link's last error. No password is ever in it.
+pub(crate) fn open(
+    link: &Link,
+    config: &FleetConfig,
+    clock: &FleetClock,
+) -> Result<(Connection, u64), String> {
     let deadline = Instant::now() + config.connect_timeout;
-    let mut conn = link.client.get_connection_with_timeout(config.connect_timeout)?;
+    let mut conn =
+        link.client.get_connection_with_timeout(config.connect_timeout).map_err(why("connect", false))?;
+    let tls = matches!(link.client.get_connection_info().addr(), redis::ConnectionAddr::TcpTls { .. });
+    // The first command makes the TLS handshake: an I/O error in it is
+    // the handshake's.
+    let mut handshake = tls;
     if let Some(password) = &link.password {
         let mut auth = redis::cmd("AUTH");
         if let Some(user) = &link.username {
             auth.arg(user);
         }
         auth.arg(password);
-        within(&conn, deadline)?;
-        auth.exec(&mut conn)?;
+        within(&conn, deadline).map_err(why("AUTH", false))?;
+        auth.exec(&mut conn).map_err(why("AUTH failed", handshake))?;
+        handshake = false;
     }
     if link.db != 0 {
-        within(&conn, deadline)?;
-        redis::cmd("SELECT").arg(link.db).exec(&mut conn)?;
+        let step = std::format!("SELECT {}", link.db);
+        within(&conn, deadline).map_err(why(&step, false))?;
+        redis::cmd("SELECT").arg(link.db).exec(&mut conn).map_err(why(&step, handshake))?;
+        handshake = false;
     }
     // A connection that answers: without a log-in nothing has been sent
     // yet, and a TLS handshake (made on the first write) not tried.
-    within(&conn, deadline)?;
-    let redis_ms = clock.read(&mut conn)?;
-    conn.set_read_timeout(Some(config.io_timeout))?;
-    conn.set_write_timeout(Some(config.io_timeout))?;
+    within(&conn, deadline).map_err(why("TIME", false))?;
+    let redis_ms = clock.read(&mut conn).map_err(why("TIME", handshake))?;
+    conn.set_read_timeout(Some(config.io_timeout)).map_err(why("TIME", false))?;
+    conn.set_write_timeout(Some(config.io_timeout)).map_err(why("TIME", false))?;
     Ok((conn, redis_ms))
+}
+
+/// Words for an error of `step`: `"{step}: {error}"`; for an I/O error of
+/// a command that makes the TLS handshake (`handshake`), or a TLS error
+/// in any, `"TLS handshake: {error}"`. A timeout says so: the system's
+/// words for it are "Resource temporarily unavailable".
+fn why(step: &str, handshake: bool) -> impl Fn(RedisError) -> String + '_ {
+    move |e| {
+        #[cfg(feature = "fleet-tls")]
+        if let Some(tls) = tls_error(&e) {
+            return std::format!("TLS handshake: {tls}");
+        }
+        let words = if e.is_timeout() {
+            std::format!("no answer within the connect timeout ({e})")
+        } else {
+            e.to_string()
+        };
+        if handshake && e.is_io_error() {
+            return std::format!("TLS handshake: {words}: is the server TLS on this port?");
+        }
+        std::format!("{step}: {words}")
+    }
+}
+
+/// The TLS error under a Redis error, if it is one: an I/O error that
+/// carries a rustls error, or one the handshake ended with before any TLS
+/// record came (a plain server answering in plain text).
+#[cfg(feature = "fleet-tls")]
+fn tls_error(e: &RedisError) -> Option<std::string::String> {
+    let mut source = core::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(tls) = s.downcast_ref::<rustls::Error>() {
+            return Some(tls.to_string());
+        }
+        // An I/O error's `source` skips the error it carries: look at it.
+        if let Some(tls) = s.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref)
+            && let Some(tls) = tls.downcast_ref::<rustls::Error>()
+        {
+            return Some(tls.to_string());
+        }
+        source = s.source();
+    }
+    None
 }
 
 /// Gives the connection's next command what is left until `deadline`, or

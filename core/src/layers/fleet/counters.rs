@@ -91,6 +91,10 @@ pub struct FleetSnapshot {
     pub leases_lost: u64,
     /// Connections made again after one was lost or failed to open.
     pub reconnects: u64,
+    /// Attempts to connect that failed (refused, timed out, a log-in,
+    /// `SELECT` or TLS handshake refused), by either connection:
+    /// [`Fleet::last_error`](super::Fleet::last_error) says why.
+    pub connect_failures: u64,
     /// Whether the publishing connection is up (1) or not (0).
     pub publisher_up: u64,
     /// Whether the subscribed connection is up (1) or not (0).
@@ -129,6 +133,7 @@ pub(crate) struct Counters {
     leases_won: AtomicU64,
     leases_lost: AtomicU64,
     reconnects: AtomicU64,
+    connect_failures: AtomicU64,
     publisher_up: AtomicU64,
     subscriber_up: AtomicU64,
 }
@@ -144,13 +149,24 @@ pub(crate) enum Count {
     LeaseWon,
     LeaseLost,
     Reconnect,
+    ConnectFailed,
 }
 
 /// One of the link's two connections.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Conn {
-    Publisher,
-    Subscriber,
+    Publisher = 0,
+    Subscriber = 1,
+}
+
+impl Conn {
+    /// The connection's name in the link's last error.
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            Self::Publisher => "publisher",
+            Self::Subscriber => "subscriber",
+        }
+    }
 }
 
 impl Counters {
@@ -164,6 +180,7 @@ impl Counters {
             Count::LeaseWon => &self.leases_won,
             Count::LeaseLost => &self.leases_lost,
             Count::Reconnect => &self.reconnects,
+            Count::ConnectFailed => &self.connect_failures,
         }
     }
 
@@ -203,6 +220,7 @@ impl Counters {
             leases_won: get(&self.leases_won),
             leases_lost: get(&self.leases_lost),
             reconnects: get(&self.reconnects),
+            connect_failures: get(&self.connect_failures),
             publisher_up: get(&self.publisher_up),
             subscriber_up: get(&self.subscriber_up),
         }

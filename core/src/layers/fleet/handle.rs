@@ -18,7 +18,8 @@ use super::clock::FleetClock;
 #[cfg(doc)]
 use super::config::FleetConfigBuilder;
 use super::config::{FleetConfig, FleetError, check_name};
-use super::counters::{Counters, FleetSnapshot, LinkState};
+use super::counters::{Conn, Count, Counters, FleetSnapshot, LinkState};
+use super::fault::LastError;
 use super::keys::Keys;
 use super::member::{AsBreaker, Core, Joined, Member, Signal};
 use super::sign::Signer;
@@ -38,6 +39,8 @@ pub(crate) struct Shared {
     /// This host's random id in the fleet's messages.
     pub(crate) id: u64,
     pub(crate) counters: Counters,
+    /// Why the link last failed.
+    pub(crate) last_error: LastError,
     /// Redis's time, as this host reads it: the time of every stamp.
     pub(crate) clock: FleetClock,
     pub(crate) members: RwLock<BTreeMap<Box<str>, Arc<Member>>>,
@@ -70,6 +73,25 @@ impl Shared {
         if let Some(t) = self.publisher.get() {
             t.unpark();
         }
+    }
+
+    /// `conn` could not be made: counted, and `why` (from
+    /// [`connect::open`]) made the last error.
+    pub(crate) fn connect_failed(&self, conn: Conn, why: &str) {
+        self.counters.add(Count::ConnectFailed);
+        self.last_error.set(&self.config.namespace, conn, why);
+    }
+
+    /// `conn` failed while up, and is dropped: `e` made the last error.
+    pub(crate) fn conn_dropped(&self, conn: Conn, e: &redis::RedisError) {
+        let why = std::format!("connection dropped: {e}");
+        self.last_error.set(&self.config.namespace, conn, &why);
+    }
+
+    /// `conn` is up: marked so, and its next error is logged.
+    pub(crate) fn conn_up(&self, conn: Conn) {
+        self.counters.set_up(conn, true);
+        self.last_error.connected(conn);
     }
 
     /// The joined breakers, copied out of the lock.
@@ -136,6 +158,7 @@ impl Fleet {
             link,
             config,
             counters: Counters::default(),
+            last_error: LastError::default(),
             clock: FleetClock::default(),
             members: RwLock::default(),
             publisher: OnceLock::new(),
@@ -224,6 +247,21 @@ impl Fleet {
     /// The link's counters now.
     pub fn snapshot(&self) -> FleetSnapshot {
         self.shared.counters.snapshot()
+    }
+
+    /// Why the link last failed, if it ever did: a connection that could
+    /// not be made (`"subscriber: AUTH failed: WRONGPASS ..."`,
+    /// `"publisher: SELECT 99: ..."`, `"publisher: TLS handshake: ..."`), one
+    /// that was dropped, or messages that keep failing the signature check
+    /// (`"3 messages with a bad signature: is the key the same on every
+    /// host?"`). The text stays once the link is up again:
+    /// [`link_state`](Self::link_state) says whether it is, and
+    /// [`FleetSnapshot::connect_failures`] how often connecting failed.
+    /// Each is logged with `tracing` as a `warn` at the `tripwire` target
+    /// (feature `tracing`), once for each new reason of each connection,
+    /// not once per attempt.
+    pub fn last_error(&self) -> Option<String> {
+        self.shared.last_error.get()
     }
 
     /// Whether the link is up now.

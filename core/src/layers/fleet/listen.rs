@@ -37,23 +37,29 @@ pub(crate) fn run(shared: Arc<Shared>) {
     let mut guard = ReplayGuard::default();
     let mut connected_once = false;
     while !shared.stopped() {
-        if let Ok((mut conn, redis_ms)) = connect::open(&shared.link, &shared.config, &shared.clock) {
-            if shared.stopped() {
-                return;
+        match connect::open(&shared.link, &shared.config, &shared.clock) {
+            Ok((mut conn, redis_ms)) => {
+                if shared.stopped() {
+                    return;
+                }
+                if connected_once {
+                    shared.counters.add(Count::Reconnect);
+                }
+                connected_once = true;
+                let subscribed = listen(&shared, &mut conn, redis_ms, &mut guard, &mut backoff);
+                shared.counters.set_up(Conn::Subscriber, false);
+                // The server may be gone for the publisher too: it checks
+                // sooner while this connection is down.
+                shared.wake_publisher();
+                match subscribed {
+                    // Stopped.
+                    Ok(()) => return,
+                    Err(e) => shared.conn_dropped(Conn::Subscriber, &e),
+                }
             }
-            if connected_once {
-                shared.counters.add(Count::Reconnect);
-            }
-            connected_once = true;
-            let subscribed = listen(&shared, &mut conn, redis_ms, &mut guard, &mut backoff);
-            shared.counters.set_up(Conn::Subscriber, false);
-            // The server may be gone for the publisher too: it checks sooner
-            // while this connection is down.
-            shared.wake_publisher();
-            if subscribed.is_ok() {
-                // Stopped.
-                return;
-            }
+            // Stopped while connecting: the error is the drop's doing.
+            Err(_) if shared.stopped() => return,
+            Err(why) => shared.connect_failed(Conn::Subscriber, &why),
         }
         sleep_unless_stopped(&shared, backoff.next_delay());
     }
@@ -87,7 +93,7 @@ fn listen(
     connect::subscribe(conn, &shared.keys.channel)?;
     let mut ps = conn.as_pubsub();
     ps.set_read_timeout(Some(POLL))?;
-    shared.counters.set_up(Conn::Subscriber, true);
+    shared.conn_up(Conn::Subscriber);
     backoff.reset();
     // Messages sent while this host was not subscribed are in the keys.
     shared.request_resync();

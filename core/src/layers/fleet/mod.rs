@@ -21,6 +21,11 @@
 //! - **Faults**: every command is bounded by a timeout and runs on the
 //!   link's threads; a failed connection is made again with backoff and the
 //!   keys read again. While unlinked, each host is a plain local breaker.
+//!   Why the link last failed is in words in [`Fleet::last_error`] (a
+//!   refused `AUTH` or `SELECT`, a TLS handshake, a port nothing listens
+//!   on), logged with `tracing` (feature `tracing`), and failed attempts
+//!   are counted ([`FleetSnapshot::connect_failures`]): a misconfigured
+//!   link is never silent.
 //! - **Security**: AUTH and ACL user and password, TLS (feature
 //!   `fleet-tls`); every message and lease is signed with HMAC-SHA256 over
 //!   a shared key; malformed, unsigned, stale, replayed and future messages
@@ -46,6 +51,7 @@ mod clock;
 mod config;
 mod connect;
 mod counters;
+mod fault;
 mod handle;
 mod keys;
 mod lease;

@@ -125,9 +125,9 @@ impl Publisher {
             self.connect(now);
         } else if self.conn.is_some()
             && (self.quiet(now) || now.saturating_duration_since(self.clock_read_at) >= IDLE)
-            && self.ping().is_err()
+            && let Err(e) = self.ping()
         {
-            self.lost();
+            self.lost(&e);
         }
         let mut wake = now + IDLE;
         if self.conn.is_none() {
@@ -155,7 +155,7 @@ impl Publisher {
             match self.step(&m, track) {
                 Ok(Some(at)) => wake = wake.min(at),
                 Ok(None) => {}
-                Err(_) => self.lost(),
+                Err(e) => self.lost(&e),
             }
         }
         self.tracks = tracks;
@@ -191,20 +191,30 @@ impl Publisher {
                     counters.add(Count::Reconnect);
                 }
                 self.connected_once = true;
-                counters.set_up(Conn::Publisher, true);
+                self.shared.conn_up(Conn::Publisher);
                 // Whatever moved while the link was down goes out now.
                 for m in self.shared.members() {
                     m.signal.mark_dirty();
                 }
             }
-            Err(_) => self.retry_at = now + self.backoff.next_delay(),
+            Err(why) => {
+                // Stopped while connecting: the error is the drop's doing.
+                if !self.shared.stopped() {
+                    self.shared.connect_failed(Conn::Publisher, &why);
+                }
+                self.retry_at = now + self.backoff.next_delay();
+            }
         }
     }
 
-    /// The connection failed: drop it, and try again after a backoff.
-    fn lost(&mut self) {
+    /// The connection failed with `e`: drop it, and try again after a
+    /// backoff.
+    fn lost(&mut self, e: &redis::RedisError) {
         if self.conn.take().is_some() {
             self.shared.counters.set_up(Conn::Publisher, false);
+            if !self.shared.stopped() {
+                self.shared.conn_dropped(Conn::Publisher, e);
+            }
         }
         self.retry_at = Instant::now() + self.backoff.next_delay();
     }
