@@ -368,6 +368,80 @@ pub unsafe extern "C" fn tw_fleet_snapshot(fleet: *const tw_fleet, out: *mut tw_
     })
 }
 
+/// Writes why the link last failed to `buf`, as `snprintf` does: at most
+/// `cap` bytes, the UTF-8 text cut (at a character boundary) to fit
+/// `cap - 1` bytes if longer, always followed by a NUL when `cap` > 0;
+/// `*len` gets the text's whole length (without the NUL), so `*len >= cap`
+/// means it was cut. Until the link fails the text is empty (`*len` = 0).
+///
+/// The text is the Rust `Fleet::last_error`: the connection, the step and
+/// the reason (`"subscriber: AUTH failed: WRONGPASS ..."`, `"publisher:
+/// SELECT 99: ... DB index is out of range"`, `"publisher: connect:
+/// Connection refused (os error 111)"`), a connection dropped, or messages
+/// that keep failing the signature check. It stays once the link is up
+/// again (`tw_fleet_snapshot` says whether it is); the password is never in
+/// it. `tw_fleet_connect_failures` counts the failed attempts.
+///
+/// `buf` may be NULL only when `cap` is 0 (to ask for the length); `fleet`
+/// and `len` must not be NULL. Allocates (a copy of the text). Thread-safe.
+///
+/// # Safety
+/// `fleet` is NULL or a live handle; `buf` is NULL or points to `cap`
+/// writable bytes; `len` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_fleet_last_error(
+    fleet: *const tw_fleet,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+) -> tw_status {
+    const F: &str = "tw_fleet_last_error";
+    ffi_body!(F; {
+        let (fleet, len) = (arg!(F, fleet), arg!(F, len));
+        if cap > 0 && buf.is_null() {
+            return fail(tw_status::NullArgument, format_args!("{F}: `buf` is NULL and `cap` = {cap}, not 0"));
+        }
+        // SAFETY: non-null (checked) and live (the caller's guarantee).
+        let text = unsafe { fleet_ref(fleet) }.last_error().unwrap_or_default();
+        if cap > 0 {
+            let mut n = text.len().min(cap - 1);
+            while !text.is_char_boundary(n) {
+                n -= 1;
+            }
+            // SAFETY:
+            // - `buf` is non-null (checked) with `cap` > `n` writable bytes
+            //   (the caller's guarantee); `text` is a distinct allocation.
+            unsafe {
+                core::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n);
+                buf.add(n).write(0);
+            }
+        }
+        // SAFETY: non-null (checked), writable (the caller's guarantee).
+        unsafe { len.write(text.len()) };
+        tw_status::Ok
+    })
+}
+
+/// Writes to `*out` how many attempts to connect have failed, by either
+/// of the link's connections (refused, timed out, a log-in or `SELECT`
+/// refused): `tw_fleet_last_error` says why. Neither pointer may be NULL.
+/// Thread-safe.
+///
+/// # Safety
+/// `fleet` is NULL or a live handle; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_fleet_connect_failures(fleet: *const tw_fleet, out: *mut u64) -> tw_status {
+    const F: &str = "tw_fleet_connect_failures";
+    ffi_body!(F; {
+        let (fleet, out) = (arg!(F, fleet), arg!(F, out));
+        // SAFETY: non-null (checked) and live (the caller's guarantee).
+        let n = unsafe { fleet_ref(fleet) }.snapshot().connect_failures;
+        // SAFETY: non-null (checked) and writable (the caller's guarantee).
+        unsafe { out.write(n) };
+        tw_status::Ok
+    })
+}
+
 /// Stops the link's threads and frees the fleet; the joined breakers go on
 /// as plain local breakers. Returns within the longer of
 /// `options.connect_timeout_ns` and `options.io_timeout_ns` (500 ms each by
