@@ -127,6 +127,14 @@ impl Fleet {
         self.inner.link_state().as_str()
     }
 
+    /// Why the link last failed, or None: the connection, the step and the
+    /// reason ("subscriber: AUTH failed: WRONGPASS ..."), the Rust
+    /// `Fleet::last_error`.
+    #[getter]
+    fn last_error(&self) -> Option<String> {
+        self.inner.last_error()
+    }
+
     /// Waits (without the GIL) until the link is up, at most `timeout`
     /// seconds; returns whether it is.
     fn wait_linked(&self, py: Python<'_>, timeout: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -135,7 +143,8 @@ impl Fleet {
     }
 
     /// The link's counters: sent, received, dropped, applied, leases_won,
-    /// leases_lost, reconnects, and `rejected_<reason>` for each reason.
+    /// leases_lost, reconnects, connect_failures, and `rejected_<reason>`
+    /// for each reason.
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.inner.snapshot();
         let d = PyDict::new(py);
@@ -147,6 +156,7 @@ impl Fleet {
             ("leases_won", s.leases_won),
             ("leases_lost", s.leases_lost),
             ("reconnects", s.reconnects),
+            ("connect_failures", s.connect_failures),
         ] {
             d.set_item(k, v)?;
         }

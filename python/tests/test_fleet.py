@@ -7,6 +7,7 @@ the tests that link are skipped, saying so, without it.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -94,6 +95,63 @@ def test_bad_settings_are_value_and_type_errors() -> None:
         tripwire.Fleet("redis://127.0.0.1:1", "ns", 42)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         tripwire.Fleet("redis://127.0.0.1:1", "ns", KEY, probe_timeout=-1.0)
+
+
+def says_why(fleet: tripwire.Fleet, *words: str) -> str:
+    """Waits (at most 3 s) for a last error holding `words` and a failed attempt."""
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        why = fleet.last_error
+        failed = fleet.snapshot()["connect_failures"]
+        if why is not None and all(w in why for w in words) and failed >= 1:
+            assert fleet.link_state == "down"
+            return why
+        time.sleep(0.005)
+    raise AssertionError(f"last error {fleet.last_error!r}, {fleet.snapshot()}: no {words}")
+
+
+def test_a_port_nothing_listens_on_is_the_last_error() -> None:
+    fleet = tripwire.Fleet("redis://127.0.0.1:1", "faults", KEY, connect_timeout=0.05)
+    says_why(fleet, "connect: Connection refused")
+
+
+@needs_redis
+def test_a_wrong_password_and_a_missing_database_are_the_last_error() -> None:
+    assert REDIS is not None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    own = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.01)
+        subprocess.run(
+            ["redis-cli", "-p", str(port), "CONFIG", "SET", "requirepass", "s3cret"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        wrong = tripwire.Fleet(f"redis://127.0.0.1:{port}", "faults", KEY, password="guess")
+        why = says_why(wrong, "AUTH failed", "WRONGPASS")
+        assert "guess" not in why
+        del wrong
+    finally:
+        own.kill()
+        own.wait()
+    db99 = tripwire.Fleet(REDIS.rstrip("/") + "/99", "faults", KEY)
+    # The text Rust and C read.
+    says_why(db99, "SELECT 99: ResponseError: DB index is out of range")
+    fine = tripwire.Fleet(REDIS, "faults", KEY)
+    assert fine.wait_linked(5.0)
+    assert fine.last_error is None and fine.snapshot()["connect_failures"] == 0
 
 
 def test_unlinked_a_joined_breaker_is_a_plain_local_one() -> None:
