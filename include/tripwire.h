@@ -1180,9 +1180,10 @@ enum tw_status tw_fleet_options_init(struct tw_fleet_options *out, size_t size);
 /**
  * Makes a fleet link to the Redis at `url` (`redis://[user:pass@]host:port`)
  * for the namespace `ns`, signing with the `key_len` bytes at `key` (at
- * least 16, shared by every host), with `*options` (NULL: defaults), and
- * writes its handle to `*out`. Connecting happens on the link's threads:
- * this returns at once, whether Redis is up or not.
+ * least 16, not one byte repeated, shared by every host), with
+ * `*options` (NULL: defaults), and writes its handle to `*out`.
+ * Connecting happens on the link's threads: this returns at once, whether
+ * Redis is up or not (`tw_fleet_last_error` then says why it is down).
  *
  * Returns `TW_STATUS_INVALID_ARGUMENT` with a message naming the setting if
  * one is out of range or the URL does not parse, and

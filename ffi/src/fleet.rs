@@ -168,9 +168,10 @@ unsafe fn text<'a>(f: &str, field: &str, p: *const c_char) -> Result<&'a str, tw
 
 /// Makes a fleet link to the Redis at `url` (`redis://[user:pass@]host:port`)
 /// for the namespace `ns`, signing with the `key_len` bytes at `key` (at
-/// least 16, shared by every host), with `*options` (NULL: defaults), and
-/// writes its handle to `*out`. Connecting happens on the link's threads:
-/// this returns at once, whether Redis is up or not.
+/// least 16, not one byte repeated, shared by every host), with
+/// `*options` (NULL: defaults), and writes its handle to `*out`.
+/// Connecting happens on the link's threads: this returns at once, whether
+/// Redis is up or not (`tw_fleet_last_error` then says why it is down).
 ///
 /// Returns `TW_STATUS_INVALID_ARGUMENT` with a message naming the setting if
 /// one is out of range or the URL does not parse, and
@@ -240,7 +241,7 @@ pub unsafe extern "C" fn tw_fleet_new(
         let fleet = match b.build().and_then(Fleet::new) {
             Ok(f) => f,
             Err(FleetError::Config { field, expected }) => {
-                let Some((name, value)) = c_setting(field, ns, key.len(), &given) else {
+                let Some((name, value)) = c_setting(field, ns, key, &given) else {
                     let e = FleetError::Config { field, expected };
                     return fail(tw_status::InvalidArgument, format_args!("{F}: {e}"));
                 };
@@ -262,10 +263,13 @@ pub unsafe extern "C" fn tw_fleet_new(
 /// core's setting `field`, and the value the caller gave it, so that a
 /// message names what C wrote (`options.probe_timeout_ns` = 1, not the
 /// builder's `probe_timeout`); None for a setting C cannot give.
-fn c_setting(field: &str, ns: &str, key_len: usize, o: &tw_fleet_options) -> Option<(&'static str, String)> {
+fn c_setting(field: &str, ns: &str, key: &[u8], o: &tw_fleet_options) -> Option<(&'static str, String)> {
     let (name, ns_value) = match field {
         "namespace" => return Some(("ns", format!("{ns:?}"))),
-        "key" => return Some(("key_len", key_len.to_string())),
+        // Too short: its length; long enough, its bytes are the matter
+        // (one byte repeated), told without the key itself.
+        "key" if key.len() < tripwire::fleet::MIN_KEY_LEN => return Some(("key_len", key.len().to_string())),
+        "key" => return Some(("key", format!("{} bytes of 0x{:02x}", key.len(), key[0]))),
         "lease_lead" => ("options.lease_lead_ns", o.lease_lead_ns),
         "probe_timeout" => ("options.probe_timeout_ns", o.probe_timeout_ns),
         "max_skew" => ("options.max_skew_ns", o.max_skew_ns),

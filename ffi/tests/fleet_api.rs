@@ -59,6 +59,12 @@ fn bad_arguments_are_statuses_with_messages() {
     assert_eq!(last_error(), "tw_fleet_new: `url` is NULL");
     assert_eq!(new_fleet(url, ns, b"short", null()), Err(tw_status::InvalidArgument));
     assert_eq!(last_error(), "tw_fleet_new: fleet setting `key_len` = 5: must be at least 16 bytes");
+    assert_eq!(new_fleet(url, ns, &[0u8; 16], null()), Err(tw_status::InvalidArgument));
+    assert_eq!(
+        last_error(),
+        "tw_fleet_new: fleet setting `key` = 16 bytes of 0x00: must be random bytes, not one byte repeated \
+         (as 16 zero bytes are)"
+    );
     assert_eq!(new_fleet(c"http://nowhere", ns, KEY, null()), Err(tw_status::InvalidArgument));
     let bad_utf8 = [0xFFu8, 0];
     let options = tw_fleet_options {

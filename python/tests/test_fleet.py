@@ -87,6 +87,10 @@ def test_one_process_trips_and_two_others_refuse() -> None:
 def test_bad_settings_are_value_and_type_errors() -> None:
     with pytest.raises(ValueError, match="key"):
         tripwire.Fleet("redis://127.0.0.1:1", "ns", b"short")
+    with pytest.raises(ValueError, match="`key`: must be random bytes, not one byte repeated"):
+        tripwire.Fleet("redis://127.0.0.1:1", "ns", bytes(16))
+    with pytest.raises(ValueError, match="`key`"):
+        tripwire.Fleet("redis://127.0.0.1:1", "ns", "x" * 32)
     with pytest.raises(ValueError, match="namespace"):
         tripwire.Fleet("redis://127.0.0.1:1", "a b", KEY)
     with pytest.raises(ValueError, match="Redis"):

@@ -67,6 +67,9 @@ static void test_bad_arguments(void) {
     CHECK_STATUS(tw_fleet_new(url, "c", KEY, 5, NULL, &f), TW_STATUS_INVALID_ARGUMENT);
     CHECK(strcmp(tw_last_error_message(),
                  "tw_fleet_new: fleet setting `key_len` = 5: must be at least 16 bytes") == 0);
+    static const uint8_t zeros[16] = {0};
+    CHECK_STATUS(tw_fleet_new(url, "c", zeros, sizeof zeros, NULL, &f), TW_STATUS_INVALID_ARGUMENT);
+    CHECK(contains(tw_last_error_message(), "`key` = 16 bytes of 0x00: must be random bytes"));
     CHECK_STATUS(tw_fleet_new("http://nowhere", "c", KEY, KEY_LEN, NULL, &f), TW_STATUS_INVALID_ARGUMENT);
     tw_fleet_options o;
     /* Zeroed by hand, struct_size is 0: no layout. */

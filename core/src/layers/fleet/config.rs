@@ -89,7 +89,8 @@ impl FleetConfig {
     /// Settings for the fleet `namespace` on the Redis at `url`
     /// (`redis://[user:password@]host:port[/db]`, or `rediss://` with the
     /// feature `fleet-tls`), signing with `key`, which every host of the
-    /// fleet shares (at least 16 bytes; 32 random bytes are right).
+    /// fleet shares (at least 16 bytes, and not one byte repeated, as 16
+    /// zero bytes are; 32 random bytes are right).
     pub fn builder(
         url: impl Into<String>,
         namespace: impl Into<String>,
@@ -144,6 +145,11 @@ impl FleetConfig {
         }
         if self.key.len() < MIN_KEY_LEN {
             return bad("key", "at least 16 bytes");
+        }
+        // Long enough but no secret: 16 zero bytes, or any one byte
+        // repeated (a buffer never filled, a placeholder).
+        if self.key.iter().all(|&b| b == self.key[0]) {
+            return bad("key", "random bytes, not one byte repeated (as 16 zero bytes are)");
         }
         let ms = Duration::from_millis;
         let checks: [(&'static str, Duration, Duration, Duration, &'static str); 6] = [
@@ -261,8 +267,10 @@ pub(crate) fn check_name(name: &str) -> Result<(), FleetError> {
 mod tests {
     use super::*;
 
+    const KEY: &[u8; 32] = b"0123456789abcdef0123456789abcdef";
+
     fn builder() -> FleetConfigBuilder {
-        FleetConfig::builder("redis://127.0.0.1:6379", "prod", [7u8; 32])
+        FleetConfig::builder("redis://127.0.0.1:6379", "prod", *KEY)
     }
 
     #[test]
@@ -280,11 +288,19 @@ mod tests {
             Err(FleetError::Config { field, .. }) => field,
             other => panic!("{other:?}"),
         };
-        assert_eq!(field(FleetConfig::builder("redis://x", "", [7u8; 32])), "namespace");
-        assert_eq!(field(FleetConfig::builder("redis://x", "a b", [7u8; 32])), "namespace");
-        assert_eq!(field(FleetConfig::builder("redis://x", "a:b", [7u8; 32])), "namespace");
-        assert_eq!(field(FleetConfig::builder("redis://x", "n".repeat(65), [7u8; 32])), "namespace");
+        assert_eq!(field(FleetConfig::builder("redis://x", "", *KEY)), "namespace");
+        assert_eq!(field(FleetConfig::builder("redis://x", "a b", *KEY)), "namespace");
+        assert_eq!(field(FleetConfig::builder("redis://x", "a:b", *KEY)), "namespace");
+        assert_eq!(field(FleetConfig::builder("redis://x", "n".repeat(65), *KEY)), "namespace");
         assert_eq!(field(FleetConfig::builder("redis://x", "prod", [7u8; 15])), "key");
+        // Long enough, and no secret: one byte repeated.
+        assert_eq!(field(FleetConfig::builder("redis://x", "prod", [0u8; 16])), "key");
+        assert_eq!(field(FleetConfig::builder("redis://x", "prod", [0xABu8; 64])), "key");
+        let zeros = FleetConfig::builder("redis://x", "prod", [0u8; 32]).build().unwrap_err();
+        assert_eq!(
+            std::string::ToString::to_string(&zeros),
+            "fleet setting `key`: must be random bytes, not one byte repeated (as 16 zero bytes are)"
+        );
         assert_eq!(field(builder().connect_timeout(Duration::ZERO)), "connect_timeout");
         assert_eq!(field(builder().io_timeout(Duration::MAX)), "io_timeout");
         assert_eq!(field(builder().lease_lead(Duration::from_secs(61))), "lease_lead");
