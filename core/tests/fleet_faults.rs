@@ -2,6 +2,7 @@
 //! a database the server does not have, `rediss://` to a plain server, a
 //! port nothing listens on. Each shows as the fleet's last error, naming
 //! the reason, within a few seconds, and the failed attempts are counted.
+//! Hosts of one namespace whose keys differ are linked, and say so too.
 #![cfg(feature = "fleet")]
 
 mod fleet_support;
@@ -10,8 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_support::{KEY, PrivateRedis, free_port, namespace, redis_url, wait_for};
+use tripwire::fleet::RejectReason;
 use tripwire::fleet::{Fleet, FleetConfig, FleetConfigBuilder, LinkState};
-use tripwire::{BreakerConfig, NamedBreaker};
+use tripwire::{BreakerConfig, NamedBreaker, Outcome};
 
 /// A joined fleet of `b`'s settings, never linked.
 fn unlinked(b: FleetConfigBuilder) -> Fleet {
@@ -94,4 +96,35 @@ fn tls_to_a_plain_server_is_the_last_error() {
     let fleet =
         unlinked(FleetConfig::builder(url.replacen("redis://", "rediss://", 1), namespace("faults"), *KEY));
     reason(&fleet, &["TLS handshake"]);
+}
+
+#[test]
+fn hosts_whose_keys_differ_say_so() {
+    let Some(url) = redis_url("hosts_whose_keys_differ_say_so") else { return };
+    let ns = namespace("faults");
+    let config = BreakerConfig::builder().failure_threshold(1).build().unwrap();
+    let (a, b) =
+        (Arc::new(NamedBreaker::new("exchange", config)), Arc::new(NamedBreaker::new("exchange", config)));
+    let fa = Fleet::new(FleetConfig::builder(&url, &ns, *KEY).build().unwrap()).unwrap();
+    let fb =
+        Fleet::new(FleetConfig::builder(&url, &ns, *b"fedcba9876543210fedcba9876543210").build().unwrap())
+            .unwrap();
+    fa.join(&a).unwrap();
+    fb.join(&b).unwrap();
+    assert!(fa.wait_linked(Duration::from_secs(5)) && fb.wait_linked(Duration::from_secs(5)));
+    for _ in 0..3 {
+        let t = a.try_acquire().unwrap();
+        a.record(t, Outcome::Failure);
+        a.reset();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let said = wait_for(Duration::from_secs(3), || {
+        fb.last_error()
+            .is_some_and(|e| e.contains("messages with a bad signature: is the key the same on every host?"))
+    });
+    assert!(said.is_some(), "{:?} {:?}", fb.last_error(), fb.snapshot());
+    let n = fb.snapshot().rejected(RejectReason::Signature);
+    assert!(fb.last_error().unwrap().starts_with(&format!("{n} messages")), "{:?}", fb.last_error());
+    // Both links stay up: only the messages are refused.
+    assert_eq!((fa.link_state(), fb.link_state()), (LinkState::Up, LinkState::Up));
 }

@@ -190,6 +190,12 @@ impl Counters {
         self.cell(c).fetch_add(1, Ordering::Relaxed);
     }
 
+    /// One counter now.
+    pub(crate) fn get(&self, c: Count) -> u64 {
+        // Relaxed: see the module's Orderings.
+        self.cell(c).load(Ordering::Relaxed)
+    }
+
     pub(crate) fn set_up(&self, conn: Conn, up: bool) {
         let cell = match conn {
             Conn::Publisher => &self.publisher_up,

@@ -2,7 +2,8 @@
 //! (refused, `AUTH`, `SELECT`, TLS), why one was dropped, or that messages
 //! keep failing the signature check. Kept until the next error, and
 //! logged with `tracing` at the `tripwire` target (feature `tracing`):
-//! once for each new reason of each connection, not once per attempt.
+//! once for each new reason of each connection, not once per attempt,
+//! and bad signatures at the 1st, 2nd, 4th, 8th...
 //!
 //! Its mutex is taken by the link's threads when something fails or a
 //! connection is made, and by whoever reads the error; never on a call's
@@ -46,6 +47,19 @@ impl LastError {
     /// `conn` is up: its next error is logged, whatever it is.
     pub(crate) fn connected(&self, conn: Conn) {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).logged[conn as usize] = None;
+    }
+
+    /// `n` messages (or stored values) in all have failed the signature
+    /// check: the last error says so, and the log at the 1st, 2nd, 4th,
+    /// 8th... (a host with another key sends on, and is not logged per
+    /// message).
+    pub(crate) fn bad_signatures(&self, namespace: &str, n: u64) {
+        let s = if n == 1 { "" } else { "s" };
+        let text = std::format!("{n} message{s} with a bad signature: is the key the same on every host?");
+        if n.is_power_of_two() {
+            log(namespace, &text);
+        }
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).last = Some(text);
     }
 
     /// The last error, if there was one.

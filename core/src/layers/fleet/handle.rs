@@ -18,7 +18,7 @@ use super::clock::FleetClock;
 #[cfg(doc)]
 use super::config::FleetConfigBuilder;
 use super::config::{FleetConfig, FleetError, check_name};
-use super::counters::{Conn, Count, Counters, FleetSnapshot, LinkState};
+use super::counters::{Conn, Count, Counters, FleetSnapshot, LinkState, RejectReason};
 use super::fault::LastError;
 use super::keys::Keys;
 use super::member::{AsBreaker, Core, Joined, Member, Signal};
@@ -92,6 +92,17 @@ impl Shared {
     pub(crate) fn conn_up(&self, conn: Conn) {
         self.counters.set_up(conn, true);
         self.last_error.connected(conn);
+    }
+
+    /// A received message or a stored value is refused for `reason`:
+    /// counted, and, for a bad signature, the last error (hosts whose keys
+    /// differ are linked, and would say nothing else).
+    pub(crate) fn rejected(&self, reason: RejectReason) {
+        self.counters.add(Count::Rejected(reason));
+        if reason == RejectReason::Signature {
+            let n = self.counters.get(Count::Rejected(reason));
+            self.last_error.bad_signatures(&self.config.namespace, n);
+        }
     }
 
     /// The joined breakers, copied out of the lock.

@@ -128,10 +128,10 @@ pub(crate) fn receive(shared: &Shared, guard: &mut ReplayGuard, subscribed_at: u
     let counters = &shared.counters;
     let msg = match message::decode(payload) {
         Ok(msg) => msg,
-        Err(_) => return counters.add(Count::Rejected(RejectReason::Malformed)),
+        Err(_) => return shared.rejected(RejectReason::Malformed),
     };
     if !shared.signer.verify(msg.signed, msg.tag) {
-        return counters.add(Count::Rejected(RejectReason::Signature));
+        return shared.rejected(RejectReason::Signature);
     }
     // This host's own message, back from the channel.
     if msg.sender == shared.id {
@@ -152,7 +152,7 @@ pub(crate) fn receive(shared: &Shared, guard: &mut ReplayGuard, subscribed_at: u
                 RejectReason::Replayed
             }
         };
-        return counters.add(Count::Rejected(reason));
+        return shared.rejected(reason);
     }
     counters.add(Count::Received);
     let Some(m) = shared.member(msg.name) else { return };

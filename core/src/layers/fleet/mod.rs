@@ -29,7 +29,11 @@
 //! - **Security**: AUTH and ACL user and password, TLS (feature
 //!   `fleet-tls`); every message and lease is signed with HMAC-SHA256 over
 //!   a shared key; malformed, unsigned, stale, replayed and future messages
-//!   are dropped and counted ([`RejectReason`]).
+//!   are dropped and counted ([`RejectReason`]). Hosts whose keys differ
+//!   link, and refuse each other's messages: each says so in its
+//!   [`Fleet::last_error`] (`"3 messages with a bad signature: is the key
+//!   the same on every host?"`). A key shorter than [`MIN_KEY_LEN`], or of
+//!   one byte repeated, is refused when the config is built.
 //!
 //! Counters: [`Fleet::snapshot`] → [`FleetSnapshot`], and
 //! [`Fleet::prometheus`]; a [`Registry`](crate::Registry) whose breakers

@@ -414,7 +414,7 @@ impl Publisher {
         let (sender, _, good_for) = match self.check_stored(holder, m.breaker.name(), Kind::Lease) {
             Ok(msg) => msg,
             Err(reason) => {
-                counters.add(Count::Rejected(reason));
+                self.shared.rejected(reason);
                 return false;
             }
         };
@@ -495,7 +495,7 @@ impl Publisher {
                 // sent (a close it heard, say): put back by someone
                 // without the key, a replay.
                 Ok((sender, stamp, _)) if sender != self.shared.id && stamp < m.newest() => {
-                    counters.add(Count::Rejected(RejectReason::Replayed));
+                    self.shared.rejected(RejectReason::Replayed);
                     *refused_state = Some(bytes);
                 }
                 Ok((sender, stamp, good_for)) if sender != self.shared.id => {
@@ -518,7 +518,7 @@ impl Publisher {
                 }
                 Ok(_) => {}
                 Err(reason) => {
-                    counters.add(Count::Rejected(reason));
+                    self.shared.rejected(reason);
                     *refused_state = Some(bytes);
                 }
             }
