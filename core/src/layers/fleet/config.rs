@@ -168,6 +168,20 @@ impl FleetConfig {
         if self.reconnect_max < self.reconnect_min || self.reconnect_max > ms(600_000) {
             return bad("reconnect_max", "at least reconnect_min, at most 10 min");
         }
+        // A PEM of no certificate (garbage, an empty file) is an empty root
+        // store to the client: every handshake would fail, in silence.
+        #[cfg(feature = "fleet-tls")]
+        if let Some(pem) = &self.tls_root_cert {
+            use rustls::pki_types::CertificateDer;
+            use rustls::pki_types::pem::PemObject;
+            let mut certs = CertificateDer::pem_slice_iter(pem);
+            if !matches!(certs.next(), Some(Ok(_))) || certs.any(|c| c.is_err()) {
+                return bad(
+                    "tls_root_cert",
+                    "PEM certificates (`-----BEGIN CERTIFICATE-----`), one at least",
+                );
+            }
+        }
         Ok(())
     }
 }
@@ -242,6 +256,8 @@ impl FleetConfigBuilder {
 
     /// The root certificate (PEM) that the server's certificate must chain
     /// to, in place of the system's (feature `fleet-tls`, `rediss://`).
+    /// One that holds no certificate (garbage, an empty file) is an error
+    /// of [`build`](Self::build) naming `tls_root_cert`.
     #[cfg(feature = "fleet-tls")]
     pub fn tls_root_cert(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.config.tls_root_cert = Some(pem.into());
@@ -314,6 +330,17 @@ mod tests {
         let msg =
             std::string::ToString::to_string(&builder().lease_lead(Duration::ZERO).build().unwrap_err());
         assert_eq!(msg, "fleet setting `lease_lead`: must be from 1 ms to 60 s");
+    }
+
+    #[test]
+    #[cfg(feature = "fleet-tls")]
+    fn a_root_certificate_that_holds_none_is_refused() {
+        for pem in [&b"garbage"[..], b"", b"-----BEGIN CERTIFICATE-----\nno end"] {
+            match builder().tls_root_cert(pem).build() {
+                Err(FleetError::Config { field, .. }) => assert_eq!(field, "tls_root_cert"),
+                other => panic!("{pem:?}: {other:?}"),
+            }
+        }
     }
 
     #[test]

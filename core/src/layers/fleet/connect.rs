@@ -115,9 +115,8 @@ fn why(step: &str, handshake: bool) -> impl Fn(RedisError) -> String + '_ {
     }
 }
 
-/// The TLS error under a Redis error, if it is one: an I/O error that
-/// carries a rustls error, or one the handshake ended with before any TLS
-/// record came (a plain server answering in plain text).
+/// The TLS error under a Redis error, if it is one: a rustls error, or an
+/// I/O error that carries one.
 #[cfg(feature = "fleet-tls")]
 fn tls_error(e: &RedisError) -> Option<std::string::String> {
     let mut source = core::error::Error::source(e);
