@@ -641,7 +641,7 @@ typedef struct tw_fleet_options {
      */
     uint64_t probe_timeout_ns;
     /**
-     * How far apart hosts' wall clocks may be (default 5 s).
+     * How old (or how far ahead of Redis's clock) a message may be (default 5 s).
      */
     uint64_t max_skew_ns;
     /**
@@ -1201,9 +1201,10 @@ enum tw_status tw_fleet_options_init(struct tw_fleet_options *out, size_t size);
 /**
  * Makes a fleet link to the Redis at `url` (`redis://[user:pass@]host:port`)
  * for the namespace `ns`, signing with the `key_len` bytes at `key` (at
- * least 16, shared by every host), with `*options` (NULL: defaults), and
- * writes its handle to `*out`. Connecting happens on the link's threads:
- * this returns at once, whether Redis is up or not.
+ * least 16, not one byte repeated, shared by every host), with
+ * `*options` (NULL: defaults), and writes its handle to `*out`.
+ * Connecting happens on the link's threads: this returns at once, whether
+ * Redis is up or not (`tw_fleet_last_error` then says why it is down).
  *
  * Returns `TW_STATUS_INVALID_ARGUMENT` with a message naming the setting if
  * one is out of range or the URL does not parse, and
@@ -1247,8 +1248,46 @@ enum tw_status tw_fleet_join(const struct tw_fleet *fleet, const char *name, con
 enum tw_status tw_fleet_snapshot(const struct tw_fleet *fleet, struct tw_fleet_stats *out);
 
 /**
- * Stops the link's threads (within its I/O timeout) and frees the fleet;
- * the joined breakers go on as plain local breakers. NULL is allowed and
+ * Writes why the link last failed to `buf`, as `snprintf` does: at most
+ * `cap` bytes, the UTF-8 text cut (at a character boundary) to fit
+ * `cap - 1` bytes if longer, always followed by a NUL when `cap` > 0;
+ * `*len` gets the text's whole length (without the NUL), so `*len >= cap`
+ * means it was cut. Until the link fails the text is empty (`*len` = 0).
+ *
+ * The text is the Rust `Fleet::last_error`: the connection, the step and
+ * the reason (`"subscriber: AUTH failed: WRONGPASS ..."`, `"publisher:
+ * SELECT 99: ... DB index is out of range"`, `"publisher: connect:
+ * Connection refused (os error 111)"`), a connection dropped, or messages
+ * that keep failing the signature check. It stays once the link is up
+ * again (`tw_fleet_snapshot` says whether it is); the password is never in
+ * it. `tw_fleet_connect_failures` counts the failed attempts.
+ *
+ * `buf` may be NULL only when `cap` is 0 (to ask for the length); `fleet`
+ * and `len` must not be NULL. Allocates (a copy of the text). Thread-safe.
+ *
+ * # Safety
+ * `fleet` is NULL or a live handle; `buf` is NULL or points to `cap`
+ * writable bytes; `len` is NULL or writable.
+ */
+enum tw_status tw_fleet_last_error(const struct tw_fleet *fleet, char *buf, size_t cap, size_t *len);
+
+/**
+ * Writes to `*out` how many attempts to connect have failed, by either
+ * of the link's connections (refused, timed out, a log-in or `SELECT`
+ * refused): `tw_fleet_last_error` says why. Neither pointer may be NULL.
+ * Thread-safe.
+ *
+ * # Safety
+ * `fleet` is NULL or a live handle; `out` is NULL or writable.
+ */
+enum tw_status tw_fleet_connect_failures(const struct tw_fleet *fleet, uint64_t *out);
+
+/**
+ * Stops the link's threads and frees the fleet; the joined breakers go on
+ * as plain local breakers. Returns within the longer of
+ * `options.connect_timeout_ns` and `options.io_timeout_ns` (500 ms each by
+ * default), plus 0.1 s, however the server behaves (one that accepts and
+ * never answers included). NULL is allowed and
  * does nothing. No other thread may use the handle meanwhile or after.
  *
  * # Safety

@@ -39,7 +39,10 @@ fn fleet(c: &mut Criterion) {
     let redis = Redis::find_or_start();
     let linked = redis.as_ref().map(|r| {
         let ns = format!("bench-{}", std::process::id());
-        let fleet = Fleet::new(FleetConfig::builder(r.url.clone(), ns, [7u8; 32]).build().unwrap()).unwrap();
+        let fleet = Fleet::new(
+            FleetConfig::builder(r.url.clone(), ns, *b"0123456789abcdef0123456789abcdef").build().unwrap(),
+        )
+        .unwrap();
         let (c, o) = (closed(), open());
         fleet.join(&c).unwrap();
         fleet.join(&o).unwrap();

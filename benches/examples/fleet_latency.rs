@@ -23,7 +23,9 @@ fn host(url: &str, ns: &str) -> (Fleet, Arc<NamedBreaker>) {
     let config =
         BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_secs(60)).build().unwrap();
     let b = Arc::new(NamedBreaker::new("exchange", config));
-    let fleet = Fleet::new(FleetConfig::builder(url, ns, [7u8; 32]).build().unwrap()).unwrap();
+    let fleet =
+        Fleet::new(FleetConfig::builder(url, ns, *b"0123456789abcdef0123456789abcdef").build().unwrap())
+            .unwrap();
     fleet.join(&b).unwrap();
     assert!(fleet.wait_linked(Duration::from_secs(5)), "link up");
     (fleet, b)

@@ -7,7 +7,7 @@ mod fleet_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fleet_support::{KEY, PrivateRedis, free_port, namespace, redis_url, wait_for};
+use fleet_support::{AclUser, KEY, PrivateRedis, SilentServer, free_port, namespace, redis_url, wait_for};
 use tripwire::fleet::{Fleet, FleetConfig, FleetConfigBuilder, LinkState};
 use tripwire::{BreakerConfig, NamedBreaker, Outcome, State};
 
@@ -268,4 +268,120 @@ fn a_core_breaker_without_listeners_joins_by_name_and_is_looked_at() {
         .unwrap_or_else(|| panic!("{:?}", fnamed.snapshot()));
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!((fc.snapshot().sent, fnamed.snapshot().received), (1, 1));
+}
+
+#[test]
+fn a_user_without_channel_rights_is_never_linked() {
+    let Some(url) = redis_url("a_user_without_channel_rights_is_never_linked") else { return };
+    // Keys and commands, but no channel: SUBSCRIBE (and PUBLISH) answer NOPERM.
+    let nochan = AclUser::create(&url, "nochan", &["on", ">pw", "~*", "resetchannels", "+@all"]);
+    let ns = namespace("deaf");
+    let (a, b) = (breaker(Duration::from_secs(5)), breaker(Duration::from_secs(5)));
+    let _fa = host(FleetConfig::builder(&url, &ns, *KEY), &a);
+    let deaf = Fleet::new(
+        FleetConfig::builder(&url, &ns, *KEY).username(&nochan.name).password("pw").build().unwrap(),
+    )
+    .unwrap();
+    deaf.join(&b).unwrap();
+    assert!(
+        !deaf.wait_linked(Duration::from_millis(800)),
+        "a refused SUBSCRIBE is no link: {:?}",
+        deaf.snapshot()
+    );
+    trip(&a);
+    for _ in 0..100 {
+        assert_ne!(deaf.link_state(), LinkState::Up, "{:?}", deaf.snapshot());
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    assert_eq!((b.state(), deaf.snapshot().subscriber_up), (State::Closed, 0));
+}
+
+#[test]
+fn dropping_a_fleet_whose_server_never_answers_takes_at_most_its_timeouts() {
+    let silent = SilentServer::start();
+    let (connect, io) = (Duration::from_millis(1000), Duration::from_millis(200));
+    let config = FleetConfig::builder(silent.url(), "silent", *KEY).connect_timeout(connect).io_timeout(io);
+    let fleet = Fleet::new(config.build().unwrap()).unwrap();
+    let b = breaker(Duration::from_secs(1));
+    fleet.join(&b).unwrap();
+    // Both threads are in their handshake with a server that never answers.
+    wait_for(Duration::from_secs(2), || silent.accepted() >= 2).expect("both connections accepted");
+    let start = Instant::now();
+    drop(fleet);
+    let took = start.elapsed();
+    // The documented bound: the longer of the two timeouts, and a poll.
+    assert!(took <= connect.max(io) + Duration::from_millis(150), "dropped in {took:?}");
+    eprintln!("dropped in {took:?}");
+}
+
+#[test]
+fn an_idle_host_never_takes_the_probe_lease_from_a_busy_one() {
+    let Some(url) = redis_url("an_idle_host_never_takes_the_probe_lease_from_a_busy_one") else { return };
+    let ns = namespace("idle");
+    let probe_timeout = Duration::from_secs(1);
+    let (busy, idle) = (breaker(Duration::from_millis(300)), breaker(Duration::from_millis(300)));
+    let fbusy = host(FleetConfig::builder(&url, &ns, *KEY).probe_timeout(probe_timeout), &busy);
+    // The idle host asks first, if it asks at all: its lead is longer.
+    let fidle = host(
+        FleetConfig::builder(&url, &ns, *KEY)
+            .probe_timeout(probe_timeout)
+            .lease_lead(Duration::from_millis(250)),
+        &idle,
+    );
+    trip(&busy);
+    let tripped = Instant::now();
+    wait_for(Duration::from_secs(2), || idle.state() == State::Open).expect("the idle host held");
+    // Only the busy host has callers; its first probe succeeds.
+    let probe = loop {
+        if let Ok(t) = busy.try_acquire() {
+            assert!(t.is_probe());
+            busy.record(t, Outcome::Success);
+            break tripped.elapsed();
+        }
+        assert!(
+            tripped.elapsed() < Duration::from_secs(3),
+            "no probe: {:?} {:?}",
+            fbusy.snapshot(),
+            fidle.snapshot()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    // At the end of its cool-down, not after a lease taken by a host with
+    // nothing to probe with (its lead and probe timeout, 1.25 s, and more).
+    assert!(probe < Duration::from_millis(600), "probed after {probe:?}: {:?}", fidle.snapshot());
+    assert_eq!(fidle.snapshot().leases_won, 0, "{:?}", fidle.snapshot());
+    assert_eq!(fbusy.snapshot().leases_won, 1, "{:?}", fbusy.snapshot());
+    // The close reaches the idle host, however it waited meanwhile.
+    wait_for(Duration::from_secs(2), || idle.state() == State::Closed).expect("the idle host closed");
+    assert!(idle.try_acquire().is_ok());
+}
+
+#[test]
+fn a_capped_hold_read_again_from_its_key_is_taken_once() {
+    if redis_url("a_capped_hold_read_again_from_its_key_is_taken_once").is_none() {
+        return;
+    }
+    // A server of its own: the test kills every subscribed connection on it.
+    let redis = PrivateRedis::start(&[]);
+    let ns = namespace("capped-again");
+    let a = breaker(Duration::from_secs(1));
+    let config = BreakerConfig::builder()
+        .failure_threshold(1)
+        .open_timeout(Duration::from_secs(1))
+        .max_hold(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let b = Arc::new(NamedBreaker::new("exchange", config));
+    let _fa = host(FleetConfig::builder(redis.url(), &ns, *KEY), &a);
+    let fb = host(FleetConfig::builder(redis.url(), &ns, *KEY), &b);
+    a.open_for(Duration::from_secs(60));
+    wait_for(Duration::from_secs(2), || fb.snapshot().applied == 1).expect("b held");
+    // b reconnects and reads the key again: the same hold, cut to 5 s here.
+    let mut raw = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
+    let _: () = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("pubsub").query(&mut raw).unwrap();
+    wait_for(Duration::from_secs(3), || fb.snapshot().reconnects >= 1 && fb.wait_linked(Duration::ZERO))
+        .unwrap_or_else(|| panic!("b back: {:?}", fb.snapshot()));
+    std::thread::sleep(Duration::from_millis(200));
+    let s = fb.snapshot();
+    assert_eq!((s.received, s.applied, b.snapshot().capped_holds), (1, 1, 1), "{s:?}");
 }

@@ -12,7 +12,7 @@ mod fleet_support;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fleet_support::{KEY, namespace, redis_url, wait_for};
+use fleet_support::{KEY, PrivateRedis, namespace, redis_url, wait_for};
 use hmac::{Hmac, KeyInit, Mac};
 use redis::Commands;
 use sha2::Sha256;
@@ -180,4 +180,97 @@ fn forged_state_keys_and_leases_hold_no_breaker() {
     assert!(probe.is_some(), "a local probe: {:?}", fleet.snapshot());
     wait_for(Duration::from_secs(2), || fleet.snapshot().rejected(RejectReason::Malformed) >= 3)
         .unwrap_or_else(|| panic!("{:?}", fleet.snapshot()));
+}
+
+#[test]
+fn a_replay_is_refused_by_a_host_that_never_saw_the_original() {
+    let Some(url) = redis_url("a_replay_is_refused_by_a_host_that_never_saw_the_original") else { return };
+    let ns = namespace("unseen");
+    let channel = format!("tripwire:fleet:{ns}");
+    let client = redis::Client::open(url.as_str()).unwrap();
+    // An eavesdropper with access to the channel, and no key.
+    let mut listener = client.get_connection().unwrap();
+    let mut sub = listener.as_pubsub();
+    sub.subscribe(&channel).unwrap();
+    sub.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let a = breaker(Duration::from_secs(10));
+    let fa = host(&url, &ns, &a);
+    let t = a.try_acquire().unwrap();
+    a.record(t, Outcome::Failure);
+    let captured = sub.get_message().unwrap().get_payload_bytes().to_vec();
+    // The trip is over: a's close goes out and its key is deleted.
+    a.reset();
+    wait_for(Duration::from_secs(2), || fa.snapshot().sent == 2).expect("the close published");
+    drop(sub);
+    // Past the bound (a round trip to Redis and 1 ms), a host that joins
+    // now never saw the trip, and hears it replayed.
+    std::thread::sleep(Duration::from_millis(50));
+    let c = breaker(Duration::from_secs(10));
+    let fc = host(&url, &ns, &c);
+    let mut raw = client.get_connection().unwrap();
+    let _: i64 = raw.publish(&channel, &captured).unwrap();
+    let s = settle(&fc, 1);
+    assert_eq!(s.rejected(RejectReason::Replayed), 1, "{s:?}");
+    assert_eq!((s.received, s.applied, c.state()), (0, 0, State::Closed), "{s:?}");
+}
+
+#[test]
+fn a_stored_state_older_than_a_close_this_host_saw_is_refused_on_resync() {
+    if redis_url("a_stored_state_older_than_a_close_this_host_saw_is_refused_on_resync").is_none() {
+        return;
+    }
+    // A server of its own: the test kills every subscribed connection on it.
+    let redis = PrivateRedis::start(&[]);
+    let ns = namespace("restored");
+    let state_key = format!("tripwire:fleet:{ns}:state:exchange");
+    let (a, b) = (breaker(Duration::from_secs(1)), breaker(Duration::from_secs(1)));
+    let _fa = host(&redis.url(), &ns, &a);
+    let fb = host(&redis.url(), &ns, &b);
+    let mut raw = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
+    a.open_for(Duration::from_secs(60));
+    wait_for(Duration::from_secs(2), || b.state() == State::Open).expect("b held");
+    let captured: Vec<u8> = raw.get(&state_key).unwrap();
+    a.reset();
+    wait_for(Duration::from_secs(2), || b.state() == State::Closed).expect("b closed");
+    // The hold put back into the key, and the subscriber made to reconnect
+    // and read the keys again.
+    let _: () = raw.pset_ex(&state_key, &captured, 60_000).unwrap();
+    let _: () = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("pubsub").query(&mut raw).unwrap();
+    wait_for(Duration::from_secs(3), || fb.snapshot().reconnects >= 1 && fb.wait_linked(Duration::ZERO))
+        .unwrap_or_else(|| panic!("b back: {:?}", fb.snapshot()));
+    wait_for(Duration::from_secs(2), || fb.snapshot().rejected(RejectReason::Replayed) >= 1)
+        .unwrap_or_else(|| panic!("the stored hold refused: {:?}, b {:?}", fb.snapshot(), b.state()));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(b.state(), State::Closed, "{:?}", fb.snapshot());
+    assert_eq!(fb.snapshot().applied, 2, "the hold and the close only: {:?}", fb.snapshot());
+}
+
+#[test]
+fn a_refused_key_read_again_is_counted_once() {
+    if redis_url("a_refused_key_read_again_is_counted_once").is_none() {
+        return;
+    }
+    // A server of its own: the test kills every subscribed connection on it.
+    let redis = PrivateRedis::start(&[]);
+    let ns = namespace("refused-again");
+    let mut raw = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
+    let (state_key, lease_key) =
+        (format!("tripwire:fleet:{ns}:state:exchange"), format!("tripwire:fleet:{ns}:lease:exchange"));
+    let stale = message((KEY, &ns), OPENED, 7, 1, now_ms() - 3_600_000, Duration::from_secs(10), "exchange");
+    let _: () = raw.pset_ex(&state_key, stale, 60_000).unwrap();
+    let _: () = raw.pset_ex(&lease_key, b"mine, all mine", 60_000).unwrap();
+    let b = breaker(Duration::from_secs(5));
+    let fleet = host(&redis.url(), &ns, &b);
+    wait_for(Duration::from_secs(2), || fleet.snapshot().rejected_total() >= 2).expect("both keys refused");
+    // Reconnected, the link reads both keys again: the same values, refused
+    // and counted once.
+    let _: () = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("pubsub").query(&mut raw).unwrap();
+    wait_for(Duration::from_secs(3), || {
+        fleet.snapshot().reconnects >= 1 && fleet.wait_linked(Duration::ZERO)
+    })
+    .unwrap_or_else(|| panic!("back: {:?}", fleet.snapshot()));
+    std::thread::sleep(Duration::from_millis(200));
+    let s = fleet.snapshot();
+    assert_eq!((s.rejected(RejectReason::Stale), s.rejected(RejectReason::Malformed)), (1, 1), "{s:?}");
+    assert_eq!(b.state(), State::Closed);
 }

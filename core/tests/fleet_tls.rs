@@ -126,6 +126,10 @@ fn the_link_runs_over_tls_and_refuses_an_unknown_root() {
     stranger.join(&c).unwrap();
     assert!(!stranger.wait_linked(Duration::from_millis(500)));
     assert_eq!((stranger.link_state(), c.state()), (LinkState::Down, State::Closed));
+    // And says why.
+    let why = stranger.last_error().unwrap_or_default();
+    assert!(why.contains("TLS handshake") && why.contains("UnknownIssuer"), "{why}");
+    assert!(stranger.snapshot().connect_failures >= 1);
     assert_eq!(hosts[1].snapshot().applied, 1);
     let _ = std::fs::remove_dir_all(&dir);
 }

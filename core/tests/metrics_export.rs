@@ -151,7 +151,7 @@ fn the_links_of_joined_fleets_reach_the_recorder_as_in_the_text_export() {
     // No Redis needed: a link that cannot connect is down, and exported so.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("redis://127.0.0.1:{port}");
-    let config = FleetConfig::builder(&url, "metrics-export", [7; 32])
+    let config = FleetConfig::builder(&url, "metrics-export", *b"0123456789abcdef0123456789abcdef")
         .connect_timeout(Duration::from_millis(50))
         .build()
         .unwrap();

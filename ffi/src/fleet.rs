@@ -39,7 +39,7 @@ pub struct tw_fleet_options {
     pub lease_lead_ns: u64,
     /// How long a probe may take before another host probes (default 10 s).
     pub probe_timeout_ns: u64,
-    /// How far apart hosts' wall clocks may be (default 5 s).
+    /// How old (or how far ahead of Redis's clock) a message may be (default 5 s).
     pub max_skew_ns: u64,
     /// How long opening a connection may take (default 500 ms).
     pub connect_timeout_ns: u64,
@@ -168,9 +168,10 @@ unsafe fn text<'a>(f: &str, field: &str, p: *const c_char) -> Result<&'a str, tw
 
 /// Makes a fleet link to the Redis at `url` (`redis://[user:pass@]host:port`)
 /// for the namespace `ns`, signing with the `key_len` bytes at `key` (at
-/// least 16, shared by every host), with `*options` (NULL: defaults), and
-/// writes its handle to `*out`. Connecting happens on the link's threads:
-/// this returns at once, whether Redis is up or not.
+/// least 16, not one byte repeated, shared by every host), with
+/// `*options` (NULL: defaults), and writes its handle to `*out`.
+/// Connecting happens on the link's threads: this returns at once, whether
+/// Redis is up or not (`tw_fleet_last_error` then says why it is down).
 ///
 /// Returns `TW_STATUS_INVALID_ARGUMENT` with a message naming the setting if
 /// one is out of range or the URL does not parse, and
@@ -240,7 +241,7 @@ pub unsafe extern "C" fn tw_fleet_new(
         let fleet = match b.build().and_then(Fleet::new) {
             Ok(f) => f,
             Err(FleetError::Config { field, expected }) => {
-                let Some((name, value)) = c_setting(field, ns, key.len(), &given) else {
+                let Some((name, value)) = c_setting(field, ns, key, &given) else {
                     let e = FleetError::Config { field, expected };
                     return fail(tw_status::InvalidArgument, format_args!("{F}: {e}"));
                 };
@@ -262,10 +263,13 @@ pub unsafe extern "C" fn tw_fleet_new(
 /// core's setting `field`, and the value the caller gave it, so that a
 /// message names what C wrote (`options.probe_timeout_ns` = 1, not the
 /// builder's `probe_timeout`); None for a setting C cannot give.
-fn c_setting(field: &str, ns: &str, key_len: usize, o: &tw_fleet_options) -> Option<(&'static str, String)> {
+fn c_setting(field: &str, ns: &str, key: &[u8], o: &tw_fleet_options) -> Option<(&'static str, String)> {
     let (name, ns_value) = match field {
         "namespace" => return Some(("ns", format!("{ns:?}"))),
-        "key" => return Some(("key_len", key_len.to_string())),
+        // Too short: its length; long enough, its bytes are the matter
+        // (one byte repeated), told without the key itself.
+        "key" if key.len() < tripwire::fleet::MIN_KEY_LEN => return Some(("key_len", key.len().to_string())),
+        "key" => return Some(("key", format!("{} bytes of 0x{:02x}", key.len(), key[0]))),
         "lease_lead" => ("options.lease_lead_ns", o.lease_lead_ns),
         "probe_timeout" => ("options.probe_timeout_ns", o.probe_timeout_ns),
         "max_skew" => ("options.max_skew_ns", o.max_skew_ns),
@@ -368,8 +372,85 @@ pub unsafe extern "C" fn tw_fleet_snapshot(fleet: *const tw_fleet, out: *mut tw_
     })
 }
 
-/// Stops the link's threads (within its I/O timeout) and frees the fleet;
-/// the joined breakers go on as plain local breakers. NULL is allowed and
+/// Writes why the link last failed to `buf`, as `snprintf` does: at most
+/// `cap` bytes, the UTF-8 text cut (at a character boundary) to fit
+/// `cap - 1` bytes if longer, always followed by a NUL when `cap` > 0;
+/// `*len` gets the text's whole length (without the NUL), so `*len >= cap`
+/// means it was cut. Until the link fails the text is empty (`*len` = 0).
+///
+/// The text is the Rust `Fleet::last_error`: the connection, the step and
+/// the reason (`"subscriber: AUTH failed: WRONGPASS ..."`, `"publisher:
+/// SELECT 99: ... DB index is out of range"`, `"publisher: connect:
+/// Connection refused (os error 111)"`), a connection dropped, or messages
+/// that keep failing the signature check. It stays once the link is up
+/// again (`tw_fleet_snapshot` says whether it is); the password is never in
+/// it. `tw_fleet_connect_failures` counts the failed attempts.
+///
+/// `buf` may be NULL only when `cap` is 0 (to ask for the length); `fleet`
+/// and `len` must not be NULL. Allocates (a copy of the text). Thread-safe.
+///
+/// # Safety
+/// `fleet` is NULL or a live handle; `buf` is NULL or points to `cap`
+/// writable bytes; `len` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_fleet_last_error(
+    fleet: *const tw_fleet,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+) -> tw_status {
+    const F: &str = "tw_fleet_last_error";
+    ffi_body!(F; {
+        let (fleet, len) = (arg!(F, fleet), arg!(F, len));
+        if cap > 0 && buf.is_null() {
+            return fail(tw_status::NullArgument, format_args!("{F}: `buf` is NULL and `cap` = {cap}, not 0"));
+        }
+        // SAFETY: non-null (checked) and live (the caller's guarantee).
+        let text = unsafe { fleet_ref(fleet) }.last_error().unwrap_or_default();
+        if cap > 0 {
+            let mut n = text.len().min(cap - 1);
+            while !text.is_char_boundary(n) {
+                n -= 1;
+            }
+            // SAFETY:
+            // - `buf` is non-null (checked) with `cap` > `n` writable bytes
+            //   (the caller's guarantee); `text` is a distinct allocation.
+            unsafe {
+                core::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n);
+                buf.add(n).write(0);
+            }
+        }
+        // SAFETY: non-null (checked), writable (the caller's guarantee).
+        unsafe { len.write(text.len()) };
+        tw_status::Ok
+    })
+}
+
+/// Writes to `*out` how many attempts to connect have failed, by either
+/// of the link's connections (refused, timed out, a log-in or `SELECT`
+/// refused): `tw_fleet_last_error` says why. Neither pointer may be NULL.
+/// Thread-safe.
+///
+/// # Safety
+/// `fleet` is NULL or a live handle; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tw_fleet_connect_failures(fleet: *const tw_fleet, out: *mut u64) -> tw_status {
+    const F: &str = "tw_fleet_connect_failures";
+    ffi_body!(F; {
+        let (fleet, out) = (arg!(F, fleet), arg!(F, out));
+        // SAFETY: non-null (checked) and live (the caller's guarantee).
+        let n = unsafe { fleet_ref(fleet) }.snapshot().connect_failures;
+        // SAFETY: non-null (checked) and writable (the caller's guarantee).
+        unsafe { out.write(n) };
+        tw_status::Ok
+    })
+}
+
+/// Stops the link's threads and frees the fleet; the joined breakers go on
+/// as plain local breakers. Returns within the longer of
+/// `options.connect_timeout_ns` and `options.io_timeout_ns` (500 ms each by
+/// default), plus 0.1 s, however the server behaves (one that accepts and
+/// never answers included). NULL is allowed and
 /// does nothing. No other thread may use the handle meanwhile or after.
 ///
 /// # Safety

@@ -105,8 +105,8 @@ pub use config::{
     tw_breaker_config_validate, tw_breaker_get_config, tw_breaker_get_config_sized, tw_window_kind,
 };
 pub use fleet::{
-    tw_fleet, tw_fleet_free, tw_fleet_join, tw_fleet_new, tw_fleet_options, tw_fleet_options_default,
-    tw_fleet_options_init, tw_fleet_snapshot, tw_fleet_stats,
+    tw_fleet, tw_fleet_connect_failures, tw_fleet_free, tw_fleet_join, tw_fleet_last_error, tw_fleet_new,
+    tw_fleet_options, tw_fleet_options_default, tw_fleet_options_init, tw_fleet_snapshot, tw_fleet_stats,
 };
 pub use hold::{
     TW_HOLD_UNSPECIFIED, tw_assessment, tw_breaker_hold_for, tw_breaker_hold_for_at, tw_breaker_hold_left,

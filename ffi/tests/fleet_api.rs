@@ -59,6 +59,12 @@ fn bad_arguments_are_statuses_with_messages() {
     assert_eq!(last_error(), "tw_fleet_new: `url` is NULL");
     assert_eq!(new_fleet(url, ns, b"short", null()), Err(tw_status::InvalidArgument));
     assert_eq!(last_error(), "tw_fleet_new: fleet setting `key_len` = 5: must be at least 16 bytes");
+    assert_eq!(new_fleet(url, ns, &[0u8; 16], null()), Err(tw_status::InvalidArgument));
+    assert_eq!(
+        last_error(),
+        "tw_fleet_new: fleet setting `key` = 16 bytes of 0x00: must be random bytes, not one byte repeated \
+         (as 16 zero bytes are)"
+    );
     assert_eq!(new_fleet(c"http://nowhere", ns, KEY, null()), Err(tw_status::InvalidArgument));
     let bad_utf8 = [0xFFu8, 0];
     let options = tw_fleet_options {
@@ -156,4 +162,171 @@ fn a_trip_through_one_handle_refuses_calls_through_another() {
         tw_breaker_free(a);
         tw_breaker_free(b);
     }
+}
+
+/// A server that accepts connections and never answers them, held open
+/// until the returned flag is set.
+fn silent_server() -> (u16, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = std::sync::Arc::new(AtomicU64::new(0));
+    let n = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().map_while(Result::ok) {
+            held.push(s);
+            n.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    (port, accepted)
+}
+
+#[test]
+fn free_against_a_server_that_never_answers_takes_at_most_the_timeouts() {
+    let (port, accepted) = silent_server();
+    let url = std::ffi::CString::new(format!("redis://127.0.0.1:{port}")).unwrap();
+    let mut o = core::mem::MaybeUninit::<tw_fleet_options>::uninit();
+    // SAFETY: a writable struct, fully written on success.
+    let mut o = unsafe {
+        assert_eq!(tw_fleet_options_default(o.as_mut_ptr()), tw_status::Ok);
+        o.assume_init()
+    };
+    o.connect_timeout_ns = 1_000_000_000;
+    o.io_timeout_ns = 200_000_000;
+    let f = new_fleet(&url, c"ffi-silent", KEY, &o).unwrap();
+    let b = breaker();
+    // SAFETY: live handles; the breaker outlives the fleet.
+    assert_eq!(unsafe { tw_fleet_join(f, c"exchange".as_ptr(), b) }, tw_status::Ok);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while accepted.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+        assert!(Instant::now() < deadline, "both connections accepted");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let start = Instant::now();
+    // SAFETY: a live handle, not used again.
+    unsafe { tw_fleet_free(f) };
+    let took = start.elapsed();
+    // SAFETY: a live breaker, no longer joined.
+    unsafe { tw_breaker_free(b) };
+    // The header's bound: the longer of the two timeouts, and a poll.
+    assert!(took <= Duration::from_millis(1150), "tw_fleet_free took {took:?}");
+}
+
+/// `tw_fleet_last_error`'s text, and `tw_fleet_connect_failures`.
+fn why(f: *const tw_fleet) -> (String, u64) {
+    let (mut buf, mut len, mut failures) = ([0u8; 512], 0usize, 0u64);
+    // SAFETY: a live handle, a buffer of its length, writable outputs.
+    unsafe {
+        assert_eq!(tw_fleet_last_error(f, buf.as_mut_ptr().cast(), buf.len(), &mut len), tw_status::Ok);
+        assert_eq!(tw_fleet_connect_failures(f, &mut failures), tw_status::Ok);
+    }
+    let text = CStr::from_bytes_until_nul(&buf).unwrap().to_str().unwrap().to_owned();
+    assert_eq!(text.len(), len, "{text}");
+    (text, failures)
+}
+
+/// Waits (at most 3 s) for a last error holding every one of `words`
+/// and at least one failed attempt; returns the error.
+fn wait_why(f: *const tw_fleet, words: &[&str]) -> String {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let (text, failures) = why(f);
+        if failures >= 1 && words.iter().all(|w| text.contains(w)) {
+            return text;
+        }
+        assert!(Instant::now() < deadline, "last error {text:?}, {failures} failures: no {words:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A redis-server of the test's own on a free port, with `args`; killed
+/// when dropped.
+struct OwnRedis(std::process::Child, u16);
+
+impl OwnRedis {
+    fn start(args: &[&str]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Self(child, port)
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_misconfigured_link_says_why() {
+    let Ok(url) = std::env::var("TRIPWIRE_TEST_REDIS") else {
+        eprintln!("SKIPPED: set TRIPWIRE_TEST_REDIS (.ci/run does) to run the C ABI fleet error test");
+        return;
+    };
+    let redis = OwnRedis::start(&["--requirepass", "s3cret"]);
+    let mut o = core::mem::MaybeUninit::<tw_fleet_options>::uninit();
+    // SAFETY: a writable struct, fully written on success.
+    let mut o = unsafe {
+        assert_eq!(tw_fleet_options_default(o.as_mut_ptr()), tw_status::Ok);
+        o.assume_init()
+    };
+    o.password = c"guess".as_ptr();
+    let own = std::ffi::CString::new(format!("redis://127.0.0.1:{}", redis.1)).unwrap();
+    let wrong = new_fleet(&own, c"ffi-faults", KEY, &o).unwrap();
+    let db99 = std::ffi::CString::new(format!("{}/99", url.trim_end_matches('/'))).unwrap();
+    let select = new_fleet(&db99, c"ffi-faults", KEY, null()).unwrap();
+    let refused = new_fleet(c"redis://127.0.0.1:1", c"ffi-faults", KEY, null()).unwrap();
+    let text = wait_why(wrong, &["AUTH failed", "WRONGPASS"]);
+    assert!(!text.contains("guess"), "{text}");
+    wait_why(select, &["SELECT 99", "out of range"]);
+    let text = wait_why(refused, &["connect", "refused"]);
+    let (mut buf, mut len) = ([0xAAu8; 8], 0usize);
+    // SAFETY: a live handle; buffers of the lengths given; NULLs checked.
+    unsafe {
+        // Cut to fit, NUL-terminated; the whole length reported.
+        assert_eq!(tw_fleet_last_error(refused, buf.as_mut_ptr().cast(), 8, &mut len), tw_status::Ok);
+        assert_eq!(
+            (&buf[..8], len >= text.len()),
+            (&[text.as_bytes()[..7].to_vec(), vec![0]].concat()[..], true)
+        );
+        assert_eq!(tw_fleet_last_error(refused, null_mut(), 0, &mut len), tw_status::Ok);
+        assert!(len >= text.len());
+        assert_eq!(tw_fleet_last_error(refused, null_mut(), 8, &mut len), tw_status::NullArgument);
+        assert_eq!(last_error(), "tw_fleet_last_error: `buf` is NULL and `cap` = 8, not 0");
+        assert_eq!(
+            tw_fleet_last_error(refused, buf.as_mut_ptr().cast(), 8, null_mut()),
+            tw_status::NullArgument
+        );
+        assert_eq!(
+            tw_fleet_last_error(null(), buf.as_mut_ptr().cast(), 8, &mut len),
+            tw_status::NullArgument
+        );
+        assert_eq!(tw_fleet_connect_failures(refused, null_mut()), tw_status::NullArgument);
+        assert_eq!(tw_fleet_connect_failures(null(), &mut 0), tw_status::NullArgument);
+        for f in [wrong, select, refused] {
+            tw_fleet_free(f);
+        }
+    }
+    // A link that never failed: the empty text, no failures.
+    let fine = new_fleet(&std::ffi::CString::new(url).unwrap(), c"ffi-faults", KEY, null()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !(stats(fine).publisher_up == 1 && stats(fine).subscriber_up == 1) {
+        assert!(Instant::now() < deadline, "linked");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(why(fine), (String::new(), 0));
+    // SAFETY: a live handle, not used again.
+    unsafe { tw_fleet_free(fine) };
 }

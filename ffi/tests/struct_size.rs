@@ -358,7 +358,7 @@ fn the_other_config_structs_follow_the_same_rules() {
         // An unsupported scheme: any options accepted end in
         // INVALID_ARGUMENT for the URL, before a thread or socket.
         let mut h = null_mut();
-        let key = [7u8; 32];
+        let key = *b"0123456789abcdef0123456789abcdef";
         // SAFETY: the caller's guarantee; valid strings and key.
         unsafe { tw_fleet_new(c"http://x".as_ptr(), c"ns".as_ptr(), key.as_ptr(), 32, p.cast(), &mut h) }
     }

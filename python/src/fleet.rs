@@ -2,6 +2,8 @@
 //! Python breakers. Everything it does is the Rust implementation's: this
 //! file turns arguments into its settings and its counters into a dict.
 
+use core::mem::ManuallyDrop;
+
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
@@ -21,7 +23,28 @@ impl AsBreaker for CoreBreaker {
 /// through Redis: `Fleet(url, namespace, key, ...)`, then `join(breaker)`.
 #[pyclass(module = "tripwire", frozen)]
 pub struct Fleet {
-    inner: tripwire::fleet::Fleet,
+    /// Taken out only by `drop`, to be dropped without the GIL.
+    inner: ManuallyDrop<tripwire::fleet::Fleet>,
+}
+
+impl Drop for Fleet {
+    /// Stopping the link waits for its threads (up to the longer of the
+    /// connect and I/O timeouts against a server that never answers):
+    /// done without the GIL, so that other threads' calls through their
+    /// breakers go on meanwhile. The object is unreachable by then.
+    fn drop(&mut self) {
+        // SAFETY:
+        // - `drop` runs once, and `inner` is not used after it: it is
+        //   taken exactly once, here.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        let mut inner = Some(inner);
+        // Not attached (the interpreter shutting down): dropped as it is.
+        let _ = Python::try_attach(|py| {
+            let inner = inner.take();
+            py.detach(move || drop(inner));
+        });
+        drop(inner);
+    }
 }
 
 fn config_error(e: tripwire::fleet::FleetError) -> PyErr {
@@ -83,7 +106,7 @@ impl Fleet {
             b = b.io_timeout(d);
         }
         let inner = tripwire::fleet::Fleet::new(b.build().map_err(config_error)?).map_err(config_error)?;
-        Ok(Self { inner })
+        Ok(Self { inner: ManuallyDrop::new(inner) })
     }
 
     /// Joins a named breaker: its trips, holds and closes go to the fleet
@@ -104,6 +127,14 @@ impl Fleet {
         self.inner.link_state().as_str()
     }
 
+    /// Why the link last failed, or None: the connection, the step and the
+    /// reason ("subscriber: AUTH failed: WRONGPASS ..."), the Rust
+    /// `Fleet::last_error`.
+    #[getter]
+    fn last_error(&self) -> Option<String> {
+        self.inner.last_error()
+    }
+
     /// Waits (without the GIL) until the link is up, at most `timeout`
     /// seconds; returns whether it is.
     fn wait_linked(&self, py: Python<'_>, timeout: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -112,7 +143,8 @@ impl Fleet {
     }
 
     /// The link's counters: sent, received, dropped, applied, leases_won,
-    /// leases_lost, reconnects, and `rejected_<reason>` for each reason.
+    /// leases_lost, reconnects, connect_failures, and `rejected_<reason>`
+    /// for each reason.
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.inner.snapshot();
         let d = PyDict::new(py);
@@ -124,6 +156,7 @@ impl Fleet {
             ("leases_won", s.leases_won),
             ("leases_lost", s.leases_lost),
             ("reconnects", s.reconnects),
+            ("connect_failures", s.connect_failures),
         ] {
             d.set_item(k, v)?;
         }

@@ -7,6 +7,7 @@ the tests that link are skipped, saying so, without it.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -86,6 +87,10 @@ def test_one_process_trips_and_two_others_refuse() -> None:
 def test_bad_settings_are_value_and_type_errors() -> None:
     with pytest.raises(ValueError, match="key"):
         tripwire.Fleet("redis://127.0.0.1:1", "ns", b"short")
+    with pytest.raises(ValueError, match="`key`: must be random bytes, not one byte repeated"):
+        tripwire.Fleet("redis://127.0.0.1:1", "ns", bytes(16))
+    with pytest.raises(ValueError, match="`key`"):
+        tripwire.Fleet("redis://127.0.0.1:1", "ns", "x" * 32)
     with pytest.raises(ValueError, match="namespace"):
         tripwire.Fleet("redis://127.0.0.1:1", "a b", KEY)
     with pytest.raises(ValueError, match="Redis"):
@@ -94,6 +99,63 @@ def test_bad_settings_are_value_and_type_errors() -> None:
         tripwire.Fleet("redis://127.0.0.1:1", "ns", 42)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         tripwire.Fleet("redis://127.0.0.1:1", "ns", KEY, probe_timeout=-1.0)
+
+
+def says_why(fleet: tripwire.Fleet, *words: str) -> str:
+    """Waits (at most 3 s) for a last error holding `words` and a failed attempt."""
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        why = fleet.last_error
+        failed = fleet.snapshot()["connect_failures"]
+        if why is not None and all(w in why for w in words) and failed >= 1:
+            assert fleet.link_state == "down"
+            return why
+        time.sleep(0.005)
+    raise AssertionError(f"last error {fleet.last_error!r}, {fleet.snapshot()}: no {words}")
+
+
+def test_a_port_nothing_listens_on_is_the_last_error() -> None:
+    fleet = tripwire.Fleet("redis://127.0.0.1:1", "faults", KEY, connect_timeout=0.05)
+    says_why(fleet, "connect: Connection refused")
+
+
+@needs_redis
+def test_a_wrong_password_and_a_missing_database_are_the_last_error() -> None:
+    assert REDIS is not None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    own = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.01)
+        subprocess.run(
+            ["redis-cli", "-p", str(port), "CONFIG", "SET", "requirepass", "s3cret"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        wrong = tripwire.Fleet(f"redis://127.0.0.1:{port}", "faults", KEY, password="guess")
+        why = says_why(wrong, "AUTH failed", "WRONGPASS")
+        assert "guess" not in why
+        del wrong
+    finally:
+        own.kill()
+        own.wait()
+    db99 = tripwire.Fleet(REDIS.rstrip("/") + "/99", "faults", KEY)
+    # The text Rust and C read.
+    says_why(db99, "SELECT 99: ResponseError: DB index is out of range")
+    fine = tripwire.Fleet(REDIS, "faults", KEY)
+    assert fine.wait_linked(5.0)
+    assert fine.last_error is None and fine.snapshot()["connect_failures"] == 0
 
 
 def test_unlinked_a_joined_breaker_is_a_plain_local_one() -> None:
@@ -154,3 +216,61 @@ def test_prometheus_text_counts_what_the_link_sent() -> None:
     text = tripwire.prometheus_text()
     assert f'tripwire_fleet_link_state{{fleet="{ns}",state="up"}} 1' in text.splitlines(), text
     assert f'tripwire_fleet_sent_total{{fleet="{ns}"}} 1' in text.splitlines(), text
+
+
+def test_dropping_a_fleet_whose_server_never_answers_lets_other_threads_call() -> None:
+    # A server that accepts and never answers: the link's drop waits for
+    # its connection attempts, at most the longer of the two timeouts.
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    port = server.getsockname()[1]
+    fleet = tripwire.Fleet(f"redis://127.0.0.1:{port}", "silent", KEY, connect_timeout=1.0, io_timeout=0.2)
+    fleet.join(tripwire.Breaker(name="exchange"))
+    deadline = time.monotonic() + 2
+    while len(held) < 2 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert len(held) >= 2, "both connections accepted"
+
+    other = tripwire.Breaker(name="other")
+    stop = threading.Event()
+    gaps: list[float] = []
+
+    def calls() -> None:
+        last = time.monotonic()
+        while not stop.is_set():
+            with other:
+                pass
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+            time.sleep(0.001)
+
+    caller = threading.Thread(target=calls)
+    caller.start()
+    time.sleep(0.05)
+    start = time.monotonic()
+    del fleet
+    took = time.monotonic() - start
+    time.sleep(0.05)
+    stop.set()
+    caller.join()
+    server.close()
+    for s in held:
+        s.close()
+    assert took <= 1.15, f"del fleet took {took:.3f} s"
+    # The drop ran without the GIL: the other thread's calls went on.
+    assert max(gaps) < 0.25, f"calls stalled {max(gaps):.3f} s while the fleet was dropped"

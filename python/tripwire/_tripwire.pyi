@@ -314,7 +314,11 @@ class StaleStats:
 
 @final
 class Fleet:
-    """A link from this process's named breakers to the other hosts of a fleet, through Redis."""
+    """A link from this process's named breakers to the other hosts of a fleet, through Redis.
+
+    Dropped (its last reference gone), it stops the link without the GIL,
+    within the longer of `connect_timeout` and `io_timeout`, plus 0.1 s.
+    """
 
     def __new__(
         cls,
@@ -333,6 +337,9 @@ class Fleet:
     def join(self, breaker: Breaker) -> None: ...
     @property
     def link_state(self) -> Literal["up", "partial", "down"]: ...
+    @property
+    def last_error(self) -> str | None:
+        """Why the link last failed (the connection, the step, the reason), or None."""
     def wait_linked(self, timeout: Seconds) -> bool: ...
     def snapshot(self) -> dict[str, int]: ...
     def prometheus(self) -> str: ...

@@ -316,3 +316,75 @@ pub fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> Option<Durati
     }
     f().then(|| start.elapsed())
 }
+
+/// A server that accepts connections and never answers, nor closes them:
+/// a Redis that hangs. Its connections are held until it is dropped.
+pub struct SilentServer {
+    pub port: u16,
+    accepted: Arc<AtomicU64>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl SilentServer {
+    pub fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let accepted = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (n, done) = (accepted.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !done.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((s, _)) => {
+                        held.push(s);
+                        n.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+        });
+        Self { port, accepted, stop }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> u64 {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for SilentServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// An ACL user made on a Redis for one test, deleted when dropped.
+pub struct AclUser {
+    pub name: String,
+    url: String,
+}
+
+impl AclUser {
+    /// `ACL SETUSER <unique name> <rules…>` on the Redis at `url`.
+    pub fn create(url: &str, prefix: &str, rules: &[&str]) -> Self {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let name = format!("{prefix}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+        let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+        redis::cmd("ACL").arg("SETUSER").arg(&name).arg(rules).exec(&mut conn).unwrap();
+        Self { name, url: url.to_string() }
+    }
+}
+
+impl Drop for AclUser {
+    fn drop(&mut self) {
+        if let Ok(mut conn) = redis::Client::open(self.url.as_str()).and_then(|c| c.get_connection()) {
+            let _ = redis::cmd("ACL").arg("DELUSER").arg(&self.name).exec(&mut conn);
+        }
+    }
+}

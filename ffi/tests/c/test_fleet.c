@@ -1,8 +1,9 @@
 /*
  * tw_fleet_* from C, through include/tripwire.h: every declaration compiles
  * as C (each name its own), NULL and bad arguments give their statuses and
- * messages, and with TRIPWIRE_TEST_REDIS set (.ci/run sets it) a trip
- * through one fleet handle refuses calls through another.
+ * messages, a link that cannot connect says why (tw_fleet_last_error), and
+ * with TRIPWIRE_TEST_REDIS set (.ci/run sets it) a trip through one fleet
+ * handle refuses calls through another and a missing database is named.
  * Built with -std=c11 -Wall -Wextra -Werror, plainly and with
  * -fsanitize=address,undefined, by ffi/tests/c_api.rs.
  */
@@ -34,6 +35,29 @@ static int contains(const char *haystack, const char *needle) {
     return strstr(haystack, needle) != NULL;
 }
 
+static void sleep_ms(long ms) {
+    struct timespec t = {0, ms * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* Waits (at most 3 s) for a last error holding `words` and a failed
+ * attempt; 1 if both came. */
+static int says_why(const tw_fleet *f, const char *words) {
+    char buf[512];
+    size_t len = 0;
+    uint64_t failed = 0;
+    for (int waited = 0; waited < 3000; waited += 5) {
+        CHECK_STATUS(tw_fleet_last_error(f, buf, sizeof buf, &len), TW_STATUS_OK);
+        CHECK_STATUS(tw_fleet_connect_failures(f, &failed), TW_STATUS_OK);
+        if (failed >= 1 && contains(buf, words) && strlen(buf) == len) {
+            return 1;
+        }
+        sleep_ms(5);
+    }
+    fprintf(stderr, "last error \"%s\", %llu failures: no \"%s\"\n", buf, (unsigned long long)failed, words);
+    return 0;
+}
+
 static void test_bad_arguments(void) {
     const char *url = "redis://127.0.0.1:1";
     tw_fleet *f = NULL;
@@ -43,6 +67,9 @@ static void test_bad_arguments(void) {
     CHECK_STATUS(tw_fleet_new(url, "c", KEY, 5, NULL, &f), TW_STATUS_INVALID_ARGUMENT);
     CHECK(strcmp(tw_last_error_message(),
                  "tw_fleet_new: fleet setting `key_len` = 5: must be at least 16 bytes") == 0);
+    static const uint8_t zeros[16] = {0};
+    CHECK_STATUS(tw_fleet_new(url, "c", zeros, sizeof zeros, NULL, &f), TW_STATUS_INVALID_ARGUMENT);
+    CHECK(contains(tw_last_error_message(), "`key` = 16 bytes of 0x00: must be random bytes"));
     CHECK_STATUS(tw_fleet_new("http://nowhere", "c", KEY, KEY_LEN, NULL, &f), TW_STATUS_INVALID_ARGUMENT);
     tw_fleet_options o;
     /* Zeroed by hand, struct_size is 0: no layout. */
@@ -70,14 +97,16 @@ static void test_bad_arguments(void) {
     tw_fleet_stats s;
     CHECK_STATUS(tw_fleet_snapshot(f, &s), TW_STATUS_OK);
     CHECK(s.publisher_up == 0 && s.subscriber_up == 0 && s.sent == 0);
+    /* And says why. */
+    CHECK(says_why(f, "connect: Connection refused"));
+    size_t len = 0;
+    CHECK_STATUS(tw_fleet_last_error(f, NULL, 0, &len), TW_STATUS_OK);
+    CHECK(len > 0);
+    CHECK_STATUS(tw_fleet_last_error(f, NULL, 8, &len), TW_STATUS_NULL_ARGUMENT);
+    CHECK_STATUS(tw_fleet_connect_failures(f, NULL), TW_STATUS_NULL_ARGUMENT);
     tw_fleet_free(f);
     tw_fleet_free(NULL);
     tw_breaker_free(b);
-}
-
-static void sleep_ms(long ms) {
-    struct timespec t = {0, ms * 1000000L};
-    nanosleep(&t, NULL);
 }
 
 static int linked(const tw_fleet *f) {
@@ -150,11 +179,25 @@ static void test_a_trip_travels(const char *url) {
     tw_breaker_free(b);
 }
 
+/* A database the server lacks: the server's reason reaches C. */
+static void test_a_missing_database_says_why(const char *url) {
+    char db99[256];
+    snprintf(db99, sizeof db99, "%s/99", url);
+    tw_fleet *f = NULL;
+    CHECK_STATUS(tw_fleet_new(db99, "c-db99", KEY, KEY_LEN, NULL, &f), TW_STATUS_OK);
+    if (f == NULL) {
+        return;
+    }
+    CHECK(says_why(f, "SELECT 99: ResponseError: DB index is out of range"));
+    tw_fleet_free(f);
+}
+
 int main(void) {
     test_bad_arguments();
     const char *url = getenv("TRIPWIRE_TEST_REDIS");
     if (url != NULL && url[0] != '\0') {
         test_a_trip_travels(url);
+        test_a_missing_database_says_why(url);
     } else {
         printf("test_fleet: SKIPPED the linked check: set TRIPWIRE_TEST_REDIS=redis://127.0.0.1:PORT\n");
     }

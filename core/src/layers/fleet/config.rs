@@ -89,7 +89,8 @@ impl FleetConfig {
     /// Settings for the fleet `namespace` on the Redis at `url`
     /// (`redis://[user:password@]host:port[/db]`, or `rediss://` with the
     /// feature `fleet-tls`), signing with `key`, which every host of the
-    /// fleet shares (at least 16 bytes; 32 random bytes are right).
+    /// fleet shares (at least 16 bytes, and not one byte repeated, as 16
+    /// zero bytes are; 32 random bytes are right).
     pub fn builder(
         url: impl Into<String>,
         namespace: impl Into<String>,
@@ -130,7 +131,7 @@ impl FleetConfig {
         self.probe_timeout
     }
 
-    /// How far apart hosts' wall clocks may be.
+    /// How old (or how far ahead) a message's stamp may be.
     pub fn max_skew(&self) -> Duration {
         self.max_skew
     }
@@ -144,6 +145,11 @@ impl FleetConfig {
         }
         if self.key.len() < MIN_KEY_LEN {
             return bad("key", "at least 16 bytes");
+        }
+        // Long enough but no secret: 16 zero bytes, or any one byte
+        // repeated (a buffer never filled, a placeholder).
+        if self.key.iter().all(|&b| b == self.key[0]) {
+            return bad("key", "random bytes, not one byte repeated (as 16 zero bytes are)");
         }
         let ms = Duration::from_millis;
         let checks: [(&'static str, Duration, Duration, Duration, &'static str); 6] = [
@@ -161,6 +167,20 @@ impl FleetConfig {
         }
         if self.reconnect_max < self.reconnect_min || self.reconnect_max > ms(600_000) {
             return bad("reconnect_max", "at least reconnect_min, at most 10 min");
+        }
+        // A PEM of no certificate (garbage, an empty file) is an empty root
+        // store to the client: every handshake would fail, in silence.
+        #[cfg(feature = "fleet-tls")]
+        if let Some(pem) = &self.tls_root_cert {
+            use rustls::pki_types::CertificateDer;
+            use rustls::pki_types::pem::PemObject;
+            let mut certs = CertificateDer::pem_slice_iter(pem);
+            if !matches!(certs.next(), Some(Ok(_))) || certs.any(|c| c.is_err()) {
+                return bad(
+                    "tls_root_cert",
+                    "PEM certificates (`-----BEGIN CERTIFICATE-----`), one at least",
+                );
+            }
         }
         Ok(())
     }
@@ -224,10 +244,11 @@ impl FleetConfigBuilder {
         self
     }
 
-    /// How far apart hosts' wall clocks (and a message's time in transit)
-    /// may be (default 5 s): messages sent longer ago are stale, and
-    /// messages sent later than this ahead of this host's clock are from
-    /// the future; both are dropped.
+    /// How old a message may be (default 5 s): its time in transit and the
+    /// error of the hosts' readings of Redis's clock, on which messages are
+    /// stamped (hosts' own clocks need not agree). Messages stamped longer
+    /// ago are stale, and those stamped later than this ahead of this
+    /// host's reading are from the future; both are dropped.
     pub fn max_skew(mut self, d: Duration) -> Self {
         self.config.max_skew = d;
         self
@@ -235,6 +256,8 @@ impl FleetConfigBuilder {
 
     /// The root certificate (PEM) that the server's certificate must chain
     /// to, in place of the system's (feature `fleet-tls`, `rediss://`).
+    /// One that holds no certificate (garbage, an empty file) is an error
+    /// of [`build`](Self::build) naming `tls_root_cert`.
     #[cfg(feature = "fleet-tls")]
     pub fn tls_root_cert(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.config.tls_root_cert = Some(pem.into());
@@ -260,8 +283,10 @@ pub(crate) fn check_name(name: &str) -> Result<(), FleetError> {
 mod tests {
     use super::*;
 
+    const KEY: &[u8; 32] = b"0123456789abcdef0123456789abcdef";
+
     fn builder() -> FleetConfigBuilder {
-        FleetConfig::builder("redis://127.0.0.1:6379", "prod", [7u8; 32])
+        FleetConfig::builder("redis://127.0.0.1:6379", "prod", *KEY)
     }
 
     #[test]
@@ -279,11 +304,19 @@ mod tests {
             Err(FleetError::Config { field, .. }) => field,
             other => panic!("{other:?}"),
         };
-        assert_eq!(field(FleetConfig::builder("redis://x", "", [7u8; 32])), "namespace");
-        assert_eq!(field(FleetConfig::builder("redis://x", "a b", [7u8; 32])), "namespace");
-        assert_eq!(field(FleetConfig::builder("redis://x", "a:b", [7u8; 32])), "namespace");
-        assert_eq!(field(FleetConfig::builder("redis://x", "n".repeat(65), [7u8; 32])), "namespace");
+        assert_eq!(field(FleetConfig::builder("redis://x", "", *KEY)), "namespace");
+        assert_eq!(field(FleetConfig::builder("redis://x", "a b", *KEY)), "namespace");
+        assert_eq!(field(FleetConfig::builder("redis://x", "a:b", *KEY)), "namespace");
+        assert_eq!(field(FleetConfig::builder("redis://x", "n".repeat(65), *KEY)), "namespace");
         assert_eq!(field(FleetConfig::builder("redis://x", "prod", [7u8; 15])), "key");
+        // Long enough, and no secret: one byte repeated.
+        assert_eq!(field(FleetConfig::builder("redis://x", "prod", [0u8; 16])), "key");
+        assert_eq!(field(FleetConfig::builder("redis://x", "prod", [0xABu8; 64])), "key");
+        let zeros = FleetConfig::builder("redis://x", "prod", [0u8; 32]).build().unwrap_err();
+        assert_eq!(
+            std::string::ToString::to_string(&zeros),
+            "fleet setting `key`: must be random bytes, not one byte repeated (as 16 zero bytes are)"
+        );
         assert_eq!(field(builder().connect_timeout(Duration::ZERO)), "connect_timeout");
         assert_eq!(field(builder().io_timeout(Duration::MAX)), "io_timeout");
         assert_eq!(field(builder().lease_lead(Duration::from_secs(61))), "lease_lead");
@@ -297,6 +330,17 @@ mod tests {
         let msg =
             std::string::ToString::to_string(&builder().lease_lead(Duration::ZERO).build().unwrap_err());
         assert_eq!(msg, "fleet setting `lease_lead`: must be from 1 ms to 60 s");
+    }
+
+    #[test]
+    #[cfg(feature = "fleet-tls")]
+    fn a_root_certificate_that_holds_none_is_refused() {
+        for pem in [&b"garbage"[..], b"", b"-----BEGIN CERTIFICATE-----\nno end"] {
+            match builder().tls_root_cert(pem).build() {
+                Err(FleetError::Config { field, .. }) => assert_eq!(field, "tls_root_cert"),
+                other => panic!("{pem:?}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -91,6 +91,10 @@ pub struct FleetSnapshot {
     pub leases_lost: u64,
     /// Connections made again after one was lost or failed to open.
     pub reconnects: u64,
+    /// Attempts to connect that failed (refused, timed out, a log-in,
+    /// `SELECT` or TLS handshake refused), by either connection:
+    /// [`Fleet::last_error`](super::Fleet::last_error) says why.
+    pub connect_failures: u64,
     /// Whether the publishing connection is up (1) or not (0).
     pub publisher_up: u64,
     /// Whether the subscribed connection is up (1) or not (0).
@@ -129,6 +133,7 @@ pub(crate) struct Counters {
     leases_won: AtomicU64,
     leases_lost: AtomicU64,
     reconnects: AtomicU64,
+    connect_failures: AtomicU64,
     publisher_up: AtomicU64,
     subscriber_up: AtomicU64,
 }
@@ -144,13 +149,24 @@ pub(crate) enum Count {
     LeaseWon,
     LeaseLost,
     Reconnect,
+    ConnectFailed,
 }
 
 /// One of the link's two connections.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Conn {
-    Publisher,
-    Subscriber,
+    Publisher = 0,
+    Subscriber = 1,
+}
+
+impl Conn {
+    /// The connection's name in the link's last error.
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            Self::Publisher => "publisher",
+            Self::Subscriber => "subscriber",
+        }
+    }
 }
 
 impl Counters {
@@ -164,6 +180,7 @@ impl Counters {
             Count::LeaseWon => &self.leases_won,
             Count::LeaseLost => &self.leases_lost,
             Count::Reconnect => &self.reconnects,
+            Count::ConnectFailed => &self.connect_failures,
         }
     }
 
@@ -171,6 +188,12 @@ impl Counters {
         // Relaxed: see the module's Orderings. Saturating would cost a CAS
         // loop; 2^64 messages are out of reach.
         self.cell(c).fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One counter now.
+    pub(crate) fn get(&self, c: Count) -> u64 {
+        // Relaxed: see the module's Orderings.
+        self.cell(c).load(Ordering::Relaxed)
     }
 
     pub(crate) fn set_up(&self, conn: Conn, up: bool) {
@@ -203,6 +226,7 @@ impl Counters {
             leases_won: get(&self.leases_won),
             leases_lost: get(&self.leases_lost),
             reconnects: get(&self.reconnects),
+            connect_failures: get(&self.connect_failures),
             publisher_up: get(&self.publisher_up),
             subscriber_up: get(&self.subscriber_up),
         }

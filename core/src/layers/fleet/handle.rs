@@ -14,8 +14,12 @@ use crate::layers::clock::MonotonicClock;
 use crate::layers::named::NamedBreaker;
 use crate::sync::{AtomicU32, Ordering};
 
+use super::clock::FleetClock;
+#[cfg(doc)]
+use super::config::FleetConfigBuilder;
 use super::config::{FleetConfig, FleetError, check_name};
-use super::counters::{Counters, FleetSnapshot, LinkState};
+use super::counters::{Conn, Count, Counters, FleetSnapshot, LinkState, RejectReason};
+use super::fault::LastError;
 use super::keys::Keys;
 use super::member::{AsBreaker, Core, Joined, Member, Signal};
 use super::sign::Signer;
@@ -29,12 +33,16 @@ use super::{connect, listen, publish};
 /// late sees it on its next turn, at most one poll later.
 pub(crate) struct Shared {
     pub(crate) config: FleetConfig,
-    pub(crate) client: redis::Client,
+    pub(crate) link: connect::Link,
     pub(crate) signer: Signer,
     pub(crate) keys: Keys,
     /// This host's random id in the fleet's messages.
     pub(crate) id: u64,
     pub(crate) counters: Counters,
+    /// Why the link last failed.
+    pub(crate) last_error: LastError,
+    /// Redis's time, as this host reads it: the time of every stamp.
+    pub(crate) clock: FleetClock,
     pub(crate) members: RwLock<BTreeMap<Box<str>, Arc<Member>>>,
     publisher: OnceLock<Thread>,
     stop: AtomicU32,
@@ -67,6 +75,36 @@ impl Shared {
         }
     }
 
+    /// `conn` could not be made: counted, and `why` (from
+    /// [`connect::open`]) made the last error.
+    pub(crate) fn connect_failed(&self, conn: Conn, why: &str) {
+        self.counters.add(Count::ConnectFailed);
+        self.last_error.set(&self.config.namespace, conn, why);
+    }
+
+    /// `conn` failed while up, and is dropped: `e` made the last error.
+    pub(crate) fn conn_dropped(&self, conn: Conn, e: &redis::RedisError) {
+        let why = std::format!("connection dropped: {e}");
+        self.last_error.set(&self.config.namespace, conn, &why);
+    }
+
+    /// `conn` is up: marked so, and its next error is logged.
+    pub(crate) fn conn_up(&self, conn: Conn) {
+        self.counters.set_up(conn, true);
+        self.last_error.connected(conn);
+    }
+
+    /// A received message or a stored value is refused for `reason`:
+    /// counted, and, for a bad signature, the last error (hosts whose keys
+    /// differ are linked, and would say nothing else).
+    pub(crate) fn rejected(&self, reason: RejectReason) {
+        self.counters.add(Count::Rejected(reason));
+        if reason == RejectReason::Signature {
+            let n = self.counters.get(Count::Rejected(reason));
+            self.last_error.bad_signatures(&self.config.namespace, n);
+        }
+    }
+
     /// The joined breakers, copied out of the lock.
     pub(crate) fn members(&self) -> Vec<Arc<Member>> {
         self.members.read().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
@@ -84,8 +122,11 @@ impl Shared {
 /// and closes are published to the fleet, and the fleet's put into it.
 /// Two threads own the Redis connections (one publishes and holds leases,
 /// one is subscribed); the breaker's callers never wait for them. Dropping
-/// the handle stops both threads (within the configured I/O timeout) and
-/// leaves the joined breakers as plain local breakers.
+/// the handle stops both threads and leaves the joined breakers as plain
+/// local breakers. It waits for what each thread is doing to end: at most
+/// the longer of [`connect_timeout`](FleetConfigBuilder::connect_timeout)
+/// and [`io_timeout`](FleetConfigBuilder::io_timeout), plus 0.1 s (a
+/// subscribed read's poll), however Redis behaves.
 ///
 /// # Examples
 /// ```no_run
@@ -120,14 +161,16 @@ impl Fleet {
     /// is down now is retried in the background, and this returns at once.
     /// Fails only on settings that cannot work (a URL that does not parse).
     pub fn new(config: FleetConfig) -> Result<Self, FleetError> {
-        let client = connect::client(&config)?;
+        let link = connect::link(&config)?;
         let shared = Arc::new(Shared {
             signer: Signer::new(&config.key, &config.namespace),
             keys: Keys::new(&config.namespace),
             id: random_id(),
-            client,
+            link,
             config,
             counters: Counters::default(),
+            last_error: LastError::default(),
+            clock: FleetClock::default(),
             members: RwLock::default(),
             publisher: OnceLock::new(),
             stop: AtomicU32::new(0),
@@ -206,7 +249,7 @@ impl Fleet {
         };
         let signal = Arc::new(Signal::new(publisher.clone()));
         let (breaker, joined_at) = make(signal.clone());
-        members.insert(Box::from(name), Arc::new(Member { breaker, signal, joined_at, polled }));
+        members.insert(Box::from(name), Arc::new(Member::new(breaker, signal, joined_at, polled)));
         drop(members);
         self.shared.wake_publisher();
         Ok(())
@@ -215,6 +258,21 @@ impl Fleet {
     /// The link's counters now.
     pub fn snapshot(&self) -> FleetSnapshot {
         self.shared.counters.snapshot()
+    }
+
+    /// Why the link last failed, if it ever did: a connection that could
+    /// not be made (`"subscriber: AUTH failed: WRONGPASS ..."`,
+    /// `"publisher: SELECT 99: ..."`, `"publisher: TLS handshake: ..."`), one
+    /// that was dropped, or messages that keep failing the signature check
+    /// (`"3 messages with a bad signature: is the key the same on every
+    /// host?"`). The text stays once the link is up again:
+    /// [`link_state`](Self::link_state) says whether it is, and
+    /// [`FleetSnapshot::connect_failures`] how often connecting failed.
+    /// Each is logged with `tracing` as a `warn` at the `tripwire` target
+    /// (feature `tracing`), once for each new reason of each connection,
+    /// not once per attempt.
+    pub fn last_error(&self) -> Option<String> {
+        self.shared.last_error.get()
     }
 
     /// Whether the link is up now.
@@ -265,7 +323,11 @@ impl Drop for Fleet {
     fn drop(&mut self) {
         // Relaxed: see `Shared`'s Orderings.
         self.shared.stop.store(1, Ordering::Relaxed);
-        self.shared.wake_publisher();
+        // Out of their sleeps now; a thread in a command sees the flag
+        // once the command ends, within its timeout.
+        for t in &self.threads {
+            t.thread().unpark();
+        }
         for t in self.threads.drain(..) {
             // A thread that panicked has nothing left to stop.
             let _ = t.join();

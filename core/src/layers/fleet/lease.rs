@@ -3,8 +3,16 @@
 //!
 //! When a joined breaker's cool-down (or hold) is about to end, within the
 //! configured lead, the publishing thread asks Redis for the breaker's
-//! lease: `SET` if absent, with a TTL of the time left plus the probe
-//! timeout, in one script. Then:
+//! lease (`SET` if absent, with a TTL of the time left plus the probe
+//! timeout, in one script) if the breaker has callers: it refused a call
+//! since the link last looked. An idle breaker has no call to probe with,
+//! and its winning would hold every other host until the lease ends: it
+//! asks for none. It obeys another host's lease if one is held (as a loser
+//! does), or else is held on for twice the lead and looked at again, so
+//! that it never probes without a lease while the link is up; a caller
+//! refused meanwhile makes it ask next time (each such hold is a
+//! transition, which a [`NamedBreaker`](crate::NamedBreaker)'s listeners
+//! hear, a lead apart). Asked, then:
 //! - **won**: nothing changes locally; when the wait ends, the next call is
 //!   the probe (the core's Half-Open admission, as on a lone host). Once the
 //!   probe's outcome moves the breaker (closed, or opened again), the new

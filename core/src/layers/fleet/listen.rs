@@ -2,9 +2,9 @@
 //! message, and puts the fleet's states into the joined breakers.
 //!
 //! A message is taken only if it decodes, is signed with the fleet's key,
-//! was sent within the skew allowance, and carries a sequence number above
-//! its sender's last (see `replay`); anything else is counted by reason and
-//! dropped. Taken, an "opened" or "held" message holds the breaker of that
+//! was stamped after this subscription began and within the skew
+//! allowance, and carries a sequence number above its sender's last (see
+//! `replay`); anything else is counted by reason and dropped. Taken, an "opened" or "held" message holds the breaker of that
 //! name for the message's wait (the core's `open_for`, which never shortens
 //! a wait), and "closed" closes it if it is Open or Half-Open.
 //!
@@ -25,7 +25,7 @@ use super::counters::{Conn, Count, RejectReason};
 use super::handle::Shared;
 use super::message::{self, Kind};
 use super::publish::reconnect_backoff;
-use super::replay::{self, ReplayGuard, Unfresh};
+use super::replay::{ReplayGuard, Unfresh};
 
 /// How often a blocked read gives up to look at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
@@ -37,26 +37,35 @@ pub(crate) fn run(shared: Arc<Shared>) {
     let mut guard = ReplayGuard::default();
     let mut connected_once = false;
     while !shared.stopped() {
-        if let Ok(mut conn) = connect::open(&shared.client, &shared.config) {
-            if connected_once {
-                shared.counters.add(Count::Reconnect);
+        match connect::open(&shared.link, &shared.config, &shared.clock) {
+            Ok((mut conn, redis_ms)) => {
+                if shared.stopped() {
+                    return;
+                }
+                if connected_once {
+                    shared.counters.add(Count::Reconnect);
+                }
+                connected_once = true;
+                let subscribed = listen(&shared, &mut conn, redis_ms, &mut guard, &mut backoff);
+                shared.counters.set_up(Conn::Subscriber, false);
+                // The server may be gone for the publisher too: it checks
+                // sooner while this connection is down.
+                shared.wake_publisher();
+                match subscribed {
+                    // Stopped.
+                    Ok(()) => return,
+                    Err(e) => shared.conn_dropped(Conn::Subscriber, &e),
+                }
             }
-            connected_once = true;
-            let subscribed = listen(&shared, &mut conn, &mut guard, &mut backoff);
-            shared.counters.set_up(Conn::Subscriber, false);
-            // The server may be gone for the publisher too: it checks sooner
-            // while this connection is down.
-            shared.wake_publisher();
-            if subscribed.is_ok() {
-                // Stopped.
-                return;
-            }
+            // Stopped while connecting: the error is the drop's doing.
+            Err(_) if shared.stopped() => return,
+            Err(why) => shared.connect_failed(Conn::Subscriber, &why),
         }
         sleep_unless_stopped(&shared, backoff.next_delay());
     }
 }
 
-/// Sleeps `d` in slices, returning early once the fleet stops.
+/// Sleeps `d`, returning early once the fleet stops.
 fn sleep_unless_stopped(shared: &Shared, d: Duration) {
     let end = Instant::now() + d;
     while !shared.stopped() {
@@ -64,7 +73,8 @@ fn sleep_unless_stopped(shared: &Shared, d: Duration) {
         if left.is_zero() {
             return;
         }
-        std::thread::sleep(left.min(POLL));
+        // The handle's drop unparks this thread.
+        std::thread::park_timeout(left);
     }
 }
 
@@ -73,13 +83,17 @@ fn sleep_unless_stopped(shared: &Shared, d: Duration) {
 fn listen(
     shared: &Shared,
     conn: &mut Connection,
+    subscribed_at: u64,
     guard: &mut ReplayGuard,
     backoff: &mut Backoff,
 ) -> RedisResult<()> {
+    // `subscribed_at`, Redis's time read last by `open`, is before the
+    // subscription: no message stamped earlier reaches it but as a replay
+    // (see `clock`).
+    connect::subscribe(conn, &shared.keys.channel)?;
     let mut ps = conn.as_pubsub();
-    ps.subscribe(&shared.keys.channel)?;
     ps.set_read_timeout(Some(POLL))?;
-    shared.counters.set_up(Conn::Subscriber, true);
+    shared.conn_up(Conn::Subscriber);
     backoff.reset();
     // Messages sent while this host was not subscribed are in the keys.
     shared.request_resync();
@@ -88,7 +102,7 @@ fn listen(
         match ps.get_message() {
             Ok(msg) => {
                 heard = Instant::now();
-                receive(shared, guard, msg.get_payload_bytes());
+                receive(shared, guard, subscribed_at, msg.get_payload_bytes());
             }
             Err(e) if e.is_timeout() => {
                 if heard.elapsed() >= PING_EVERY {
@@ -101,34 +115,50 @@ fn listen(
             Err(e) => return Err(e),
         }
     }
+    // Stopped: the connection is closed on the way out, which ends the
+    // subscription; the UNSUBSCRIBE the client sends first is given no
+    // time to wait for an answer.
+    let _ = ps.set_read_timeout(Some(Duration::from_millis(1)));
     Ok(())
 }
 
-/// Checks one payload and puts what it says into the breaker it names.
-pub(crate) fn receive(shared: &Shared, guard: &mut ReplayGuard, payload: &[u8]) {
+/// Checks one payload, heard on a subscription that began at Redis time
+/// `subscribed_at` (ms), and puts what it says into the breaker it names.
+pub(crate) fn receive(shared: &Shared, guard: &mut ReplayGuard, subscribed_at: u64, payload: &[u8]) {
     let counters = &shared.counters;
     let msg = match message::decode(payload) {
         Ok(msg) => msg,
-        Err(_) => return counters.add(Count::Rejected(RejectReason::Malformed)),
+        Err(_) => return shared.rejected(RejectReason::Malformed),
     };
     if !shared.signer.verify(msg.signed, msg.tag) {
-        return counters.add(Count::Rejected(RejectReason::Signature));
+        return shared.rejected(RejectReason::Signature);
     }
     // This host's own message, back from the channel.
     if msg.sender == shared.id {
         return;
     }
     let skew = super::lease::ttl_ms(shared.config.max_skew);
-    if let Err(u) = guard.take(msg.sender, msg.seq, msg.sent_at_ms, replay::wall_ms(), skew) {
+    let now = shared.clock.now_ms();
+    if let Err(u) = guard.take(msg.sender, msg.seq, msg.sent_at_ms, (now, skew), subscribed_at) {
         let reason = match u {
             Unfresh::Stale => RejectReason::Stale,
             Unfresh::Future => RejectReason::Future,
             Unfresh::Replayed => RejectReason::Replayed,
+            Unfresh::Unheard => {
+                // Or a genuine message stamped just before the subscription
+                // and published just after: the state it carries is in its
+                // key, read again.
+                shared.request_resync();
+                RejectReason::Replayed
+            }
         };
-        return counters.add(Count::Rejected(reason));
+        return shared.rejected(reason);
     }
     counters.add(Count::Received);
     let Some(m) = shared.member(msg.name) else { return };
+    if msg.kind != Kind::Lease {
+        m.saw(msg.sent_at_ms);
+    }
     let changed = match msg.kind {
         Kind::Opened | Kind::Held => m.apply_hold(msg.wait()),
         Kind::Closed => m.apply_close(),

@@ -73,6 +73,7 @@ fn merged(a: &FleetSnapshot, b: &FleetSnapshot) -> FleetSnapshot {
         leases_won: a.leases_won.saturating_add(b.leases_won),
         leases_lost: a.leases_lost.saturating_add(b.leases_lost),
         reconnects: a.reconnects.saturating_add(b.reconnects),
+        connect_failures: a.connect_failures.saturating_add(b.connect_failures),
         publisher_up: a.publisher_up.min(b.publisher_up),
         subscriber_up: a.subscriber_up.min(b.subscriber_up),
     }

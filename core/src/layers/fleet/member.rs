@@ -20,6 +20,9 @@
 //! be `Relaxed`; the pair keeps "flag seen, then state read" obvious.
 //! `applied` is `Relaxed`: the publisher compares it with a generation it
 //! read after, and a stale value only costs one redundant publication.
+//! `newest` is `Relaxed`: each link thread raises it (`fetch_max`) and
+//! reads it for itself; it orders nothing else, and a value a moment old
+//! lets through at most a state that raced the one it missed.
 
 use core::cell::Cell;
 use core::time::Duration;
@@ -68,6 +71,8 @@ pub(crate) trait Joined: Send + Sync {
     fn open_left(&self) -> Option<(Duration, bool)>;
     /// Holds it open for `d` (never shortening a wait).
     fn hold(&self, d: Duration) -> Option<Transition>;
+    /// The calls it refused so far: whether it has callers, for the lease.
+    fn refused(&self) -> u64;
     /// Closes it if it is Open or Half-Open; an operator's forced-open or
     /// disabled state stays.
     fn close(&self) -> Option<Transition>;
@@ -97,6 +102,10 @@ impl<C: Clock + Send + Sync + 'static> Joined for NamedBreaker<C> {
 
     fn hold(&self, d: Duration) -> Option<Transition> {
         self.open_for(d)
+    }
+
+    fn refused(&self) -> u64 {
+        self.breaker().snapshot().rejected
     }
 
     fn close(&self) -> Option<Transition> {
@@ -157,6 +166,10 @@ impl<H: AsBreaker, C: Clock + Send + Sync + 'static> Joined for Core<H, C> {
 
     fn hold(&self, d: Duration) -> Option<Transition> {
         self.handle.as_breaker().open_for(d, &self.clock)
+    }
+
+    fn refused(&self) -> u64 {
+        self.handle.as_breaker().snapshot().rejected
     }
 
     fn close(&self) -> Option<Transition> {
@@ -231,9 +244,29 @@ pub(crate) struct Member {
     pub(crate) joined_at: u32,
     /// Whether it has no listener and is looked at on every turn instead.
     pub(crate) polled: bool,
+    /// The latest stamp of a state of this breaker that this host took from
+    /// the fleet or sent (see `replay`): a state kept in Redis stamped
+    /// earlier is a replay.
+    newest: AtomicU64,
 }
 
 impl Member {
+    pub(crate) fn new(breaker: Arc<dyn Joined>, signal: Arc<Signal>, joined_at: u32, polled: bool) -> Self {
+        Self { breaker, signal, joined_at, polled, newest: AtomicU64::new(0) }
+    }
+
+    /// A state of this breaker stamped `stamp_ms` was taken or sent.
+    pub(crate) fn saw(&self, stamp_ms: u64) {
+        // Relaxed: see the module's Orderings.
+        self.newest.fetch_max(stamp_ms, Ordering::Relaxed);
+    }
+
+    /// The latest stamp of a state of this breaker taken or sent.
+    pub(crate) fn newest(&self) -> u64 {
+        // Relaxed: see the module's Orderings.
+        self.newest.load(Ordering::Relaxed)
+    }
+
     /// Holds it open for `d` as the link: the transition is the fleet's,
     /// not news to publish.
     pub(crate) fn apply_hold(&self, d: Duration) -> Option<Transition> {

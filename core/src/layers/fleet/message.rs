@@ -11,7 +11,7 @@
 //! | 3 | 1 | kind: 1 opened, 2 held, 3 closed, 4 lease |
 //! | 4 | 8 | sender: a random id per [`Fleet`](super::Fleet) |
 //! | 12 | 8 | sequence number, from 1, per sender |
-//! | 20 | 8 | sent at: wall-clock milliseconds since the Unix epoch |
+//! | 20 | 8 | sent at: milliseconds since the Unix epoch on Redis's clock, as the sender reads it (rounded up, see `clock`) |
 //! | 28 | 8 | wait: microseconds from sending until a probe may go (a lease: until it ends); 0 when closed |
 //! | 36 | 1 | name length `n`, 1 to 255 |
 //! | 37 | `n` | the breaker's name, UTF-8 |
@@ -19,8 +19,8 @@
 //!
 //! The wait is a duration, never a clock reading: a receiver holds its
 //! breaker for that long from when the message arrives, so hosts' clocks
-//! need not agree for it. The wall-clock send time serves only to refuse
-//! stale and replayed messages, within the fleet's skew allowance.
+//! need not agree for it. The send time, on Redis's clock, serves only to
+//! refuse stale and replayed messages (see `replay`).
 //!
 //! [`decode`] takes any bytes and returns the message or why it is
 //! malformed; it never panics and never reads past the slice.

@@ -21,10 +21,19 @@
 //! - **Faults**: every command is bounded by a timeout and runs on the
 //!   link's threads; a failed connection is made again with backoff and the
 //!   keys read again. While unlinked, each host is a plain local breaker.
+//!   Why the link last failed is in words in [`Fleet::last_error`] (a
+//!   refused `AUTH` or `SELECT`, a TLS handshake, a port nothing listens
+//!   on), logged with `tracing` (feature `tracing`), and failed attempts
+//!   are counted ([`FleetSnapshot::connect_failures`]): a misconfigured
+//!   link is never silent.
 //! - **Security**: AUTH and ACL user and password, TLS (feature
 //!   `fleet-tls`); every message and lease is signed with HMAC-SHA256 over
 //!   a shared key; malformed, unsigned, stale, replayed and future messages
-//!   are dropped and counted ([`RejectReason`]).
+//!   are dropped and counted ([`RejectReason`]). Hosts whose keys differ
+//!   link, and refuse each other's messages: each says so in its
+//!   [`Fleet::last_error`] (`"3 messages with a bad signature: is the key
+//!   the same on every host?"`). A key shorter than [`MIN_KEY_LEN`], or of
+//!   one byte repeated, is refused when the config is built.
 //!
 //! Counters: [`Fleet::snapshot`] → [`FleetSnapshot`], and
 //! [`Fleet::prometheus`]; a [`Registry`](crate::Registry) whose breakers
@@ -33,14 +42,20 @@
 //! # Clocks
 //! A receiver holds its breaker for the wait a message carries, from when
 //! it arrives: the time in transit (about a millisecond on a LAN) is added
-//! to the wait, never taken from it. Hosts' wall clocks serve only to
-//! refuse stale and replayed messages: they must agree within
-//! [`max_skew`](FleetConfigBuilder::max_skew) (5 s by default), which NTP
-//! does with room to spare.
+//! to the wait, never taken from it. Messages are stamped on Redis's clock
+//! (`TIME`, read by each host when it connects and every second), so
+//! hosts' own clocks need not agree: the stamps serve to refuse stale
+//! messages (older than [`max_skew`](FleetConfigBuilder::max_skew), 5 s
+//! by default) and replays, those of messages a host never saw included:
+//! a message stamped before a host's subscription began is refused there
+//! (the bound: one round trip to Redis, plus 1 ms). The link's ACL user
+//! needs `TIME` (in `@fast`).
 
+mod clock;
 mod config;
 mod connect;
 mod counters;
+mod fault;
 mod handle;
 mod keys;
 mod lease;

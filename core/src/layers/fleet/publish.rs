@@ -50,6 +50,13 @@ struct Track {
     won: Option<(u32, Vec<u8>)>,
     /// The generation counted as dropped while unlinked, counted once.
     dropped: Option<u32>,
+    /// The breaker's refused calls when the link last looked at its lease:
+    /// more since means it has callers, a call to probe with.
+    refused_seen: u64,
+    /// The values of its state key and lease last refused by a resync: read
+    /// again (the keys are read at the join, once subscribed, after every
+    /// reconnection), one is not counted again.
+    refused_stored: [Option<Vec<u8>>; 2],
 }
 
 impl Track {
@@ -57,7 +64,15 @@ impl Track {
     /// subscriber is up; if not, they will be once it is (every breaker's
     /// are, then), and reading them twice would count twice.
     fn new(m: &Member, subscribed: bool) -> Self {
-        Self { published: m.joined_at, resync: subscribed, asked: None, won: None, dropped: None }
+        Self {
+            published: m.joined_at,
+            resync: subscribed,
+            asked: None,
+            won: None,
+            dropped: None,
+            refused_seen: m.breaker.refused(),
+            refused_stored: [None, None],
+        }
     }
 }
 
@@ -77,6 +92,8 @@ struct Publisher {
     retry_at: Instant,
     /// When the connection last carried a command.
     used_at: Instant,
+    /// When Redis's clock was last read (see `clock`).
+    clock_read_at: Instant,
     connected_once: bool,
     seq: u64,
     tracks: HashMap<Box<str>, Track>,
@@ -91,6 +108,7 @@ impl Publisher {
             backoff,
             retry_at: Instant::now(),
             used_at: Instant::now(),
+            clock_read_at: Instant::now(),
             connected_once: false,
             seq: 0,
             tracks: HashMap::new(),
@@ -105,8 +123,11 @@ impl Publisher {
         let resync_all = self.shared.take_resync();
         if self.conn.is_none() && now >= self.retry_at {
             self.connect(now);
-        } else if self.conn.is_some() && self.quiet(now) && self.ping().is_err() {
-            self.lost();
+        } else if self.conn.is_some()
+            && (self.quiet(now) || now.saturating_duration_since(self.clock_read_at) >= IDLE)
+            && let Err(e) = self.ping()
+        {
+            self.lost(&e);
         }
         let mut wake = now + IDLE;
         if self.conn.is_none() {
@@ -116,6 +137,11 @@ impl Publisher {
         // when its breaker is first seen.
         let mut tracks = core::mem::take(&mut self.tracks);
         for m in self.shared.members() {
+            // Stopped during a command: the handle's drop waits for this
+            // thread, so no further command is sent.
+            if self.shared.stopped() {
+                break;
+            }
             if m.polled {
                 wake = wake.min(now + POLL);
             }
@@ -129,7 +155,7 @@ impl Publisher {
             match self.step(&m, track) {
                 Ok(Some(at)) => wake = wake.min(at),
                 Ok(None) => {}
-                Err(_) => self.lost(),
+                Err(e) => self.lost(&e),
             }
         }
         self.tracks = tracks;
@@ -144,35 +170,51 @@ impl Publisher {
         now.saturating_duration_since(self.used_at) >= every
     }
 
+    /// Reads Redis's clock again, which pings the connection too.
     fn ping(&mut self) -> RedisResult<()> {
-        redis::cmd("PING").exec(self.conn()?)
+        let shared = Arc::clone(&self.shared);
+        shared.clock.read(self.conn()?)?;
+        self.clock_read_at = Instant::now();
+        Ok(())
     }
 
     /// Tries to connect.
     fn connect(&mut self, now: Instant) {
         let counters = &self.shared.counters;
-        match connect::open(&self.shared.client, &self.shared.config) {
-            Ok(c) => {
+        // Stamps are read on Redis's clock: `open` reads it.
+        match connect::open(&self.shared.link, &self.shared.config, &self.shared.clock) {
+            Ok((c, _)) => {
+                self.clock_read_at = Instant::now();
                 self.conn = Some(c);
                 self.backoff.reset();
                 if self.connected_once {
                     counters.add(Count::Reconnect);
                 }
                 self.connected_once = true;
-                counters.set_up(Conn::Publisher, true);
+                self.shared.conn_up(Conn::Publisher);
                 // Whatever moved while the link was down goes out now.
                 for m in self.shared.members() {
                     m.signal.mark_dirty();
                 }
             }
-            Err(_) => self.retry_at = now + self.backoff.next_delay(),
+            Err(why) => {
+                // Stopped while connecting: the error is the drop's doing.
+                if !self.shared.stopped() {
+                    self.shared.connect_failed(Conn::Publisher, &why);
+                }
+                self.retry_at = now + self.backoff.next_delay();
+            }
         }
     }
 
-    /// The connection failed: drop it, and try again after a backoff.
-    fn lost(&mut self) {
+    /// The connection failed with `e`: drop it, and try again after a
+    /// backoff.
+    fn lost(&mut self, e: &redis::RedisError) {
         if self.conn.take().is_some() {
             self.shared.counters.set_up(Conn::Publisher, false);
+            if !self.shared.stopped() {
+                self.shared.conn_dropped(Conn::Publisher, e);
+            }
         }
         self.retry_at = Instant::now() + self.backoff.next_delay();
     }
@@ -194,7 +236,7 @@ impl Publisher {
             return Ok(None);
         }
         if t.resync {
-            self.resync(m)?;
+            self.resync(m, t)?;
             t.resync = false;
         }
         if looked_at || m.signal.take_dirty() {
@@ -222,12 +264,12 @@ impl Publisher {
         }
     }
 
-    /// A signed message of this host.
-    fn message(&mut self, kind: Kind, wait: Duration, name: &str) -> Vec<u8> {
+    /// A signed message of this host, and its stamp.
+    fn message(&mut self, kind: Kind, wait: Duration, name: &str) -> (Vec<u8>, u64) {
         self.seq += 1;
-        let unsigned =
-            message::encode_unsigned(kind, self.shared.id, self.seq, replay::wall_ms(), wait, name);
-        self.shared.signer.sign(unsigned)
+        let stamp = self.shared.clock.now_ms();
+        let unsigned = message::encode_unsigned(kind, self.shared.id, self.seq, stamp, wait, name);
+        (self.shared.signer.sign(unsigned), stamp)
     }
 
     /// Publishes the breaker's state if it is news, and keeps its state
@@ -237,7 +279,7 @@ impl Publisher {
             return Ok(());
         };
         let name = m.breaker.name();
-        let bytes = self.message(kind, wait, name);
+        let (bytes, stamp) = self.message(kind, wait, name);
         let state_key = self.shared.keys.state(name);
         let mut pipe = redis::pipe();
         if kind == Kind::Closed {
@@ -248,6 +290,7 @@ impl Publisher {
         pipe.cmd("PUBLISH").arg(&self.shared.keys.channel).arg(&bytes).ignore();
         pipe.exec(self.conn()?)?;
         self.shared.counters.add(Count::Sent);
+        m.saw(stamp);
         t.published = generation;
         Ok(())
     }
@@ -278,9 +321,18 @@ impl Publisher {
         if left > lead {
             return Ok(Some(Instant::now() + (left - lead)));
         }
+        // Has it callers (refused since the link last looked)? An idle
+        // host that won the lease would probe with nothing, and hold every
+        // other host until the lease ends.
+        let refused = b.refused();
+        let idle = refused == t.refused_seen;
+        t.refused_seen = refused;
         t.asked = Some(generation);
+        if idle {
+            return self.stand_by(m, generation);
+        }
         let ttl = left.saturating_add(probe_timeout);
-        let value = self.message(Kind::Lease, ttl, b.name());
+        let (value, _) = self.message(Kind::Lease, ttl, b.name());
         let previous = t.won.as_ref().map_or(&[][..], |(_, v)| v.as_slice());
         let key = self.shared.keys.lease(b.name());
         let reply: Value = redis::cmd("EVAL")
@@ -309,7 +361,7 @@ impl Publisher {
                 }
                 // A lease without a TTL is cut to the longest a host takes.
                 let ttl = u64::try_from(pttl).map_or(Duration::MAX, Duration::from_millis);
-                self.obey_lease(m, holder, ttl);
+                self.obey_lease(m, holder, ttl, true, Some(generation));
                 // The hold is a new generation, whose lease is asked for
                 // before it ends: schedule it.
                 Ok(Some(Instant::now()))
@@ -318,35 +370,81 @@ impl Publisher {
         }
     }
 
+    /// An idle breaker (no call refused since the link last looked) whose
+    /// wait is about to end: it asks for no lease, having no call to probe
+    /// with. It obeys another host's lease, if one is held; if none is, it
+    /// is held on for twice the lead and looked at again a lead before
+    /// that ends: by then a caller refused meanwhile makes it ask, or
+    /// another host has taken the lease.
+    fn stand_by(&mut self, m: &Member, generation: u32) -> RedisResult<Option<Instant>> {
+        let key = self.shared.keys.lease(m.breaker.name());
+        let (holder, pttl): (Option<Vec<u8>>, i64) =
+            redis::pipe().cmd("GET").arg(&key).cmd("PTTL").arg(&key).query(self.conn()?)?;
+        let ttl = Duration::from_millis(u64::try_from(pttl).unwrap_or(0));
+        let obeyed = match holder {
+            Some(v) if pttl > 0 => self.obey_lease(m, &v, ttl, false, Some(generation)),
+            _ => false,
+        };
+        // Moved on while Redis answered (the prober's close came in)? Then
+        // a hold would open it again, with no close to come.
+        if !obeyed && m.breaker.generation() == generation {
+            // As the link: the hold is not news to the fleet.
+            let _ = m.apply_hold(self.shared.config.lease_lead.saturating_mul(2));
+        }
+        // A new generation, whose lease is looked at in time.
+        Ok(Some(Instant::now()))
+    }
+
     /// Another host holds `breaker`'s lease (its value `holder`, `ttl`
     /// left): hold the breaker until just after it ends, if the lease
-    /// checks. A lease that does not is counted and not obeyed: this host
-    /// probes on its own.
-    fn obey_lease(&self, m: &Member, holder: &[u8], ttl: Duration) {
+    /// checks, and return whether it does (counted as lost if this host
+    /// `asked` for it). A lease that does not is counted and not obeyed:
+    /// this host probes on its own. A breaker no longer in the generation
+    /// `looked_in` it was looked at in (a close or a new trip came in while
+    /// Redis answered) is left as it is, and the lease taken as obeyed.
+    fn obey_lease(
+        &self,
+        m: &Member,
+        holder: &[u8],
+        ttl: Duration,
+        asked: bool,
+        looked_in: Option<u32>,
+    ) -> bool {
         let counters = &self.shared.counters;
-        let msg = match self.check_stored(holder, m.breaker.name(), Kind::Lease) {
+        let (sender, _, good_for) = match self.check_stored(holder, m.breaker.name(), Kind::Lease) {
             Ok(msg) => msg,
             Err(reason) => {
-                counters.add(Count::Rejected(reason));
-                return;
+                self.shared.rejected(reason);
+                return false;
             }
         };
-        if msg.0 == self.shared.id {
-            return;
+        if sender == self.shared.id {
+            return false;
         }
         let cfg = &self.shared.config;
-        let hold = lease::loser_hold(ttl.min(msg.1), cfg.lease_lead, cfg.probe_timeout);
-        counters.add(Count::LeaseLost);
+        let hold = lease::loser_hold(ttl.min(good_for), cfg.lease_lead, cfg.probe_timeout);
+        if asked {
+            counters.add(Count::LeaseLost);
+        }
+        if looked_in.is_some_and(|g| m.breaker.generation() != g) {
+            return true;
+        }
         if m.apply_hold(hold).is_some() {
             counters.add(Count::Applied);
         }
+        true
     }
 
     /// Checks a value kept in Redis (a state key, a lease) for `name`, of
     /// `kind` (for a state key, opened or held): its shape, its signature,
-    /// and that it is still good. Returns its sender and how long it stays
-    /// good.
-    fn check_stored(&self, bytes: &[u8], name: &str, kind: Kind) -> Result<(u64, Duration), RejectReason> {
+    /// and that it is still good. Returns its sender, its stamp and how
+    /// long it stays good.
+    fn check_stored(
+        &self,
+        bytes: &[u8],
+        name: &str,
+        kind: Kind,
+    ) -> Result<(u64, u64, Duration), RejectReason> {
         let msg = message::decode(bytes).map_err(|_| RejectReason::Malformed)?;
         if !self.shared.signer.verify(msg.signed, msg.tag) {
             return Err(RejectReason::Signature);
@@ -363,17 +461,19 @@ impl Publisher {
         let skew = lease::ttl_ms(self.shared.config.max_skew);
         let wait_ms = msg.wait_us / 1000;
         let left =
-            replay::stored_left(msg.sent_at_ms, wait_ms, replay::wall_ms(), skew).map_err(|u| match u {
-                Unfresh::Future => RejectReason::Future,
-                Unfresh::Stale | Unfresh::Replayed => RejectReason::Stale,
+            replay::stored_left(msg.sent_at_ms, wait_ms, self.shared.clock.now_ms(), skew).map_err(|u| {
+                match u {
+                    Unfresh::Future => RejectReason::Future,
+                    Unfresh::Stale | Unfresh::Replayed | Unfresh::Unheard => RejectReason::Stale,
+                }
             })?;
-        Ok((msg.sender, Duration::from_millis(left)))
+        Ok((msg.sender, msg.sent_at_ms, Duration::from_millis(left)))
     }
 
     /// Reads the breaker's state key and lease, and puts what another
     /// host wrote there into it: an open or a hold in progress, a probe
     /// under way elsewhere.
-    fn resync(&mut self, m: &Member) -> RedisResult<()> {
+    fn resync(&mut self, m: &Member, t: &mut Track) -> RedisResult<()> {
         let name = m.breaker.name();
         let (state_key, lease_key) = (self.shared.keys.state(name), self.shared.keys.lease(name));
         let (state, state_ttl, holder, lease_ttl): (Option<Vec<u8>>, i64, Option<Vec<u8>>, i64) =
@@ -388,15 +488,27 @@ impl Publisher {
                 .arg(&lease_key)
                 .query(self.conn()?)?;
         let counters = &self.shared.counters;
-        if let Some(bytes) = state {
+        let [refused_state, refused_lease] = &mut t.refused_stored;
+        if let Some(bytes) = state.filter(|b| refused_state.as_ref() != Some(b)) {
             match self.check_stored(&bytes, name, Kind::Opened) {
-                Ok((sender, good_for)) if sender != self.shared.id => {
+                // Older than a state of this breaker this host took or
+                // sent (a close it heard, say): put back by someone
+                // without the key, a replay.
+                Ok((sender, stamp, _)) if sender != self.shared.id && stamp < m.newest() => {
+                    self.shared.rejected(RejectReason::Replayed);
+                    *refused_state = Some(bytes);
+                }
+                Ok((sender, stamp, good_for)) if sender != self.shared.id => {
                     let left = u64::try_from(state_ttl)
                         .map_or(good_for, |ms| good_for.min(Duration::from_millis(ms)));
-                    // Known already, to the millisecond Redis rounds to? (The
-                    // keys are read at the join and again once subscribed.)
-                    let known =
-                        m.breaker.open_left().is_some_and(|(l, _)| l + Duration::from_millis(1) >= left);
+                    // Known already: this very state taken (from the channel,
+                    // or at the join's read: the keys are read at the join and
+                    // again once subscribed), or its wait in place to the
+                    // millisecond Redis rounds to? A wait cut by the local
+                    // `max_hold` is shorter, and taken all the same.
+                    let known = stamp == m.newest()
+                        || m.breaker.open_left().is_some_and(|(l, _)| l + Duration::from_millis(1) >= left);
+                    m.saw(stamp);
                     if !known {
                         counters.add(Count::Received);
                         if m.apply_hold(left).is_some() {
@@ -405,13 +517,19 @@ impl Publisher {
                     }
                 }
                 Ok(_) => {}
-                Err(reason) => counters.add(Count::Rejected(reason)),
+                Err(reason) => {
+                    self.shared.rejected(reason);
+                    *refused_state = Some(bytes);
+                }
             }
         }
-        if let Some(bytes) = holder
+        if let Some(bytes) = holder.filter(|b| refused_lease.as_ref() != Some(b))
             && lease_ttl > 0
         {
-            self.obey_lease(m, &bytes, Duration::from_millis(lease_ttl as u64));
+            if self.check_stored(&bytes, name, Kind::Lease).is_err() {
+                *refused_lease = Some(bytes.clone());
+            }
+            self.obey_lease(m, &bytes, Duration::from_millis(lease_ttl as u64), true, None);
         }
         Ok(())
     }
@@ -423,13 +541,23 @@ impl Publisher {
     }
 
     /// On the way out: leases this host holds are let go, so that another
-    /// host need not wait for them to expire.
+    /// host need not wait for them to expire. All of them within one I/O
+    /// timeout (the handle's drop waits for this): a lease not let go by
+    /// then expires at its TTL.
     fn release_all(&mut self) {
         let won: Vec<(Box<str>, Vec<u8>)> =
             self.tracks.iter_mut().filter_map(|(n, t)| t.won.take().map(|(_, v)| (n.clone(), v))).collect();
+        let deadline = Instant::now() + self.shared.config.io_timeout;
         for (name, value) in won {
             let key = self.shared.keys.lease(&name);
+            let left = deadline.saturating_duration_since(Instant::now());
             let Ok(conn) = self.conn() else { return };
+            if left < Duration::from_millis(1)
+                || conn.set_read_timeout(Some(left)).is_err()
+                || conn.set_write_timeout(Some(left)).is_err()
+            {
+                return;
+            }
             if redis::cmd("EVAL").arg(RELEASE).arg(1).arg(key).arg(value).exec(conn).is_err() {
                 return;
             }

@@ -1,21 +1,37 @@
-//! Freshness: a signed message is taken once, and only near the time it
-//! was sent.
+//! Freshness: a signed message is taken once, only if this host could have
+//! heard it, and only near the time it was sent.
 //!
-//! - **Time**: the send time (the sender's wall clock) must lie within the
-//!   skew allowance of the receiver's wall clock, either way. Older is
-//!   stale, later is from the future. Hosts whose clocks are kept by NTP
-//!   agree to milliseconds; the allowance (5 s by default) also covers the
-//!   time a message spends in transit.
+//! Every time here is Redis's (see `clock`): stamps are read on it, so
+//! hosts' own clocks need not agree.
+//!
+//! - **Time**: the stamp must lie within the skew allowance of this host's
+//!   reading of Redis's clock, either way. Older is stale, later is from
+//!   the future. The allowance (5 s by default) covers the time a message
+//!   spends in transit and the readings' error (a round trip).
+//! - **Subscription**: Redis delivers a message only to the connections
+//!   subscribed when it is published. A message stamped before this host's
+//!   subscription began (Redis's time read just before `SUBSCRIBE`) was
+//!   made before it: whether this host saw the original or not, what it
+//!   hears is a replay. The bound: a replay of a message made within one
+//!   round trip to Redis (plus 1 ms) before the subscription is taken.
+//!   A genuine message stamped just before and published just after is
+//!   refused too; its state is in its key, which is read again then.
 //! - **Sequence**: each sender numbers its messages from 1; a receiver
 //!   keeps the highest number it took from each sender and refuses any
 //!   number not above it (a replay). Redis delivers one channel's messages
 //!   in the order they were published, so a genuine message is never
 //!   behind its sender's last.
+//! - **Keys**: a state kept in Redis (read at a join and after every
+//!   reconnection) stamped earlier than a state of that breaker this host
+//!   took or sent (a close it heard, its own trip) is a replay (see
+//!   `publish`). A host that joins later has taken nothing yet: it reads a
+//!   key as the fleet's current state, within its wait and the allowance.
 //!
 //! A sender not heard from for twice the allowance is forgotten: any replay
 //! of its messages is stale by then. At most [`MAX_SENDERS`] are kept; past
 //! that the one heard from longest ago is forgotten, which lets a replay of
-//! its messages through within the allowance only.
+//! its messages through within the allowance only (and on a subscription
+//! it began after, never).
 
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -53,6 +69,9 @@ pub(crate) enum Unfresh {
     Future,
     /// Its sequence number was taken before.
     Replayed,
+    /// Stamped before this host's subscription began: a replay of a
+    /// message it could not have heard.
+    Unheard,
 }
 
 /// Whether a message sent at `sent_ms` may be taken at `now_ms`.
@@ -74,17 +93,23 @@ pub(crate) struct ReplayGuard {
 }
 
 impl ReplayGuard {
-    /// Takes message `seq` of `sender`, sent at `sent_ms`, at `now_ms`:
-    /// checks its time, then its sequence, and remembers it if both pass.
+    /// Takes message `seq` of `sender`, stamped `sent_ms`, at `now_ms`
+    /// with the allowance `skew_ms`, heard on a subscription that began at
+    /// `since_ms`: checks its time, then that it was made since, then its
+    /// sequence, and remembers it if all pass.
     pub(crate) fn take(
         &mut self,
         sender: u64,
         seq: u64,
         sent_ms: u64,
-        now_ms: u64,
-        skew_ms: u64,
+        (now_ms, skew_ms): (u64, u64),
+        since_ms: u64,
     ) -> Result<(), Unfresh> {
         check_time(sent_ms, now_ms, skew_ms)?;
+        // Made before this host could hear it?
+        if sent_ms < since_ms {
+            return Err(Unfresh::Unheard);
+        }
         if let Some(&(highest, _)) = self.last.get(&sender) {
             // Taken already, or behind one that was?
             if seq <= highest {
@@ -156,21 +181,25 @@ mod tests {
     fn a_sequence_number_is_taken_once() {
         let mut g = ReplayGuard::default();
         let now = 10_000_000;
-        assert_eq!(g.take(1, 1, now, now, SKEW), Ok(()));
-        assert_eq!(g.take(1, 1, now, now, SKEW), Err(Unfresh::Replayed));
-        assert_eq!(g.take(2, 1, now, now, SKEW), Ok(()), "another sender's numbers are its own");
-        assert_eq!(g.take(1, 3, now, now, SKEW), Ok(()));
-        assert_eq!(g.take(1, 2, now, now, SKEW), Err(Unfresh::Replayed), "behind the highest taken");
-        assert_eq!(g.take(1, u64::MAX, now, now, SKEW), Ok(()));
+        assert_eq!(g.take(1, 1, now, (now, SKEW), 0), Ok(()));
+        assert_eq!(g.take(1, 1, now, (now, SKEW), 0), Err(Unfresh::Replayed));
+        assert_eq!(g.take(2, 1, now, (now, SKEW), 0), Ok(()), "another sender's numbers are its own");
+        assert_eq!(g.take(1, 3, now, (now, SKEW), 0), Ok(()));
+        assert_eq!(g.take(1, 2, now, (now, SKEW), 0), Err(Unfresh::Replayed), "behind the highest taken");
+        assert_eq!(g.take(1, u64::MAX, now, (now, SKEW), 0), Ok(()));
         assert_eq!(
-            g.take(1, u64::MAX, now, now, SKEW),
+            g.take(1, u64::MAX, now, (now, SKEW), 0),
             Err(Unfresh::Replayed),
             "the top number is taken once too"
         );
+        // Made before the subscription began: refused whoever sent it, and
+        // leaves no trace.
+        assert_eq!(g.take(9, 1, now - 1, (now, SKEW), now), Err(Unfresh::Unheard));
+        assert_eq!(g.take(9, 1, now, (now, SKEW), now), Ok(()));
         // A stale message is refused before its number is looked at, and
         // leaves no trace.
-        assert_eq!(g.take(3, 1, now - SKEW - 1, now, SKEW), Err(Unfresh::Stale));
-        assert_eq!(g.take(3, 1, now, now, SKEW), Ok(()));
+        assert_eq!(g.take(3, 1, now - SKEW - 1, (now, SKEW), 0), Err(Unfresh::Stale));
+        assert_eq!(g.take(3, 1, now, (now, SKEW), 0), Ok(()));
     }
 
     #[test]
@@ -178,27 +207,27 @@ mod tests {
         let mut g = ReplayGuard::default();
         let t0 = 10_000_000;
         for s in 0..MAX_SENDERS as u64 {
-            g.take(s, 1, t0, t0, SKEW).unwrap();
+            g.take(s, 1, t0, (t0, SKEW), 0).unwrap();
         }
         assert_eq!(g.len(), MAX_SENDERS);
         // Much later: every remembered sender is past the horizon.
         let t1 = t0 + 3 * SKEW;
-        g.take(u64::MAX, 1, t1, t1, SKEW).unwrap();
+        g.take(u64::MAX, 1, t1, (t1, SKEW), 0).unwrap();
         assert_eq!(g.len(), 1);
         // Full of fresh senders: the oldest one goes.
         for s in 0..MAX_SENDERS as u64 - 1 {
-            g.take(s, 1, t1, t1 + 1 + s, SKEW).unwrap();
+            g.take(s, 1, t1, (t1 + 1 + s, SKEW), 0).unwrap();
         }
         assert_eq!(g.len(), MAX_SENDERS);
-        g.take(1 << 40, 1, t1, t1 + MAX_SENDERS as u64, SKEW).unwrap();
+        g.take(1 << 40, 1, t1, (t1 + MAX_SENDERS as u64, SKEW), 0).unwrap();
         assert_eq!(g.len(), MAX_SENDERS);
         assert_eq!(
-            g.take(u64::MAX, 1, t1, t1 + MAX_SENDERS as u64, SKEW),
+            g.take(u64::MAX, 1, t1, (t1 + MAX_SENDERS as u64, SKEW), 0),
             Ok(()),
             "the oldest was forgotten"
         );
         assert_eq!(
-            g.take(5, 1, t1, t1 + MAX_SENDERS as u64, SKEW),
+            g.take(5, 1, t1, (t1 + MAX_SENDERS as u64, SKEW), 0),
             Err(Unfresh::Replayed),
             "a recent one was not"
         );

@@ -1,0 +1,69 @@
+//! With feature `tracing`, a link error is a `warn` event at the
+//! `tripwire` target naming the fleet and the reason: once per new
+//! reason, not once per attempt. The link's threads log, so the
+//! subscriber is the process's global one: this file holds one test.
+#![cfg(all(feature = "fleet", feature = "tracing"))]
+
+mod fleet_support;
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fleet_support::{KEY, free_port, namespace, redis_url, wait_for};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Level, Metadata, Subscriber};
+use tripwire::fleet::{Fleet, FleetConfig};
+
+/// Keeps each event's level and fields.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<(Level, String)>>>);
+
+struct Fields(String);
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
+        self.0.push_str(&format!("{}={:?} ", field.name(), value));
+    }
+}
+
+impl Subscriber for Log {
+    fn enabled(&self, m: &Metadata<'_>) -> bool {
+        m.target() == "tripwire"
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, e: &Event<'_>) {
+        let mut fields = Fields(String::new());
+        e.record(&mut fields);
+        self.0.lock().unwrap().push((*e.metadata().level(), fields.0));
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+#[test]
+fn a_link_error_is_logged_once_per_reason() {
+    if redis_url("a_link_error_is_logged_once_per_reason").is_none() {
+        return;
+    }
+    let log = Log::default();
+    tracing::subscriber::set_global_default(log.clone()).unwrap();
+    let ns = namespace("logged");
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    let fleet = Fleet::new(FleetConfig::builder(url, &ns, *KEY).build().unwrap()).unwrap();
+    wait_for(Duration::from_secs(3), || fleet.snapshot().connect_failures >= 6).expect("retried");
+    let events = log.0.lock().unwrap().clone();
+    let errors: Vec<&String> = events
+        .iter()
+        .filter(|(level, f)| *level == Level::WARN && f.contains(&ns) && f.contains("fleet link error"))
+        .map(|(_, f)| f)
+        .collect();
+    // One per connection: the publisher's and the subscriber's.
+    assert_eq!(errors.len(), 2, "{events:?}");
+    assert!(errors.iter().all(|f| f.contains("connect: Connection refused")), "{errors:?}");
+}
