@@ -978,7 +978,11 @@ bool tw_ticket_is_probe(const struct tw_ticket *ticket);
 /**
  * Writes to `*out` the transition that issuing `*ticket` caused: Open →
  * Half-Open when the cool-down had passed, Half-Open → Half-Open (a new
- * generation) when lost probes were taken over; `changed` false otherwise.
+ * generation) when lost probes were taken over. Otherwise `changed` is
+ * false and `from` = `to` is the state the ticket was issued in, with its
+ * generation: Half-Open for a probe, Closed for any other ticket. (A
+ * Disabled breaker's tickets read Closed too: a ticket does not record
+ * which of the two admitted it; `tw_breaker_state` tells.)
  *
  * Neither pointer may be NULL.
  *

@@ -203,6 +203,38 @@ fn every_pointer_argument_is_checked_for_null() {
     }
 }
 
+/// The transition a ticket's issue caused, or, when it caused none, the
+/// state it was issued in: a plain ticket of a Closed breaker reads
+/// Closed, a probe that changed nothing Half-Open.
+#[test]
+fn a_ticket_that_moved_nothing_repeats_the_state_it_was_issued_in() {
+    let transition_of = |t: &tw_ticket| {
+        let mut tr = tw_transition { changed: true, from: tw_state::Open, to: tw_state::Open, generation: 0 };
+        // SAFETY:
+        // - Both pointers are valid.
+        assert_eq!(unsafe { tw_ticket_transition(t, &mut tr) }, tw_status::Ok);
+        tr
+    };
+    let mut c = default_config();
+    c.failure_threshold = 1;
+    c.half_open_max = 2;
+    c.open_timeout_ns = 1_000;
+    let b = Owned::new(&c);
+    let first = acquire_at(b.0, 10).unwrap();
+    assert_eq!(
+        transition_of(&first),
+        tw_transition { changed: false, from: tw_state::Closed, to: tw_state::Closed, generation: 0 }
+    );
+    record_at(b.0, 10, first, tw_outcome::Failure);
+    let p1 = acquire_at(b.0, 1_010).unwrap();
+    assert!(transition_of(&p1).changed);
+    let p2 = acquire_at(b.0, 1_010).unwrap();
+    assert_eq!(
+        transition_of(&p2),
+        tw_transition { changed: false, from: tw_state::HalfOpen, to: tw_state::HalfOpen, generation: 2 }
+    );
+}
+
 #[test]
 fn trips_rejects_probes_and_closes_with_caller_timestamps() {
     let mut c = default_config();
