@@ -162,7 +162,9 @@ typedef enum tw_status {
      */
     TW_STATUS_REGION_ALREADY_INITIALISED = 9,
     /**
-     * The memory does not hold a tripwire region (wrong magic number).
+     * The memory does not hold a tripwire region (wrong magic number), or
+     * an `_init_in` found memory that is not zero-filled (it is left as
+     * it was).
      */
     TW_STATUS_REGION_INVALID = 10,
     /**

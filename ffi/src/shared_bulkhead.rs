@@ -61,7 +61,7 @@ fn status_of(e: SharedBulkheadError) -> tw_status {
         E::Uninitialised => tw_status::RegionUninitialised,
         E::Initialising => tw_status::RegionInitialising,
         E::AlreadyInitialised => tw_status::RegionAlreadyInitialised,
-        E::NotARegion { .. } => tw_status::RegionInvalid,
+        E::NotARegion { .. } | E::NotZeroFilled { .. } => tw_status::RegionInvalid,
         E::Version { .. } => tw_status::RegionVersionMismatch,
         E::MaxMismatch { .. } => tw_status::RegionConfigMismatch,
         // The callers check their `max` argument first: a `max` out of

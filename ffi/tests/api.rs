@@ -486,6 +486,52 @@ fn shared_breakers_are_seen_through_every_handle_and_never_freed() {
     assert_eq!(state(second), tw_state::Open);
 }
 
+/// `tw_breaker_init_in` takes only zero-filled memory: a region with a
+/// byte set anywhere after the magic is refused with
+/// `TW_STATUS_REGION_INVALID`, left as it was, and can be initialised
+/// once zeroed.
+#[test]
+fn init_in_refuses_memory_that_is_not_zero_filled() {
+    let region = Region::new();
+    let c = default_config();
+    let (size, _) = tripwire::SharedRegion::layout();
+    for at in [8, 100, tripwire::SharedRegion::BREAKER_OFFSET, size - 1] {
+        let mut out = null();
+        // SAFETY:
+        // - `region` is valid for `len >= size` bytes, and no handle into
+        //   it is in use while its bytes are written here. `out` is writable.
+        unsafe {
+            region.ptr.add(at).write(0x42);
+            assert_eq!(
+                tw_breaker_init_in(region.mem(), region.len(), &c, &mut out),
+                tw_status::RegionInvalid
+            );
+            assert_eq!(
+                last_error(),
+                format!(
+                    "tw_breaker_init_in: shared region is not zero-filled (byte {at} is 0x42): \
+                     init_in takes fresh, zero-filled memory"
+                )
+            );
+            assert!(out.is_null());
+            let bytes = core::slice::from_raw_parts(region.ptr, size);
+            assert!(
+                bytes.iter().enumerate().all(|(i, &b)| b == if i == at { 0x42 } else { 0 }),
+                "left as it was"
+            );
+            assert_eq!(
+                tw_breaker_attach(region.mem(), region.len(), &mut out),
+                tw_status::RegionUninitialised
+            );
+            region.ptr.add(at).write(0);
+        }
+    }
+    let mut out = null();
+    // SAFETY:
+    // - As above; zero-filled again.
+    assert_eq!(unsafe { tw_breaker_init_in(region.mem(), region.len(), &c, &mut out) }, tw_status::Ok);
+}
+
 #[test]
 fn bad_regions_are_refused_with_their_own_status() {
     let region = Region::new();

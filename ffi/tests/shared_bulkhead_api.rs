@@ -105,6 +105,38 @@ fn stats(b: *const tw_shared_bulkhead) -> tw_shared_bulkhead_stats {
     s
 }
 
+/// `tw_shared_bulkhead_init_in` takes only zero-filled memory: a byte set
+/// anywhere in the region after the magic is refused with
+/// `TW_STATUS_REGION_INVALID`, naming it, and left as it was.
+#[test]
+fn init_in_refuses_memory_that_is_not_zero_filled() {
+    let size = size_for(2);
+    let mut mem = Mem::new(size);
+    for at in [8, 24, 60, 64, size - 1] {
+        mem.bytes()[at] = 0x42;
+        let mut b = null();
+        // SAFETY:
+        // - `mem` holds `size` valid bytes; `b` is writable.
+        let status = unsafe { tw_shared_bulkhead_init_in(mem.void(), size, 2, &mut b) };
+        assert_eq!(status, tw_status::RegionInvalid);
+        assert_eq!(
+            last_error(),
+            format!(
+                "tw_shared_bulkhead_init_in: shared bulkhead region is not zero-filled (byte {at} is 0x42): \
+                 init_in takes fresh, zero-filled memory"
+            )
+        );
+        assert!(b.is_null());
+        assert!(mem.bytes().iter().enumerate().all(|(i, &v)| v == if i == at { 0x42 } else { 0 }));
+        assert_eq!(attach(&mem, size), Err(tw_status::RegionUninitialised));
+        mem.bytes()[at] = 0;
+    }
+    let mut b = null();
+    // SAFETY:
+    // - As above; zero-filled again.
+    assert_eq!(unsafe { tw_shared_bulkhead_init_in(mem.void(), size, 2, &mut b) }, tw_status::Ok);
+}
+
 #[test]
 fn a_region_caps_its_holders_and_refuses_releases_not_held() {
     let size = size_for(2);

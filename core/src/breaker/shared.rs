@@ -163,6 +163,14 @@ pub enum SharedError {
     Initialising,
     /// `init_in` found a region that already holds a breaker.
     AlreadyInitialised,
+    /// `init_in` found a byte after the (zero) magic that is not zero: the
+    /// memory is not fresh, and `init_in` leaves it as it found it.
+    NotZeroFilled {
+        /// Where the first such byte is, from the start of the region.
+        offset: usize,
+        /// Its value.
+        byte: u8,
+    },
     /// The magic number is not tripwire's: not a region, or garbage.
     NotARegion {
         /// The magic number found.
@@ -214,6 +222,11 @@ impl fmt::Display for SharedError {
             SharedError::AlreadyInitialised => {
                 f.write_str("shared region already holds a breaker: attach to it instead")
             }
+            SharedError::NotZeroFilled { offset, byte } => write!(
+                f,
+                "shared region is not zero-filled (byte {offset} is {byte:#04x}): \
+                 init_in takes fresh, zero-filled memory"
+            ),
             SharedError::NotARegion { magic } => write!(
                 f,
                 "not a tripwire shared region: magic {magic:#018x}, expected {:#018x}",
@@ -253,6 +266,20 @@ impl fmt::Display for SharedError {
 }
 
 impl core::error::Error for SharedError {}
+
+/// The first byte in `from..to` of `mem` that is not zero, with its offset.
+/// Also used by the shared bulkhead's `init_in`.
+///
+/// # Safety
+/// `mem` is valid for reads of `to` bytes, none of them written meanwhile.
+pub(crate) unsafe fn first_set_byte(mem: *const u8, from: usize, to: usize) -> Option<(usize, u8)> {
+    (from..to).find_map(|offset| {
+        // SAFETY:
+        // - `offset < to`: inside the readable bytes (caller); any byte is a `u8`.
+        let byte = unsafe { mem.add(offset).read() };
+        (byte != 0).then_some((offset, byte))
+    })
+}
 
 const BREAKER_OFFSET: usize = SharedRegion::BREAKER_OFFSET;
 const _: () = assert!(BREAKER_OFFSET <= u32::MAX as usize);
@@ -299,7 +326,9 @@ impl SharedRegion {
     /// [`TooSmall`](SharedError::TooSmall); [`AlreadyInitialised`](SharedError::AlreadyInitialised)
     /// and [`Initialising`](SharedError::Initialising) as above;
     /// [`NotARegion`](SharedError::NotARegion) if the magic is neither 0 nor
-    /// tripwire's (the memory is not zero-filled).
+    /// tripwire's, [`NotZeroFilled`](SharedError::NotZeroFilled) if the
+    /// magic is 0 but a later byte of the region is not (the memory is not
+    /// zero-filled either way, and is left as it was).
     ///
     /// # Safety
     /// - `mem` is either null or valid for reads and writes of `len` bytes
@@ -330,6 +359,16 @@ impl SharedRegion {
                 Self::INITIALISING => SharedError::Initialising,
                 magic => SharedError::NotARegion { magic },
             });
+        }
+        // Is the rest of the region zero, as fresh memory is?
+        // SAFETY:
+        // - The region's bytes lie inside `len` valid bytes (checked); the
+        //   claim makes this process the only writer (as below).
+        let set = unsafe { first_set_byte(mem, size_of::<u64>(), size_of::<SharedRegion>()) };
+        if let Some((offset, byte)) = set {
+            // Relaxed: the claim is given up unused; nothing was written.
+            magic.store(0, Ordering::Relaxed);
+            return Err(SharedError::NotZeroFilled { offset, byte });
         }
         // SAFETY:
         // - Every place written lies inside the region (checked above), is

@@ -5,6 +5,7 @@ use core::fmt;
 use core::mem::{align_of, size_of};
 use core::ptr::{addr_of, addr_of_mut};
 
+use crate::breaker::shared::first_set_byte;
 use crate::shared_bulkhead::holder::Holder;
 use crate::shared_bulkhead::slots::{Header, SharedBulkhead};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
@@ -131,6 +132,14 @@ pub enum SharedBulkheadError {
     /// Another process has claimed the region and not yet published it (or
     /// died before it could).
     Initialising,
+    /// `init_in` found a byte after the (zero) magic that is not zero: the
+    /// memory is not fresh, and `init_in` leaves it as it found it.
+    NotZeroFilled {
+        /// Where the first such byte is, from the start of the region.
+        offset: usize,
+        /// Its value.
+        byte: u8,
+    },
     /// `init_in` found a region that already holds a bulkhead.
     AlreadyInitialised,
     /// The magic number is not a shared bulkhead's: not a region, or garbage.
@@ -198,6 +207,11 @@ impl fmt::Display for SharedBulkheadError {
             E::AlreadyInitialised => {
                 f.write_str("shared bulkhead region is already initialised: attach to it instead")
             }
+            E::NotZeroFilled { offset, byte } => write!(
+                f,
+                "shared bulkhead region is not zero-filled (byte {offset} is {byte:#04x}): \
+                 init_in takes fresh, zero-filled memory"
+            ),
             E::NotARegion { magic } => write!(
                 f,
                 "not a shared bulkhead region: `magic` {magic:#018x}, expected {:#018x}",
@@ -277,7 +291,10 @@ impl SharedBulkheadRegion {
     /// `size_for(max)`); [`AlreadyInitialised`](SharedBulkheadError::AlreadyInitialised)
     /// and [`Initialising`](SharedBulkheadError::Initialising) when another
     /// process got there first; [`NotARegion`](SharedBulkheadError::NotARegion)
-    /// if the magic is neither 0 nor a shared bulkhead's.
+    /// if the magic is neither 0 nor a shared bulkhead's,
+    /// [`NotZeroFilled`](SharedBulkheadError::NotZeroFilled) if it is 0 but
+    /// a later byte of the first `size_for(max)` is not (the memory is left
+    /// as it was).
     ///
     /// # Safety
     /// - `mem` is either null or valid for reads and writes of `len` bytes
@@ -308,6 +325,15 @@ impl SharedBulkheadRegion {
                 Self::INITIALISING => SharedBulkheadError::Initialising,
                 magic => SharedBulkheadError::NotARegion { magic },
             });
+        }
+        // Is the rest of the region zero, as fresh memory is?
+        // SAFETY:
+        // - `size <= len` valid bytes (checked); the claim makes this
+        //   process the only writer (as below).
+        if let Some((offset, byte)) = unsafe { first_set_byte(mem, size_of::<u64>(), size) } {
+            // Relaxed: the claim is given up unused; nothing was written.
+            magic.store(0, Ordering::Relaxed);
+            return Err(SharedBulkheadError::NotZeroFilled { offset, byte });
         }
         let slots = mem.wrapping_add(Self::HEADER).cast::<AtomicU64>();
         // SAFETY:
