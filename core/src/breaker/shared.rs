@@ -291,7 +291,7 @@ impl SharedRegion {
     /// The magic number while one process fills the region in.
     pub const INITIALISING: u64 = u64::from_ne_bytes(*b"TRIPWIR~");
     /// The layout version this build reads and writes.
-    pub const VERSION: u32 = 3;
+    pub const VERSION: u32 = 4;
     /// Where the breaker starts, in bytes from the start of the region: a
     /// multiple of the breaker's alignment, with the header before it.
     pub const BREAKER_OFFSET: usize = offset_of!(SharedRegion, breaker);
@@ -731,6 +731,48 @@ mod tests {
         );
         let b = mem.attach().unwrap();
         assert!(b.try_acquire(&FixedClock(6)).unwrap().is_probe());
+    }
+
+    /// A stamp for the next generation found in a region (written by
+    /// anyone: `attach` cannot tell it from a racer's) is replaced by the
+    /// transition into that generation, whatever its time: the cool-down
+    /// is the config's, not skipped (a time beyond any wait) nor stretched
+    /// (one within it), and a hold's length is its own.
+    #[test]
+    fn a_garbage_deadline_of_the_next_generation_is_replaced_by_the_transition_into_it() {
+        let slot = BREAKER_OFFSET + Breaker::DEADLINES_OFFSET + 8; // `open`, odd generations
+        let now = 1_000_000_000;
+        let one_failure = BreakerConfig::builder()
+            .failure_threshold(1)
+            .open_timeout(Duration::from_millis(10))
+            .build()
+            .unwrap();
+        for ahead in [Duration::from_millis(30), Duration::from_millis(15)] {
+            let garbage = (1u64 << 56) | (now + ahead.as_nanos() as u64);
+            for hold in [None, Some(Duration::from_millis(5))] {
+                let mut mem = Mem::new(0);
+                mem.init(one_failure).unwrap();
+                mem.poke(slot, &garbage.to_ne_bytes());
+                let b = mem.attach().unwrap();
+                let clock = FixedClock(now);
+                let wait = match hold {
+                    None => {
+                        let t = b.try_acquire(&clock).unwrap();
+                        assert!(b.record(t, Outcome::Failure, &clock).is_some());
+                        Duration::from_millis(10)
+                    }
+                    Some(d) => {
+                        assert!(b.open_for(d, &clock).is_some());
+                        d
+                    }
+                };
+                assert_eq!(b.generation(), 1);
+                let r = b.try_acquire(&clock).unwrap_err();
+                assert_eq!(r.retry_after, Some(wait), "garbage {ahead:?} ahead, hold {hold:?}");
+                let at_end = FixedClock(now + wait.as_nanos() as u64);
+                assert!(b.try_acquire(&at_end).unwrap().is_probe(), "garbage {ahead:?} ahead, hold {hold:?}");
+            }
+        }
     }
 
     #[test]
