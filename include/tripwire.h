@@ -417,6 +417,9 @@ typedef struct tw_breaker_config {
     /**
      * Failure rate over the rolling window that trips the breaker (above
      * 0, at most 1; default 0: off), once the window holds `min_calls`.
+     * Compared exactly, in integers: a rate of k/n (0.28 = 7/25) trips at
+     * exactly k failures of n calls, for every n up to 23,170; any other
+     * rate is taken as the simplest fraction within 2^-30 of it.
      */
     double failure_rate;
     /**
@@ -426,7 +429,8 @@ typedef struct tw_breaker_config {
     uint64_t slow_call_ns;
     /**
      * Slow-call rate over the rolling window that trips the breaker (above
-     * 0, at most 1; default 0: off). Needs `slow_call_ns`.
+     * 0, at most 1; default 0: off), compared as `failure_rate` is. Needs
+     * `slow_call_ns`.
      */
     double slow_rate;
     /**

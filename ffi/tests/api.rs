@@ -235,6 +235,29 @@ fn a_ticket_that_moved_nothing_repeats_the_state_it_was_issued_in() {
     );
 }
 
+/// A rate passed as a double is compared exactly: 0.28 over a count
+/// window of 25 trips at the 7th failure.
+#[test]
+fn a_failure_rate_trips_at_its_exact_count() {
+    let mut c = default_config();
+    c.failure_threshold = 0;
+    c.failure_rate = 0.28;
+    c.window_kind = tw_window_kind::Count as u32;
+    c.count_window = 25;
+    c.min_calls = 25;
+    let b = Owned::new(&c);
+    for _ in 0..18 {
+        let t = acquire_at(b.0, 10).unwrap();
+        assert!(!record_at(b.0, 10, t, tw_outcome::Success).changed);
+    }
+    let tripped_at = (1..=7).find(|_| {
+        let t = acquire_at(b.0, 10).unwrap();
+        record_at(b.0, 10, t, tw_outcome::Failure).changed
+    });
+    assert_eq!(tripped_at, Some(7));
+    assert_eq!(state(b.0), tw_state::Open);
+}
+
 #[test]
 fn trips_rejects_probes_and_closes_with_caller_timestamps() {
     let mut c = default_config();
