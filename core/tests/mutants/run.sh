@@ -5,7 +5,7 @@
 # patch in turn to a scratch worktree of HEAD, runs the models it names, and
 # prints mutation -> model -> caught/missed.
 #
-# Slow, so it is not part of .ci/run: a release build of the core per
+# Running the models is slow, so .ci/run only does --check (below): a release build of the core per
 # mutation, and each named model run once unchanged and once mutated. All 33
 # patches took 6 min (357 s) on 2 cores shared with other builds, with
 # target/loom-mutants already built once; a first run builds the loom
