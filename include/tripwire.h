@@ -808,9 +808,15 @@ typedef struct tw_shared_slot {
     uint32_t index;
     /**
      * The holder word the slot was taken with (this process's pid, a tag
-     * of its start time, and which acquire it was).
+     * of its start time, and which acquire it was, modulo 2^16).
      */
     uint64_t holder;
+    /**
+     * How many releases had freed the slot when this acquire took it: a
+     * receipt whose slot was released and taken again since is refused by
+     * it, even once `holder` comes round to the same word.
+     */
+    uint64_t releases;
 } tw_shared_slot;
 
 /**
@@ -1605,8 +1611,8 @@ enum tw_status tw_breaker_open_in(void *mem, size_t len, const struct tw_breaker
 /**
  * Writes the size (bytes) a region of `max` slots needs to `*size`, and
  * the alignment it needs (64; any page from `mmap` has it) to `*align`:
- * 64 bytes of header plus 8 per slot. `TW_STATUS_INVALID_ARGUMENT` if
- * `max` is above 65536.
+ * 64 bytes of header plus 16 per slot (its word and its release count).
+ * `TW_STATUS_INVALID_ARGUMENT` if `max` is above 65536.
  *
  * Neither pointer may be NULL. Thread-safe.
  *
@@ -1702,7 +1708,8 @@ enum tw_status tw_shared_bulkhead_try_acquire(const struct tw_shared_bulkhead *b
  *
  * A slot is owned: a receipt that was released already, whose slot a
  * reclaim pass freed, or whose slot has been taken again since (by any
- * process, or by another acquire of this one) changes nothing and returns
+ * process, or by another acquire of this one, even with the same
+ * `holder` word: `releases` tells them apart) changes nothing and returns
  * `TW_STATUS_INVALID_ARGUMENT`, as does an index out of range; the count
  * is never corrupted. Releasing another process's receipt (passed to it)
  * is allowed and frees that slot.
