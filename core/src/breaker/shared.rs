@@ -74,7 +74,10 @@ struct Header {
 /// The times in the deadline slots cannot be checked without a clock, and
 /// need not be: a deadline further ahead than any wait the config allows
 /// counts as passed (see the breaker's deadline rules), so a garbage time
-/// never holds the breaker shut, and the next transition replaces it.
+/// never holds the breaker shut, and the next transition replaces it:
+/// even one stamped for the generation that transition enters, which it
+/// takes for a racer's, unless its hold bit is set (then it stands as a
+/// racing hold's would, when later, within the same bound).
 ///
 /// # Time
 /// Every process must stamp the breaker with the same clock:
