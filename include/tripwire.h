@@ -168,7 +168,9 @@ typedef enum tw_status {
      */
     TW_STATUS_REGION_ALREADY_INITIALISED = 9,
     /**
-     * The memory does not hold a tripwire region (wrong magic number).
+     * The memory does not hold a tripwire region (wrong magic number), or
+     * an `_init_in` found memory that is not zero-filled (it is left as
+     * it was).
      */
     TW_STATUS_REGION_INVALID = 10,
     /**
@@ -421,6 +423,9 @@ typedef struct tw_breaker_config {
     /**
      * Failure rate over the rolling window that trips the breaker (above
      * 0, at most 1; default 0: off), once the window holds `min_calls`.
+     * Compared exactly, in integers: a rate of k/n (0.28 = 7/25) trips at
+     * exactly k failures of n calls, for every n up to 23,170; any other
+     * rate is taken as the simplest fraction within 2^-30 of it.
      */
     double failure_rate;
     /**
@@ -430,7 +435,8 @@ typedef struct tw_breaker_config {
     uint64_t slow_call_ns;
     /**
      * Slow-call rate over the rolling window that trips the breaker (above
-     * 0, at most 1; default 0: off). Needs `slow_call_ns`.
+     * 0, at most 1; default 0: off), compared as `failure_rate` is. Needs
+     * `slow_call_ns`.
      */
     double slow_rate;
     /**
@@ -823,9 +829,15 @@ typedef struct tw_shared_slot {
     uint32_t index;
     /**
      * The holder word the slot was taken with (this process's pid, a tag
-     * of its start time, and which acquire it was).
+     * of its start time, and which acquire it was, modulo 2^16).
      */
     uint64_t holder;
+    /**
+     * How many releases had freed the slot when this acquire took it: a
+     * receipt whose slot was released and taken again since is refused by
+     * it, even once `holder` comes round to the same word.
+     */
+    uint64_t releases;
 } tw_shared_slot;
 
 /**
@@ -999,7 +1011,11 @@ bool tw_ticket_is_probe(const struct tw_ticket *ticket);
 /**
  * Writes to `*out` the transition that issuing `*ticket` caused: Open →
  * Half-Open when the cool-down had passed, Half-Open → Half-Open (a new
- * generation) when lost probes were taken over; `changed` false otherwise.
+ * generation) when lost probes were taken over. Otherwise `changed` is
+ * false and `from` = `to` is the state the ticket was issued in, with its
+ * generation: Half-Open for a probe, Closed for any other ticket. (A
+ * Disabled breaker's tickets read Closed too: a ticket does not record
+ * which of the two admitted it; `tw_breaker_state` tells.)
  *
  * Neither pointer may be NULL.
  *
@@ -1655,8 +1671,8 @@ enum tw_status tw_breaker_open_in(void *mem, size_t len, const struct tw_breaker
 /**
  * Writes the size (bytes) a region of `max` slots needs to `*size`, and
  * the alignment it needs (64; any page from `mmap` has it) to `*align`:
- * 64 bytes of header plus 8 per slot. `TW_STATUS_INVALID_ARGUMENT` if
- * `max` is above 65536.
+ * 64 bytes of header plus 16 per slot (its word and its release count).
+ * `TW_STATUS_INVALID_ARGUMENT` if `max` is above 65536.
  *
  * Neither pointer may be NULL. Thread-safe.
  *
@@ -1752,7 +1768,8 @@ enum tw_status tw_shared_bulkhead_try_acquire(const struct tw_shared_bulkhead *b
  *
  * A slot is owned: a receipt that was released already, whose slot a
  * reclaim pass freed, or whose slot has been taken again since (by any
- * process, or by another acquire of this one) changes nothing and returns
+ * process, or by another acquire of this one, even with the same
+ * `holder` word: `releases` tells them apart) changes nothing and returns
  * `TW_STATUS_INVALID_ARGUMENT`, as does an index out of range; the count
  * is never corrupted. Releasing another process's receipt (passed to it)
  * is allowed and frees that slot.

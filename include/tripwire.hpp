@@ -90,7 +90,7 @@ namespace tripwire {
 
 /// A failed call: what() is the library's explanation, as
 /// tw_last_error_message() gave it (e.g. "tw_breaker_new: invalid breaker
-/// config: half_open_max = 0, expected 1 to 63"); status() and code() give
+/// config: half_open_max = 0, expected 1 to 10"); status() and code() give
 /// the tw_status, and code().message() its name ("TW_STATUS_INVALID_CONFIG").
 class error : public std::system_error {
 public:

@@ -2,7 +2,7 @@
 //! a slot hands its holder's work to the next holder, a reclaim pass
 //! racing a release and a new acquire never frees the new holder's slot,
 //! racing passes free a dead slot once, a stale receipt never frees a slot
-//! taken again since.
+//! taken again since, with another word or the same one.
 //!
 //! The processes of a real region are threads here, each with its own
 //! holder word; "dead" is what the model's liveness check says. Every model
@@ -195,12 +195,29 @@ fn racing_reclaim_passes_free_a_dead_slot_once() {
 /// release has returned. The stale release must be refused whenever it
 /// lands, and the second thread's slot stay its own.
 ///
-/// Guards: release's comparison of the whole holder word, nonce included
-/// (comparing only the process, the stale receipt frees the other
-/// thread's slot).
+/// Guards, with the slot's release count: the count and the whole
+/// holder word are compared together. (Since the count moves on with every
+/// release, comparing only the process no longer frees the other thread's
+/// slot; the next model shows the count doing its part.)
 #[test]
 fn a_stale_receipt_never_frees_the_slot_taken_again() {
-    model(["the second acquire came before the stale release returned", "after it"], |sides| {
+    stale_receipt_model(1);
+}
+
+/// As above, but the second acquire takes the slot with the very word of
+/// the stale receipt, as it does once the process's 16-bit nonce has come
+/// round (65,536 acquires later).
+///
+/// Guards: release's claim of the slot's release count (without it, the
+/// word matches and the stale receipt frees the other thread's slot).
+#[test]
+fn a_stale_receipt_with_the_same_word_never_frees_the_slot_taken_again() {
+    stale_receipt_model(0);
+}
+
+/// The two models above: the second acquire's nonce is `nonce`.
+fn stale_receipt_model(nonce: u16) {
+    model(["the second acquire came before the stale release returned", "after it"], move |sides| {
         let table = Arc::new(SlotTable::<1>::new(1).unwrap());
         let b = table.bulkhead();
         let first = b.try_acquire(holder(5, 0)).unwrap();
@@ -210,11 +227,11 @@ fn a_stale_receipt_never_frees_the_slot_taken_again() {
             let (t, stale_done) = (table.clone(), stale_done.clone());
             thread::spawn(move || {
                 let b = t.bulkhead();
-                let slot = b.try_acquire(holder(5, 1)).expect("the one slot is free");
+                let slot = b.try_acquire(holder(5, nonce)).expect("the one slot is free");
                 let before_stale = !stale_done.load(Ordering::SeqCst);
                 // Hold the slot across the stale release.
                 spin_until(|| stale_done.load(Ordering::SeqCst));
-                let held = b.holder_of(slot.index()) == Some(holder(5, 1));
+                let held = b.holder_of(slot.index()) == Some(holder(5, nonce));
                 (before_stale, held, b.release(slot))
             })
         };

@@ -83,7 +83,7 @@ fn two_views_share_one_cap() {
     assert_eq!(b.holder_of(x.index()), Some(holder(1, 0)));
     assert!(b.release(x), "any view releases a receipt");
     assert_eq!(a.available(), 1);
-    assert_eq!(Region::size_for(2), Some(80));
+    assert_eq!(Region::size_for(2), Some(96));
     assert_eq!(Region::size_for(Region::MAX_SLOTS + 1), None);
 }
 
@@ -111,7 +111,7 @@ fn initialising_twice_fails_and_open_in_wants_the_same_max() {
     // SAFETY:
     // - As in `Mem::init`.
     let err = unsafe { Region::open_in(short.ptr, short.len(), 2) }.unwrap_err();
-    assert_eq!(err, E::TooSmall { len: 72, needed: 80 });
+    assert_eq!(err, E::TooSmall { len: 80, needed: 96 });
     assert_eq!(
         E::MaxMismatch { found: 4, wanted: 3 }.to_string(),
         "shared bulkhead region has `max` = 4, not the 3 asked for"
@@ -132,7 +132,7 @@ fn bad_memory_and_bad_max_are_refused_before_anything_is_written() {
             Region::init_in(mem.ptr, mem.len(), Region::MAX_SLOTS + 1).unwrap_err(),
             E::MaxOutOfRange { max: u64::from(Region::MAX_SLOTS) + 1 }
         );
-        assert_eq!(Region::init_in(mem.ptr, 79, 2).unwrap_err(), E::TooSmall { len: 79, needed: 80 });
+        assert_eq!(Region::init_in(mem.ptr, 95, 2).unwrap_err(), E::TooSmall { len: 95, needed: 96 });
     }
     assert_eq!(mem.attach().unwrap_err(), E::Uninitialised);
     assert_eq!(
@@ -179,14 +179,14 @@ fn each_corrupt_field_is_named() {
     // A `max` in range but larger than the region: the recorded size gives it away.
     let mut mem = fresh(2);
     mem.poke(12, &3u32.to_ne_bytes());
-    assert_eq!(mem.attach().unwrap_err(), E::SizeMismatch { size: 80, max: 3 });
+    assert_eq!(mem.attach().unwrap_err(), E::SizeMismatch { size: 96, max: 3 });
     assert_eq!(
-        E::SizeMismatch { size: 80, max: 3 }.to_string(),
-        "shared bulkhead region header records `size` = 80 for `max` = 3; that `max` needs 88"
+        E::SizeMismatch { size: 96, max: 3 }.to_string(),
+        "shared bulkhead region header records `size` = 96 for `max` = 3; that `max` needs 112"
     );
     // Both changed together: the memory is too short for the slots it claims.
-    mem.poke(16, &88u64.to_ne_bytes());
-    assert_eq!(mem.attach().unwrap_err(), E::TooSmall { len: 80, needed: 88 });
+    mem.poke(16, &112u64.to_ne_bytes());
+    assert_eq!(mem.attach().unwrap_err(), E::TooSmall { len: 96, needed: 112 });
 
     let mut mem = fresh(2);
     mem.poke(60, &1u32.to_ne_bytes());

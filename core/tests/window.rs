@@ -29,9 +29,11 @@ enum Op {
     Reset,
 }
 
-fn op(width: u64) -> impl Strategy<Value = Op> {
+/// One step; a call fails with probability `failing` (drawn per case, so
+/// that some cases hover around the rate drawn and meet it exactly).
+fn op(width: u64, failing: f64) -> impl Strategy<Value = Op> {
     prop_oneof![
-        8 => (any::<bool>(), prop_oneof![Just(0u64), Just(500), Just(5_000)])
+        8 => (prop::bool::weighted(failing), prop_oneof![Just(0u64), Just(500), Just(5_000)])
             .prop_map(|(failed, duration_ns)| Op::Call { failed, duration_ns }),
         3 => (0u64..3 * width).prop_map(Op::Advance),
         1 => (10 * width..40 * width).prop_map(Op::Advance),
@@ -55,14 +57,23 @@ fn start(width: u64) -> impl Strategy<Value = u64> {
     ]
 }
 
+/// A rate as the exact fraction it was drawn as: (k, n) is k/n, (0, 1) off.
+type Fraction = (u64, u64);
+
+/// The `f64` a fraction is configured as.
+fn rate_of((k, n): Fraction) -> f64 {
+    k as f64 / n as f64
+}
+
 /// Trips when the outcomes inside the window reach a rate; rates are
-/// checked on failures and slow calls only.
+/// checked on failures and slow calls only, and compared exactly, in
+/// integers: `count × n ≥ k × calls`, whatever the breaker does inside.
 struct Reference {
     window: RollingWindow,
     width: u64,
     min_calls: u64,
-    failure_rate: f64,
-    slow_rate: f64,
+    failure_rate: Fraction,
+    slow_rate: Fraction,
     /// (epoch, failed, slow), oldest first, since the window last started.
     outcomes: Vec<(u64, bool, bool)>,
 }
@@ -76,12 +87,11 @@ impl Reference {
             }
             RollingWindow::Count { calls } => self.outcomes.iter().rev().take(calls as usize).collect(),
         };
-        let calls = inside.len() as f64;
-        let failures = inside.iter().filter(|o| o.1).count() as f64;
-        let slow = inside.iter().filter(|o| o.2).count() as f64;
-        inside.len() as u64 >= self.min_calls
-            && ((self.failure_rate > 0.0 && failures >= self.failure_rate * calls)
-                || (self.slow_rate > 0.0 && slow >= self.slow_rate * calls))
+        let calls = inside.len() as u64;
+        let failures = inside.iter().filter(|o| o.1).count() as u64;
+        let slow = inside.iter().filter(|o| o.2).count() as u64;
+        let reached = |(k, n): Fraction, count: u64| k > 0 && count * n >= k * calls;
+        calls >= self.min_calls && (reached(self.failure_rate, failures) || reached(self.slow_rate, slow))
     }
 }
 
@@ -89,8 +99,8 @@ impl Reference {
 struct Params {
     window: RollingWindow,
     min_calls: u32,
-    failure_rate: f64,
-    slow_rate: f64,
+    failure_rate: Fraction,
+    slow_rate: Fraction,
     start: u64,
 }
 
@@ -98,9 +108,9 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let builder = BreakerConfig::builder()
         .failure_threshold(0)
         .min_calls(p.min_calls)
-        .failure_rate(p.failure_rate)
+        .failure_rate(rate_of(p.failure_rate))
         .slow_call(Duration::from_nanos(SLOW_NS))
-        .slow_rate(p.slow_rate);
+        .slow_rate(rate_of(p.slow_rate));
     let (builder, width) = match p.window {
         RollingWindow::Time { buckets, width } => (builder.window(buckets, width), width.as_nanos() as u64),
         RollingWindow::Count { calls } => (builder.count_window(calls), 1_000_000),
@@ -155,15 +165,26 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
 const CASES: u32 = if cfg!(miri) { 4 } else { 1000 };
 const MAX_OPS: usize = if cfg!(miri) { 40 } else { 150 };
 
-fn rates() -> impl Strategy<Value = (f64, f64)> {
-    (prop_oneof![Just(0.0), 0.2f64..1.0], prop_oneof![Just(0.0), 0.2f64..1.0])
-        .prop_filter("a rate condition", |(f, s)| *f > 0.0 || *s > 0.0)
+/// Off, or k/n from 0.2 to 1: a fraction of `calls` (a count window's
+/// size: a full window then meets the rate exactly), any fraction of up
+/// to 120 calls, or a rate with four decimals.
+fn rate(calls: u64) -> impl Strategy<Value = Fraction> {
+    prop_oneof![
+        1 => Just((0, 1)),
+        3 => (calls.div_ceil(5)..=calls).prop_map(move |k| (k, calls)),
+        2 => (1u64..=120).prop_flat_map(|n| (n.div_ceil(5)..=n, Just(n))),
+        1 => (2_000u64..=10_000).prop_map(|k| (k, 10_000)),
+    ]
+}
+
+fn rates(calls: u64) -> impl Strategy<Value = (Fraction, Fraction)> {
+    (rate(calls), rate(calls)).prop_filter("a rate condition", |(f, s)| f.0 > 0 || s.0 > 0)
 }
 
 fn time_params() -> impl Strategy<Value = Params> {
     let width =
         prop_oneof![Just(1_000_000u64), Just(7_000_000), Just(1_000_000_000), Just(3_600_000_000_000)];
-    (1u32..8, width, 1u32..12, rates()).prop_flat_map(
+    (1u32..8, width, 1u32..12, rates(25)).prop_flat_map(
         |(buckets, width, min_calls, (failure_rate, slow_rate))| {
             start(width).prop_map(move |start| Params {
                 window: RollingWindow::Time { buckets, width: Duration::from_nanos(width) },
@@ -177,9 +198,12 @@ fn time_params() -> impl Strategy<Value = Params> {
 }
 
 fn count_params() -> impl Strategy<Value = Params> {
-    let calls = prop_oneof![1u32..40, 40u32..120, Just(tripwire::MAX_COUNT_WINDOW)];
-    (calls, rates(), any::<u64>()).prop_flat_map(|(calls, (failure_rate, slow_rate), start)| {
-        (1u32..=calls.min(12)).prop_map(move |min_calls| Params {
+    let calls = prop_oneof![1u32..=60, 40u32..120, Just(tripwire::MAX_COUNT_WINDOW)];
+    (calls, any::<u64>()).prop_flat_map(|(calls, start)| {
+        // A full window at least, half the time: a rate of k/calls then
+        // meets its threshold exactly whenever the window holds k failures.
+        let min_calls = prop_oneof![1u32..=calls.min(12), Just(calls)];
+        (rates(calls.into()), min_calls).prop_map(move |((failure_rate, slow_rate), min_calls)| Params {
             window: RollingWindow::Count { calls },
             min_calls,
             failure_rate,
@@ -195,7 +219,7 @@ proptest! {
     #[test]
     fn a_time_window_trips_exactly_when_the_reference_does(
         p in time_params(),
-        ops in prop::collection::vec(op(1_000_000), 1..MAX_OPS),
+        ops in (0.1f64..0.9).prop_flat_map(|f| prop::collection::vec(op(1_000_000, f), 1..MAX_OPS)),
     ) {
         // The ops' gaps are drawn for 1 ms; scale them to the width drawn.
         let RollingWindow::Time { width, .. } = p.window else { unreachable!() };
@@ -210,7 +234,29 @@ proptest! {
     #[test]
     fn a_count_window_trips_exactly_when_the_reference_does(
         p in count_params(),
-        ops in prop::collection::vec(op(1_000_000), 1..MAX_OPS * 4),
+        ops in (0.1f64..0.9).prop_flat_map(|f| prop::collection::vec(op(1_000_000, f), 1..MAX_OPS * 4)),
+    ) {
+        run(p, ops)?;
+    }
+
+    /// A full count window of n calls and a rate of k/n: calls fail (or
+    /// are slow) about k times in n, so the window keeps meeting its
+    /// threshold exactly, where a rate compared in floating point trips a
+    /// call late for some k/n (7/25, 14/50, ...).
+    #[test]
+    fn a_full_count_window_meets_a_rate_of_its_own_size_exactly(
+        (p, ops) in (1u32..=60, 1u32..=60, any::<u64>(), any::<bool>()).prop_flat_map(|(n, k, start, slow)| {
+            let (n, k) = (n.max(k), n.min(k));
+            let fraction = (u64::from(k), u64::from(n));
+            let (failure_rate, slow_rate) = if slow { ((0, 1), fraction) } else { (fraction, (0, 1)) };
+            let p = Params { window: RollingWindow::Count { calls: n }, min_calls: n, failure_rate, slow_rate, start };
+            let bad = f64::from(k) / f64::from(n);
+            let call = prop::bool::weighted(bad).prop_map(move |b| Op::Call {
+                failed: b && !slow,
+                duration_ns: if b && slow { 5_000 } else { 0 },
+            });
+            (Just(p), prop::collection::vec(call, 1..MAX_OPS * 2))
+        }),
     ) {
         run(p, ops)?;
     }

@@ -407,7 +407,11 @@ pub unsafe extern "C" fn tw_ticket_is_probe(ticket: *const tw_ticket) -> bool {
 
 /// Writes to `*out` the transition that issuing `*ticket` caused: Open →
 /// Half-Open when the cool-down had passed, Half-Open → Half-Open (a new
-/// generation) when lost probes were taken over; `changed` false otherwise.
+/// generation) when lost probes were taken over. Otherwise `changed` is
+/// false and `from` = `to` is the state the ticket was issued in, with its
+/// generation: Half-Open for a probe, Closed for any other ticket. (A
+/// Disabled breaker's tickets read Closed too: a ticket does not record
+/// which of the two admitted it; `tw_breaker_state` tells.)
 ///
 /// Neither pointer may be NULL.
 ///
@@ -424,12 +428,12 @@ pub unsafe extern "C" fn tw_ticket_transition(
         let t = ticket_from_c(ticket);
         let c = match t.transition() {
             Some(t) => t.into(),
-            None => tw_transition {
-                changed: false,
-                from: tw_state::HalfOpen,
-                to: tw_state::HalfOpen,
-                generation: t.generation(),
-            },
+            None => {
+                // Only a probe is issued in Half-Open; every other ticket
+                // passed a Closed (or Disabled) breaker.
+                let issued_in = if t.is_probe() { tw_state::HalfOpen } else { tw_state::Closed };
+                tw_transition { changed: false, from: issued_in, to: issued_in, generation: t.generation() }
+            }
         };
         // SAFETY:
         // - Non-null (checked), writable (the caller's guarantee).

@@ -71,12 +71,16 @@ pub struct tw_breaker_config {
     pub window_bucket_ns: u64,
     /// Failure rate over the rolling window that trips the breaker (above
     /// 0, at most 1; default 0: off), once the window holds `min_calls`.
+    /// Compared exactly, in integers: a rate of k/n (0.28 = 7/25) trips at
+    /// exactly k failures of n calls, for every n up to 23,170; any other
+    /// rate is taken as the simplest fraction within 2^-30 of it.
     pub failure_rate: f64,
     /// Calls at least this long count as slow (1 µs to 7 days; default 0:
     /// not measured). Measuring reads the clock on admission and record.
     pub slow_call_ns: u64,
     /// Slow-call rate over the rolling window that trips the breaker (above
-    /// 0, at most 1; default 0: off). Needs `slow_call_ns`.
+    /// 0, at most 1; default 0: off), compared as `failure_rate` is. Needs
+    /// `slow_call_ns`.
     pub slow_rate: f64,
     /// Buckets in the rolling window (1 to 32; default 10).
     pub window_buckets: u32,

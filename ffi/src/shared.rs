@@ -17,7 +17,7 @@ fn status_of(e: SharedError) -> tw_status {
         SharedError::Uninitialised => tw_status::RegionUninitialised,
         SharedError::Initialising => tw_status::RegionInitialising,
         SharedError::AlreadyInitialised => tw_status::RegionAlreadyInitialised,
-        SharedError::NotARegion { .. } => tw_status::RegionInvalid,
+        SharedError::NotARegion { .. } | SharedError::NotZeroFilled { .. } => tw_status::RegionInvalid,
         SharedError::Version { .. } => tw_status::RegionVersionMismatch,
         SharedError::ConfigMismatch => tw_status::RegionConfigMismatch,
         SharedError::SizeMismatch { .. }

@@ -32,8 +32,12 @@ pub struct tw_shared_slot {
     /// Which slot of the region's table.
     pub index: u32,
     /// The holder word the slot was taken with (this process's pid, a tag
-    /// of its start time, and which acquire it was).
+    /// of its start time, and which acquire it was, modulo 2^16).
     pub holder: u64,
+    /// How many releases had freed the slot when this acquire took it: a
+    /// receipt whose slot was released and taken again since is refused by
+    /// it, even once `holder` comes round to the same word.
+    pub releases: u64,
 }
 
 /// A shared bulkhead's counters at one moment (each read separately).
@@ -61,7 +65,7 @@ fn status_of(e: SharedBulkheadError) -> tw_status {
         E::Uninitialised => tw_status::RegionUninitialised,
         E::Initialising => tw_status::RegionInitialising,
         E::AlreadyInitialised => tw_status::RegionAlreadyInitialised,
-        E::NotARegion { .. } => tw_status::RegionInvalid,
+        E::NotARegion { .. } | E::NotZeroFilled { .. } => tw_status::RegionInvalid,
         E::Version { .. } => tw_status::RegionVersionMismatch,
         E::MaxMismatch { .. } => tw_status::RegionConfigMismatch,
         // The callers check their `max` argument first: a `max` out of
@@ -122,8 +126,8 @@ unsafe fn bulkhead<'a>(b: *const tw_shared_bulkhead) -> SharedBulkhead<'a> {
 
 /// Writes the size (bytes) a region of `max` slots needs to `*size`, and
 /// the alignment it needs (64; any page from `mmap` has it) to `*align`:
-/// 64 bytes of header plus 8 per slot. `TW_STATUS_INVALID_ARGUMENT` if
-/// `max` is above 65536.
+/// 64 bytes of header plus 16 per slot (its word and its release count).
+/// `TW_STATUS_INVALID_ARGUMENT` if `max` is above 65536.
 ///
 /// Neither pointer may be NULL. Thread-safe.
 ///
@@ -288,7 +292,9 @@ pub unsafe extern "C" fn tw_shared_bulkhead_try_acquire(
             Ok(s) => {
                 // SAFETY:
                 // - Non-null (checked), writable (the caller's guarantee).
-                unsafe { out.write(tw_shared_slot { index: s.index(), holder: s.holder().raw() }) };
+                unsafe {
+                    out.write(tw_shared_slot { index: s.index(), holder: s.holder().raw(), releases: s.releases() })
+                };
                 tw_status::Ok
             }
             Err(_) => tw_status::Rejected,
@@ -300,7 +306,8 @@ pub unsafe extern "C" fn tw_shared_bulkhead_try_acquire(
 ///
 /// A slot is owned: a receipt that was released already, whose slot a
 /// reclaim pass freed, or whose slot has been taken again since (by any
-/// process, or by another acquire of this one) changes nothing and returns
+/// process, or by another acquire of this one, even with the same
+/// `holder` word: `releases` tells them apart) changes nothing and returns
 /// `TW_STATUS_INVALID_ARGUMENT`, as does an index out of range; the count
 /// is never corrupted. Releasing another process's receipt (passed to it)
 /// is allowed and frees that slot.
@@ -335,7 +342,7 @@ pub unsafe extern "C" fn tw_shared_bulkhead_release(
                 format_args!("tw_shared_bulkhead_release: `slot.holder` = {:#x} names no holder", slot.holder),
             );
         };
-        if b.release(SharedSlot::from_parts(slot.index, holder)) {
+        if b.release(SharedSlot::from_parts(slot.index, holder, slot.releases)) {
             tw_status::Ok
         } else {
             fail(

@@ -36,7 +36,9 @@ pub enum tw_status {
     RegionInitialising = 8,
     /// `tw_breaker_init_in` found a region that already holds a breaker.
     RegionAlreadyInitialised = 9,
-    /// The memory does not hold a tripwire region (wrong magic number).
+    /// The memory does not hold a tripwire region (wrong magic number), or
+    /// an `_init_in` found memory that is not zero-filled (it is left as
+    /// it was).
     RegionInvalid = 10,
     /// The region was made by a build with another layout version.
     RegionVersionMismatch = 11,

@@ -203,6 +203,61 @@ fn every_pointer_argument_is_checked_for_null() {
     }
 }
 
+/// The transition a ticket's issue caused, or, when it caused none, the
+/// state it was issued in: a plain ticket of a Closed breaker reads
+/// Closed, a probe that changed nothing Half-Open.
+#[test]
+fn a_ticket_that_moved_nothing_repeats_the_state_it_was_issued_in() {
+    let transition_of = |t: &tw_ticket| {
+        let mut tr = tw_transition { changed: true, from: tw_state::Open, to: tw_state::Open, generation: 0 };
+        // SAFETY:
+        // - Both pointers are valid.
+        assert_eq!(unsafe { tw_ticket_transition(t, &mut tr) }, tw_status::Ok);
+        tr
+    };
+    let mut c = default_config();
+    c.failure_threshold = 1;
+    c.half_open_max = 2;
+    c.open_timeout_ns = 1_000;
+    let b = Owned::new(&c);
+    let first = acquire_at(b.0, 10).unwrap();
+    assert_eq!(
+        transition_of(&first),
+        tw_transition { changed: false, from: tw_state::Closed, to: tw_state::Closed, generation: 0 }
+    );
+    record_at(b.0, 10, first, tw_outcome::Failure);
+    let p1 = acquire_at(b.0, 1_010).unwrap();
+    assert!(transition_of(&p1).changed);
+    let p2 = acquire_at(b.0, 1_010).unwrap();
+    assert_eq!(
+        transition_of(&p2),
+        tw_transition { changed: false, from: tw_state::HalfOpen, to: tw_state::HalfOpen, generation: 2 }
+    );
+}
+
+/// A rate passed as a double is compared exactly: 0.28 over a count
+/// window of 25 trips at the 7th failure.
+#[test]
+fn a_failure_rate_trips_at_its_exact_count() {
+    let mut c = default_config();
+    c.failure_threshold = 0;
+    c.failure_rate = 0.28;
+    c.window_kind = tw_window_kind::Count as u32;
+    c.count_window = 25;
+    c.min_calls = 25;
+    let b = Owned::new(&c);
+    for _ in 0..18 {
+        let t = acquire_at(b.0, 10).unwrap();
+        assert!(!record_at(b.0, 10, t, tw_outcome::Success).changed);
+    }
+    let tripped_at = (1..=7).find(|_| {
+        let t = acquire_at(b.0, 10).unwrap();
+        record_at(b.0, 10, t, tw_outcome::Failure).changed
+    });
+    assert_eq!(tripped_at, Some(7));
+    assert_eq!(state(b.0), tw_state::Open);
+}
+
 #[test]
 fn trips_rejects_probes_and_closes_with_caller_timestamps() {
     let mut c = default_config();
@@ -454,6 +509,52 @@ fn shared_breakers_are_seen_through_every_handle_and_never_freed() {
     // - A live handle; the shared breaker is not freed by this.
     unsafe { tw_breaker_free(first.cast_mut()) };
     assert_eq!(state(second), tw_state::Open);
+}
+
+/// `tw_breaker_init_in` takes only zero-filled memory: a region with a
+/// byte set anywhere after the magic is refused with
+/// `TW_STATUS_REGION_INVALID`, left as it was, and can be initialised
+/// once zeroed.
+#[test]
+fn init_in_refuses_memory_that_is_not_zero_filled() {
+    let region = Region::new();
+    let c = default_config();
+    let (size, _) = tripwire::SharedRegion::layout();
+    for at in [8, 100, tripwire::SharedRegion::BREAKER_OFFSET, size - 1] {
+        let mut out = null();
+        // SAFETY:
+        // - `region` is valid for `len >= size` bytes, and no handle into
+        //   it is in use while its bytes are written here. `out` is writable.
+        unsafe {
+            region.ptr.add(at).write(0x42);
+            assert_eq!(
+                tw_breaker_init_in(region.mem(), region.len(), &c, &mut out),
+                tw_status::RegionInvalid
+            );
+            assert_eq!(
+                last_error(),
+                format!(
+                    "tw_breaker_init_in: shared region is not zero-filled (byte {at} is 0x42): \
+                     init_in takes fresh, zero-filled memory"
+                )
+            );
+            assert!(out.is_null());
+            let bytes = core::slice::from_raw_parts(region.ptr, size);
+            assert!(
+                bytes.iter().enumerate().all(|(i, &b)| b == if i == at { 0x42 } else { 0 }),
+                "left as it was"
+            );
+            assert_eq!(
+                tw_breaker_attach(region.mem(), region.len(), &mut out),
+                tw_status::RegionUninitialised
+            );
+            region.ptr.add(at).write(0);
+        }
+    }
+    let mut out = null();
+    // SAFETY:
+    // - As above; zero-filled again.
+    assert_eq!(unsafe { tw_breaker_init_in(region.mem(), region.len(), &c, &mut out) }, tw_status::Ok);
 }
 
 #[test]

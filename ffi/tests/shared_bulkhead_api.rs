@@ -78,13 +78,13 @@ fn attach(mem: &Mem, len: usize) -> Result<*const tw_shared_bulkhead, tw_status>
 }
 
 fn acquire(b: *const tw_shared_bulkhead) -> Option<tw_shared_slot> {
-    let mut slot = tw_shared_slot { index: 7, holder: 7 };
+    let mut slot = tw_shared_slot { index: 7, holder: 7, releases: 7 };
     // SAFETY:
     // - A live handle; `slot` is writable.
     match unsafe { tw_shared_bulkhead_try_acquire(b, &mut slot) } {
         tw_status::Ok => Some(slot),
         tw_status::Rejected => {
-            assert_eq!(slot, tw_shared_slot { index: 7, holder: 7 }, "written only on success");
+            assert_eq!(slot, tw_shared_slot { index: 7, holder: 7, releases: 7 }, "written only on success");
             None
         }
         other => panic!("{other:?}: {}", last_error()),
@@ -105,10 +105,77 @@ fn stats(b: *const tw_shared_bulkhead) -> tw_shared_bulkhead_stats {
     s
 }
 
+/// `tw_shared_bulkhead_init_in` takes only zero-filled memory: a byte set
+/// anywhere in the region after the magic is refused with
+/// `TW_STATUS_REGION_INVALID`, naming it, and left as it was.
+#[test]
+fn init_in_refuses_memory_that_is_not_zero_filled() {
+    let size = size_for(2);
+    let mut mem = Mem::new(size);
+    for at in [8, 24, 60, 64, size - 1] {
+        mem.bytes()[at] = 0x42;
+        let mut b = null();
+        // SAFETY:
+        // - `mem` holds `size` valid bytes; `b` is writable.
+        let status = unsafe { tw_shared_bulkhead_init_in(mem.void(), size, 2, &mut b) };
+        assert_eq!(status, tw_status::RegionInvalid);
+        assert_eq!(
+            last_error(),
+            format!(
+                "tw_shared_bulkhead_init_in: shared bulkhead region is not zero-filled (byte {at} is 0x42): \
+                 init_in takes fresh, zero-filled memory"
+            )
+        );
+        assert!(b.is_null());
+        assert!(mem.bytes().iter().enumerate().all(|(i, &v)| v == if i == at { 0x42 } else { 0 }));
+        assert_eq!(attach(&mem, size), Err(tw_status::RegionUninitialised));
+        mem.bytes()[at] = 0;
+    }
+    let mut b = null();
+    // SAFETY:
+    // - As above; zero-filled again.
+    assert_eq!(unsafe { tw_shared_bulkhead_init_in(mem.void(), size, 2, &mut b) }, tw_status::Ok);
+}
+
+/// A one-slot region taken again with the holder word of a receipt
+/// released long ago (this process's 16-bit acquire counter wrapped): the
+/// old receipt is refused with `TW_STATUS_INVALID_ARGUMENT` and leaves the
+/// new holder's slot alone.
+#[test]
+#[cfg_attr(miri, ignore)] // 65,536 acquires and releases
+fn a_receipt_from_before_the_acquire_counter_wrapped_is_refused() {
+    let size = size_for(1);
+    let mem = Mem::new(size);
+    let mut b = null();
+    // SAFETY:
+    // - `mem` holds `size` valid bytes for as long as the handle is used; `b` is writable.
+    assert_eq!(unsafe { tw_shared_bulkhead_init_in(mem.void(), size, 1, &mut b) }, tw_status::Ok);
+    let old = acquire(b).unwrap();
+    assert_eq!(release(b, old), tw_status::Ok);
+    // Other tests acquire too (the counter is the process's): go round
+    // until the slot is taken with the old word again, or twice round.
+    let cur = (0..2 << 16)
+        .find_map(|_| {
+            let s = acquire(b).unwrap();
+            if s.holder == old.holder {
+                return Some(s);
+            }
+            assert_eq!(release(b, s), tw_status::Ok);
+            None
+        })
+        .expect("the 16-bit acquire counter comes round");
+    assert_eq!((cur.index, cur.holder), (old.index, old.holder));
+    assert_eq!(release(b, old), tw_status::InvalidArgument);
+    assert!(last_error().contains("is not held by this receipt"), "{}", last_error());
+    assert_eq!(stats(b).held, 1, "the stale receipt freed the new holder's slot");
+    assert_eq!(release(b, cur), tw_status::Ok);
+    assert_eq!(stats(b).held, 0);
+}
+
 #[test]
 fn a_region_caps_its_holders_and_refuses_releases_not_held() {
     let size = size_for(2);
-    assert_eq!(size, 80);
+    assert_eq!(size, 96);
     let mem = Mem::new(size);
     let mut b = null();
     // SAFETY:
@@ -129,15 +196,15 @@ fn a_region_caps_its_holders_and_refuses_releases_not_held() {
     assert_eq!(release(other, x), tw_status::Ok, "any handle releases a receipt");
     assert_eq!(release(b, x), tw_status::InvalidArgument);
     assert!(last_error().contains("is not held by this receipt"), "{}", last_error());
-    assert_eq!(release(b, tw_shared_slot { index: 2, holder: y.holder }), tw_status::InvalidArgument);
+    assert_eq!(release(b, tw_shared_slot { index: 2, ..y }), tw_status::InvalidArgument);
     assert_eq!(
         last_error(),
         "tw_shared_bulkhead_release: `slot.index` = 2 is out of range: the bulkhead has 2 slots"
     );
-    assert_eq!(release(b, tw_shared_slot { index: y.index, holder: 0 }), tw_status::InvalidArgument);
+    assert_eq!(release(b, tw_shared_slot { holder: 0, ..y }), tw_status::InvalidArgument);
     assert_eq!(last_error(), "tw_shared_bulkhead_release: `slot.holder` = 0x0 names no holder");
     // Another process's word (pid 1, the init process) for y's slot: refused.
-    let forged = tw_shared_slot { index: y.index, holder: (1 << 40) | (y.holder & 0xff_ffff) };
+    let forged = tw_shared_slot { holder: (1 << 40) | (y.holder & 0xff_ffff), ..y };
     assert_eq!(release(b, forged), tw_status::InvalidArgument);
     assert_eq!(release(b, y), tw_status::Ok);
     let s = stats(b);
@@ -161,12 +228,12 @@ fn null_arguments_and_a_bad_max_are_named() {
         assert_eq!(tw_shared_bulkhead_open_in(mem.void(), 128, 65_537, &mut b), tw_status::InvalidArgument);
         assert_eq!(last_error(), "tw_shared_bulkhead_open_in: `max` = 65537, expected 0 to 65536");
         assert_eq!(
-            tw_shared_bulkhead_try_acquire(null(), &mut tw_shared_slot { index: 0, holder: 0 }),
+            tw_shared_bulkhead_try_acquire(null(), &mut tw_shared_slot { index: 0, holder: 0, releases: 0 }),
             tw_status::NullArgument
         );
         assert_eq!(last_error(), "tw_shared_bulkhead_try_acquire: `bulkhead` is NULL");
         assert_eq!(
-            tw_shared_bulkhead_release(null(), tw_shared_slot { index: 0, holder: 0 }),
+            tw_shared_bulkhead_release(null(), tw_shared_slot { index: 0, holder: 0, releases: 0 }),
             tw_status::NullArgument
         );
         assert_eq!(tw_shared_bulkhead_reclaim(null(), null_mut()), tw_status::NullArgument);
@@ -241,7 +308,7 @@ fn random_regions_are_refused_or_keep_the_cap() {
         if round % 4 != 0 {
             let bytes = mem.bytes();
             bytes[0..8].copy_from_slice(&u64::from_ne_bytes(*b"TWBULKHD").to_ne_bytes());
-            bytes[8..12].copy_from_slice(&1u32.to_ne_bytes());
+            bytes[8..12].copy_from_slice(&2u32.to_ne_bytes());
             bytes[12..16].copy_from_slice(&max.to_ne_bytes());
             bytes[16..24].copy_from_slice(&(size as u64).to_ne_bytes());
             bytes[60..64].copy_from_slice(&0u32.to_ne_bytes());

@@ -4,6 +4,7 @@
 use core::fmt;
 use core::time::Duration;
 
+use crate::breaker::rate::Rate;
 use crate::clock::duration_ns;
 
 /// The largest consecutive-failure threshold: the count has 16 bits in the
@@ -100,6 +101,10 @@ pub struct BreakerConfig {
     pub(crate) slow_call_ns: u64,
     pub(crate) failure_rate: f64,
     pub(crate) slow_rate: f64,
+    /// The rates as the exact fractions a window's counts are compared
+    /// with (see `rate`). Derived, and checked by `validate`.
+    pub(crate) failure_fraction: Rate,
+    pub(crate) slow_fraction: Rate,
     pub(crate) window_buckets: u32,
     /// 0: the window is time-based; N: it holds the last N calls.
     pub(crate) window_calls: u32,
@@ -135,6 +140,8 @@ impl Default for BreakerConfig {
             slow_call_ns: 0,
             failure_rate: 0.0,
             slow_rate: 0.0,
+            failure_fraction: Rate::OFF,
+            slow_fraction: Rate::OFF,
             // 10, or fewer where the ring is smaller (loom models use 2 slots).
             window_buckets: if MAX_BUCKETS < 10 { MAX_BUCKETS } else { 10 },
             window_calls: 0,
@@ -333,6 +340,20 @@ impl BreakerConfig {
         let c = self;
         check_rate("failure_rate", c.failure_rate)?;
         check_rate("slow_rate", c.slow_rate)?;
+        // Only a config read from a corrupted shared region can fail these.
+        for (field, rate, fraction) in [
+            ("failure_fraction", c.failure_rate, c.failure_fraction),
+            ("slow_fraction", c.slow_rate, c.slow_fraction),
+        ] {
+            if fraction != Rate::of(rate) {
+                let want = Value::Int(Rate::of(rate).packed());
+                return Err(ConfigError {
+                    field,
+                    value: Value::Int(fraction.packed()),
+                    rule: Rule::Range { min: want, max: want, max_inclusive: true },
+                });
+            }
+        }
         // Zero turns the consecutive condition off, if another one trips.
         if c.failure_threshold != 0 || !c.windowed() {
             check_range_u64(
@@ -634,6 +655,11 @@ impl BreakerConfigBuilder {
     /// `min_calls` calls. Any configured condition trips the breaker. Rates
     /// are checked when a failure or a slow call is recorded: a plain
     /// success never trips a breaker, and its path stays one atomic add.
+    ///
+    /// Compared in integers: a rate of k/n trips at exactly k failures of
+    /// n calls. The rate becomes the simplest fraction within 2^-30 of it,
+    /// which is exact for every k/n with n up to 23,170 (so for every rate
+    /// with up to four decimals: 0.28 is 7/25 and trips at 7 of 25).
     pub fn failure_rate(mut self, rate: f64) -> Self {
         self.config.failure_rate = rate;
         self
@@ -651,7 +677,9 @@ impl BreakerConfigBuilder {
     #[inline]
     /// Trip when the rate of slow calls over the rolling window reaches
     /// `rate` (above 0, at most 1; 0 turns it off), with the same
-    /// `min_calls` rule. Needs [`slow_call`](Self::slow_call).
+    /// `min_calls` rule, compared in integers as
+    /// [`failure_rate`](Self::failure_rate) is. Needs
+    /// [`slow_call`](Self::slow_call).
     pub fn slow_rate(mut self, rate: f64) -> Self {
         self.config.slow_rate = rate;
         self
@@ -705,6 +733,8 @@ impl BreakerConfigBuilder {
         self.config.window_calls = self.count_window.unwrap_or(0);
         self.config.flags = (self.config.flags & COUNT_SUCCESSES) | self.config.derived_flags();
         self.config.window_recip = reciprocal(self.config.window_bucket_ns);
+        self.config.failure_fraction = Rate::of(self.config.failure_rate);
+        self.config.slow_fraction = Rate::of(self.config.slow_rate);
         self.config.validate()?;
         // Growth with the cap left at its default (the cool-down itself)
         // would grow nothing: say so rather than ignore the setting.

@@ -14,14 +14,16 @@
 //!
 //! | bits   | field   | meaning |
 //! | ------ | ------- | ------- |
-//! | 0..56  | `time`  | the deadline in nanoseconds on the breaker's clock, modulo 2^56 |
+//! | 0..55  | `time`  | the deadline in nanoseconds on the breaker's clock, modulo 2^55 |
+//! | 55     | `hold`  | 1 if a hold (`open_for`) stamped this deadline, or merged into it |
 //! | 56     | `set`   | 1 if a deadline was stamped; 0 for a generation of a state without one |
 //! | 57..64 | `tag`   | bits 1..8 of the generation it was stamped for (bit 0 chose the slot) |
 //!
 //! A transition into Open or Half-Open stamps its generation and deadline
 //! into the slot its state reads: a stamp replaces a value of an older
-//! generation outright, whatever its time, and merges with one of its own
-//! generation (a racer's) by keeping the later deadline. A slot no state
+//! generation outright, whatever its time, and one of its own generation
+//! too, unless that one is a hold's with a later deadline, which stands
+//! (see the races below). A slot no state
 //! of the transition reads is stamped without a deadline only once its tag
 //! has fallen 32 generations (of its parity) behind, so that no tag is ever
 //! old enough to pass for a later generation's. A deadline thus only ever
@@ -29,7 +31,7 @@
 //! into Closed leave the slots harmless, whatever times they hold.
 //!
 //! # Reading a deadline
-//! A reader at `now` takes the time left as `(time − now) mod 2^56`. A
+//! A reader at `now` takes the time left as `(time − now) mod 2^55`. A
 //! deadline counts only if it is set, tagged with the reader's generation,
 //! and lies within `(now, now + limit]`, where `limit` is twice the longest
 //! wait of that kind the config allows: twice `max_hold` for a held
@@ -41,17 +43,32 @@
 //! the next transition replaces it. A clock behind the stamper's by less
 //! than a wait adds its lag to the wait.
 //!
-//! Two transitions racing into one generation stamp one slot: a trip (or a
-//! probe's failure) and a hold both stamp the Open slot, and the later
-//! deadline stands whichever CAS wins, which is what the two in either
-//! order would leave. The one exception: a hold longer than twice
-//! `open_timeout_max` merged into a trip's cool-down reads as garbage, so
-//! one probe may be let through early, before the hold, retrying, holds
-//! the breaker again.
+//! Two transitions racing into one generation stamp one slot, before
+//! either knows whose CAS will win: a trip (or a probe's failure) and a
+//! hold both stamp the Open slot, two trips too, or two callers admitting
+//! the first probe the Half-Open slot. A hold's deadline must survive the
+//! others' stamps, since its CAS may win: a later hold stamp stands, and
+//! a stamp merged into it keeps the `hold` bit, so a third racer cannot
+//! shorten it either. Every other stamp of the generation is replaced by
+//! the next: of two racing trips, the cool-down of the last to stamp
+//! stands, and a loser retries from the word the winner published (a
+//! hold then holds again if the wait it finds is shorter than its own).
+//! A stamp for a generation not yet entered that no racer wrote (found in
+//! a garbage shared region, say, where `attach` cannot tell it from a
+//! racer's) is thus replaced by the transition into that generation
+//! unless its `hold` bit is set, whatever its time: it neither skips the
+//! cool-down (a time beyond any wait) nor stretches it (one within). A
+//! garbage one with the `hold` bit set is taken for a racing hold: it
+//! stands when later, bounded by the `limit` as every time is. Two
+//! exceptions, both in races: a hold longer than twice `open_timeout_max`
+//! merged into a trip's cool-down reads as garbage, so one probe may be
+//! let through early, before the hold, retrying, holds the breaker again;
+//! and a hold that stamps over a racing trip's later cool-down replaces
+//! it, so if the trip's CAS wins, its cool-down is the hold's shorter one.
 //!
-//! Times are kept modulo 2^56 (2.28 years), so any clock value works,
+//! Times are kept modulo 2^55 (1.14 years), so any clock value works,
 //! `u64::MAX` and a clock that wraps included. The price: a breaker left
-//! untouched for a multiple of 2.28 years, give or take a `limit`, may
+//! untouched for a multiple of 1.14 years, give or take a `limit`, may
 //! wait up to one `limit` more before its next probe.
 //!
 //! # Orderings
@@ -77,12 +94,14 @@ use crate::breaker::config::BreakerConfig;
 use crate::breaker::state::{State, Word};
 use crate::sync::{AtomicU64, Ordering};
 
-const TIME_BITS: u32 = 56;
+const TIME_BITS: u32 = 55;
 const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
-/// Differences below this are "later"; above, "earlier" (modulo 2^56).
+/// Differences below this are "later"; above, "earlier" (modulo 2^55).
 const HALF_RANGE: u64 = 1 << (TIME_BITS - 1);
-const SET: u64 = 1 << TIME_BITS;
-const TAG_SHIFT: u32 = TIME_BITS + 1;
+const HOLD: u64 = 1 << TIME_BITS;
+const SET_SHIFT: u32 = TIME_BITS + 1;
+const SET: u64 = 1 << SET_SHIFT;
+const TAG_SHIFT: u32 = SET_SHIFT + 1;
 const TAG_MASK: u64 = 0x7F;
 /// How far behind (in generations of its parity) a slot's tag may fall
 /// before a transition refreshes it: well short of the 2^7 that would
@@ -95,7 +114,11 @@ pub(crate) struct Stamp(u64);
 
 impl core::fmt::Debug for Stamp {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Stamp").field("tag", &self.tag()).field("time", &self.time()).finish()
+        f.debug_struct("Stamp")
+            .field("tag", &self.tag())
+            .field("time", &self.time())
+            .field("hold", &self.is_hold())
+            .finish()
     }
 }
 
@@ -105,10 +128,17 @@ fn tag_of(generation: u32) -> u64 {
 }
 
 impl Stamp {
-    /// A stamp for `generation`, with a deadline or without.
+    /// A stamp for `generation`, with a deadline or without, not a hold's.
     #[inline]
     pub(crate) fn new(generation: u32, deadline: Option<u64>) -> Stamp {
-        let time = deadline.map_or(0, |t| SET | (t & TIME_MASK));
+        Stamp::of(generation, deadline, false)
+    }
+
+    /// A stamp for `generation`, with a deadline or without, and whether
+    /// a hold set it (ignored without a deadline).
+    #[inline]
+    pub(crate) fn of(generation: u32, deadline: Option<u64>, hold: bool) -> Stamp {
+        let time = deadline.map_or(0, |t| SET | if hold { HOLD } else { 0 } | (t & TIME_MASK));
         Stamp((tag_of(generation) << TAG_SHIFT) | time)
     }
 
@@ -128,6 +158,12 @@ impl Stamp {
         (self.0 & SET != 0).then_some(self.0 & TIME_MASK)
     }
 
+    /// Whether a hold stamped this deadline (or was merged into it).
+    #[inline]
+    fn is_hold(self) -> bool {
+        self.0 & (SET | HOLD) == SET | HOLD
+    }
+
     /// How many generations of the slot's parity this stamp's is behind
     /// `generation` (modulo 2^7; a later generation's reads as far behind).
     #[inline]
@@ -142,20 +178,26 @@ impl Stamp {
     }
 
     /// The stamp to write when `generation` is stamped with `deadline`
-    /// over this one; `None` if this one already says as much.
+    /// (by a hold or not) over this one; `None` if this one already says
+    /// as much.
     #[inline]
-    fn merged(self, generation: u32, deadline: Option<u64>) -> Option<Stamp> {
-        let new = Stamp::new(generation, deadline);
+    fn merged(self, generation: u32, deadline: Option<u64>, hold: bool) -> Option<Stamp> {
+        let new = Stamp::of(generation, deadline, hold);
         // An older generation's stamp is replaced, whatever its time.
         if !self.is_for(generation) {
             return Some(new);
         }
-        match (self.time(), new.time()) {
-            (_, None) => None,
-            (None, Some(_)) => Some(new),
-            // Two racers into one generation: the later deadline stands.
-            (Some(old), Some(t)) => is_later(t, old).then_some(new),
-        }
+        let next = match (self.time(), new.time()) {
+            (_, None) => return None,
+            // A racing hold's stamp: the later deadline stands, still a hold's.
+            (Some(old), Some(t)) if self.is_hold() => {
+                Stamp::of(generation, Some(if is_later(t, old) { t } else { old }), true)
+            }
+            // Any other stamp of this generation (a racer's that is no
+            // hold, or garbage) is replaced.
+            (_, Some(_)) => new,
+        };
+        (next != self).then_some(next)
     }
 
     /// The time left until the deadline of `generation`, read at `now`, if
@@ -164,7 +206,7 @@ impl Stamp {
     #[inline]
     pub(crate) fn left(self, generation: u32, now: u64, limit: u64) -> Option<u64> {
         // Set, and stamped for this generation? (One compare of the top byte.)
-        if self.0 >> TIME_BITS != (tag_of(generation) << 1) | 1 {
+        if self.0 >> SET_SHIFT != (tag_of(generation) << 1) | 1 {
             return None;
         }
         let left = self.0.wrapping_sub(now) & TIME_MASK;
@@ -173,7 +215,7 @@ impl Stamp {
     }
 }
 
-/// Whether deadline `a` is later than `b`, modulo 2^56.
+/// Whether deadline `a` is later than `b`, modulo 2^55.
 #[inline]
 fn is_later(a: u64, b: u64) -> bool {
     let d = a.wrapping_sub(b) & TIME_MASK;
@@ -248,7 +290,7 @@ impl Deadlines {
         for (array, state) in [(&self.open, State::Open), (&self.half_open, State::HalfOpen)] {
             let slot = Self::slot(array, generation);
             if to.state() == state {
-                Self::stamp_one(slot, word, from, generation, deadline);
+                Self::stamp_one(slot, word, from, generation, deadline, to.held());
             } else {
                 Self::refresh(slot, word, from, generation);
             }
@@ -266,10 +308,17 @@ impl Deadlines {
         if stamp.steps_behind(generation) < REFRESH_STEPS {
             return;
         }
-        Self::stamp_one(slot, word, from, generation, None);
+        Self::stamp_one(slot, word, from, generation, None, false);
     }
 
-    fn stamp_one(slot: &AtomicU64, word: &AtomicU64, from: Word, generation: u32, deadline: Option<u64>) {
+    fn stamp_one(
+        slot: &AtomicU64,
+        word: &AtomicU64,
+        from: Word,
+        generation: u32,
+        deadline: Option<u64>,
+        hold: bool,
+    ) {
         // Acquire pairs with the Release stamp of a later generation, so
         // the word load below sees that generation too (see the module's
         // Orderings).
@@ -281,7 +330,7 @@ impl Deadlines {
                 return;
             }
             // Does the slot already say as much?
-            let Some(next) = Stamp(current).merged(generation, deadline) else { return };
+            let Some(next) = Stamp(current).merged(generation, deadline, hold) else { return };
             // Release pairs with the Acquire loads of later stampers;
             // Acquire on failure, as for the first load.
             match slot.compare_exchange_weak(current, next.0, Ordering::AcqRel, Ordering::Acquire) {
@@ -323,19 +372,40 @@ mod tests {
     #[test]
     fn an_older_generations_stamp_is_replaced_whatever_its_time() {
         let old = Stamp::new(3, Some(u64::MAX));
-        assert_eq!(old.merged(5, Some(10)), Some(Stamp::new(5, Some(10))));
-        assert_eq!(old.merged(5, None), Some(Stamp::new(5, None)));
+        assert_eq!(old.merged(5, Some(10), false), Some(Stamp::new(5, Some(10))));
+        assert_eq!(old.merged(5, None, false), Some(Stamp::new(5, None)));
+        let old_hold = Stamp::of(3, Some(u64::MAX), true);
+        assert_eq!(old_hold.merged(5, Some(10), false), Some(Stamp::new(5, Some(10))));
     }
 
     #[test]
-    fn racers_into_one_generation_keep_the_later_deadline() {
+    fn racers_into_one_generation_keep_a_holds_later_deadline() {
+        let h = Stamp::of(5, Some(1_000), true);
+        assert_eq!(h.merged(5, Some(900), false), None);
+        assert_eq!(h.merged(5, Some(900), true), None);
+        assert_eq!(h.merged(5, Some(1_100), false), Some(Stamp::of(5, Some(1_100), true)), "still a hold's");
+        assert_eq!(h.merged(5, Some(1_100), true), Some(Stamp::of(5, Some(1_100), true)));
+        assert_eq!(h.merged(5, None, false), None, "a stamp without deadline never clears one");
+        assert_eq!(Stamp::new(5, None).merged(5, Some(7), false), Some(Stamp::new(5, Some(7))));
+        // Later modulo 2^55: a deadline just past the wrap is later than one just before it.
+        assert_eq!(
+            Stamp::of(5, Some(TIME_MASK), true).merged(5, Some(3), false),
+            Some(Stamp::of(5, Some(3), true))
+        );
+    }
+
+    #[test]
+    fn any_other_stamp_of_the_generation_is_replaced_whatever_its_time() {
         let s = Stamp::new(5, Some(1_000));
-        assert_eq!(s.merged(5, Some(900)), None);
-        assert_eq!(s.merged(5, Some(1_100)), Some(Stamp::new(5, Some(1_100))));
-        assert_eq!(s.merged(5, None), None, "a stamp without deadline never clears one");
-        assert_eq!(Stamp::new(5, None).merged(5, Some(7)), Some(Stamp::new(5, Some(7))));
-        // Later modulo 2^56: a deadline just past the wrap is later than one just before it.
-        assert_eq!(Stamp::new(5, Some(TIME_MASK)).merged(5, Some(3)), Some(Stamp::new(5, Some(3))));
+        assert_eq!(s.merged(5, Some(900), false), Some(Stamp::new(5, Some(900))));
+        assert_eq!(s.merged(5, Some(900), true), Some(Stamp::of(5, Some(900), true)));
+        assert_eq!(s.merged(5, Some(1_100), false), Some(Stamp::new(5, Some(1_100))));
+        assert_eq!(s.merged(5, Some(1_000), false), None, "the same stamp");
+        assert_eq!(s.merged(5, None, false), None, "a stamp without deadline never clears one");
+        // The bits of a garbage region: set, tag 0 (generations 0 and 1), 30 ms ahead.
+        let garbage = Stamp((1 << 56) | 1_030_000_000);
+        assert!(garbage.is_for(1) && !garbage.is_hold());
+        assert_eq!(garbage.merged(1, Some(1_010_000_000), false), Some(Stamp::new(1, Some(1_010_000_000))));
     }
 
     #[test]
@@ -356,13 +426,15 @@ mod tests {
     }
 
     #[test]
-    fn any_clock_value_works_modulo_2_56() {
-        for now in [0, 1, u64::MAX - 5, u64::MAX, 1 << 56, (1 << 56) - 1] {
+    fn any_clock_value_works_modulo_2_55() {
+        for now in [0, 1, u64::MAX - 5, u64::MAX, 1 << 56, (1 << 56) - 1, 1 << 55, (1 << 55) - 1] {
             let s = Stamp::new(0, Some(now.wrapping_add(500)));
             assert_eq!(s.left(0, now, 1_000), Some(500), "at {now}");
             assert_eq!(s.left(0, now.wrapping_add(499), 1_000), Some(1), "at {now}");
             assert_eq!(s.left(0, now.wrapping_add(500), 1_000), None, "at {now}");
             assert_eq!(s.left(0, now.wrapping_add(1 << 40), 1_000), None, "long after, at {now}");
+            let h = Stamp::of(0, Some(now.wrapping_add(500)), true);
+            assert_eq!(h.left(0, now, 1_000), Some(500), "a hold's, at {now}");
         }
     }
 }

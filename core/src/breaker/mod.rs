@@ -1,7 +1,7 @@
 //! The circuit breaker (`no_std`): one packed state word moved by
 //! compare-and-swap ([`state`]), the tickets and permits that pass between
 //! a breaker and its caller, its config and cool-down, counters, the
-//! rolling windows, the deadline slots, the hot line that bindings read,
+//! rolling windows and their exact rates, the deadline slots, the hot line that bindings read,
 //! and breakers in shared memory.
 
 pub(crate) mod circuit;
@@ -11,6 +11,7 @@ pub(crate) mod counters;
 pub(crate) mod deadline;
 pub(crate) mod hot;
 pub(crate) mod permit;
+pub(crate) mod rate;
 #[cfg(not(loom))]
 pub(crate) mod shared;
 pub(crate) mod state;

@@ -74,7 +74,10 @@ struct Header {
 /// The times in the deadline slots cannot be checked without a clock, and
 /// need not be: a deadline further ahead than any wait the config allows
 /// counts as passed (see the breaker's deadline rules), so a garbage time
-/// never holds the breaker shut, and the next transition replaces it.
+/// never holds the breaker shut, and the next transition replaces it:
+/// even one stamped for the generation that transition enters, which it
+/// takes for a racer's, unless its hold bit is set (then it stands as a
+/// racing hold's would, when later, within the same bound).
 ///
 /// # Time
 /// Every process must stamp the breaker with the same clock:
@@ -163,6 +166,14 @@ pub enum SharedError {
     Initialising,
     /// `init_in` found a region that already holds a breaker.
     AlreadyInitialised,
+    /// `init_in` found a byte after the (zero) magic that is not zero: the
+    /// memory is not fresh, and `init_in` leaves it as it found it.
+    NotZeroFilled {
+        /// Where the first such byte is, from the start of the region.
+        offset: usize,
+        /// Its value.
+        byte: u8,
+    },
     /// The magic number is not tripwire's: not a region, or garbage.
     NotARegion {
         /// The magic number found.
@@ -214,6 +225,11 @@ impl fmt::Display for SharedError {
             SharedError::AlreadyInitialised => {
                 f.write_str("shared region already holds a breaker: attach to it instead")
             }
+            SharedError::NotZeroFilled { offset, byte } => write!(
+                f,
+                "shared region is not zero-filled (byte {offset} is {byte:#04x}): \
+                 init_in takes fresh, zero-filled memory"
+            ),
             SharedError::NotARegion { magic } => write!(
                 f,
                 "not a tripwire shared region: magic {magic:#018x}, expected {:#018x}",
@@ -253,6 +269,20 @@ impl fmt::Display for SharedError {
 }
 
 impl core::error::Error for SharedError {}
+
+/// The first byte in `from..to` of `mem` that is not zero, with its offset.
+/// Also used by the shared bulkhead's `init_in`.
+///
+/// # Safety
+/// `mem` is valid for reads of `to` bytes, none of them written meanwhile.
+pub(crate) unsafe fn first_set_byte(mem: *const u8, from: usize, to: usize) -> Option<(usize, u8)> {
+    (from..to).find_map(|offset| {
+        // SAFETY:
+        // - `offset < to`: inside the readable bytes (caller); any byte is a `u8`.
+        let byte = unsafe { mem.add(offset).read() };
+        (byte != 0).then_some((offset, byte))
+    })
+}
 
 const BREAKER_OFFSET: usize = SharedRegion::BREAKER_OFFSET;
 const _: () = assert!(BREAKER_OFFSET <= u32::MAX as usize);
@@ -299,7 +329,9 @@ impl SharedRegion {
     /// [`TooSmall`](SharedError::TooSmall); [`AlreadyInitialised`](SharedError::AlreadyInitialised)
     /// and [`Initialising`](SharedError::Initialising) as above;
     /// [`NotARegion`](SharedError::NotARegion) if the magic is neither 0 nor
-    /// tripwire's (the memory is not zero-filled).
+    /// tripwire's, [`NotZeroFilled`](SharedError::NotZeroFilled) if the
+    /// magic is 0 but a later byte of the region is not (the memory is not
+    /// zero-filled either way, and is left as it was).
     ///
     /// # Safety
     /// - `mem` is either null or valid for reads and writes of `len` bytes
@@ -330,6 +362,16 @@ impl SharedRegion {
                 Self::INITIALISING => SharedError::Initialising,
                 magic => SharedError::NotARegion { magic },
             });
+        }
+        // Is the rest of the region zero, as fresh memory is?
+        // SAFETY:
+        // - The region's bytes lie inside `len` valid bytes (checked); the
+        //   claim makes this process the only writer (as below).
+        let set = unsafe { first_set_byte(mem, size_of::<u64>(), size_of::<SharedRegion>()) };
+        if let Some((offset, byte)) = set {
+            // Relaxed: the claim is given up unused; nothing was written.
+            magic.store(0, Ordering::Relaxed);
+            return Err(SharedError::NotZeroFilled { offset, byte });
         }
         // SAFETY:
         // - Every place written lies inside the region (checked above), is
@@ -692,6 +734,48 @@ mod tests {
         );
         let b = mem.attach().unwrap();
         assert!(b.try_acquire(&FixedClock(6)).unwrap().is_probe());
+    }
+
+    /// A stamp for the next generation found in a region (written by
+    /// anyone: `attach` cannot tell it from a racer's) is replaced by the
+    /// transition into that generation, whatever its time: the cool-down
+    /// is the config's, not skipped (a time beyond any wait) nor stretched
+    /// (one within it), and a hold's length is its own.
+    #[test]
+    fn a_garbage_deadline_of_the_next_generation_is_replaced_by_the_transition_into_it() {
+        let slot = BREAKER_OFFSET + Breaker::DEADLINES_OFFSET + 8; // `open`, odd generations
+        let now = 1_000_000_000;
+        let one_failure = BreakerConfig::builder()
+            .failure_threshold(1)
+            .open_timeout(Duration::from_millis(10))
+            .build()
+            .unwrap();
+        for ahead in [Duration::from_millis(30), Duration::from_millis(15)] {
+            let garbage = (1u64 << 56) | (now + ahead.as_nanos() as u64);
+            for hold in [None, Some(Duration::from_millis(5))] {
+                let mut mem = Mem::new(0);
+                mem.init(one_failure).unwrap();
+                mem.poke(slot, &garbage.to_ne_bytes());
+                let b = mem.attach().unwrap();
+                let clock = FixedClock(now);
+                let wait = match hold {
+                    None => {
+                        let t = b.try_acquire(&clock).unwrap();
+                        assert!(b.record(t, Outcome::Failure, &clock).is_some());
+                        Duration::from_millis(10)
+                    }
+                    Some(d) => {
+                        assert!(b.open_for(d, &clock).is_some());
+                        d
+                    }
+                };
+                assert_eq!(b.generation(), 1);
+                let r = b.try_acquire(&clock).unwrap_err();
+                assert_eq!(r.retry_after, Some(wait), "garbage {ahead:?} ahead, hold {hold:?}");
+                let at_end = FixedClock(now + wait.as_nanos() as u64);
+                assert!(b.try_acquire(&at_end).unwrap().is_probe(), "garbage {ahead:?} ahead, hold {hold:?}");
+            }
+        }
     }
 
     #[test]

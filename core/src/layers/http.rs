@@ -97,6 +97,11 @@ pub fn assess_result<B, E>(result: &Result<Response<B>, E>) -> Assessment {
 /// seconds when the value is that large, as GitHub sends). `None` when no
 /// header says, or none can be read.
 ///
+/// A header sent on several lines counts with the first of them that can
+/// be read, in the order they came: `Retry-After: soon` then
+/// `Retry-After: 5` is 5 s. Lines that cannot be read are skipped; if no
+/// `Retry-After` line can be, the reset headers are read the same way.
+///
 /// # Examples
 /// ```
 /// use core::time::Duration;
@@ -137,18 +142,23 @@ pub fn retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> 
 }
 
 fn read_wait(headers: &HeaderMap, now: impl Fn() -> SystemTime) -> Option<Duration> {
-    if let Some(d) =
-        headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| parse_retry_after(v, &now))
-    {
+    if let Some(d) = first_readable(headers, RETRY_AFTER.as_str(), |v| parse_retry_after(v, &now)) {
         return Some(d);
     }
-    let seconds = |name: &'static str| whole_seconds(headers.get(name)?.to_str().ok()?);
+    let seconds = |name: &'static str| first_readable(headers, name, whole_seconds);
     // The IETF header is always a delay, however large.
     if let Some(secs) = seconds("ratelimit-reset") {
         return Some(Duration::from_secs(secs));
     }
     // The older one is a delay or, when that large, a Unix time.
     seconds("x-ratelimit-reset").map(|secs| reset_in(secs, &now))
+}
+
+/// The first of the header's lines, in the order they came, that `read`
+/// makes sense of. A line is one value: none of these headers is a list,
+/// and an HTTP date has a comma of its own.
+fn first_readable<T>(headers: &HeaderMap, name: &str, read: impl Fn(&str) -> Option<T>) -> Option<T> {
+    headers.get_all(name).iter().find_map(|v| read(v.to_str().ok()?))
 }
 
 /// A `Retry-After` value: delay-seconds or an HTTP date.
@@ -234,6 +244,43 @@ mod tests {
         // Retry-After wins over a reset header.
         let both = headers(&[("retry-after", "5"), ("x-ratelimit-reset", "50")]);
         assert_eq!(retry_after(&both), Some(Duration::from_secs(5)));
+    }
+
+    /// Several lines of one header: the first readable value counts, in
+    /// the order they came; unreadable lines are skipped, not taken for
+    /// "no wait".
+    #[test]
+    fn of_several_lines_the_first_readable_value_counts() {
+        let lines = |name: &'static str, values: &[&str]| {
+            let mut h = HeaderMap::new();
+            for v in values {
+                h.append(HeaderName::from_static(name), v.parse().unwrap());
+            }
+            h
+        };
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(retry_after(&lines("retry-after", &["soon", "5"])), Some(Duration::from_secs(5)));
+        assert_eq!(retry_after(&lines("retry-after", &["5", "7"])), Some(Duration::from_secs(5)));
+        assert_eq!(retry_after(&lines("retry-after", &["", "-1", "7"])), Some(Duration::from_secs(7)));
+        let date = "Tue, 14 Nov 2023 22:14:00 GMT"; // 40 s after `now`
+        assert_eq!(
+            retry_after_at(&lines("retry-after", &["later", date]), now),
+            Some(Duration::from_secs(40))
+        );
+        assert_eq!(retry_after(&lines("ratelimit-reset", &["x", "3"])), Some(Duration::from_secs(3)));
+        assert_eq!(
+            retry_after_at(&lines("x-ratelimit-reset", &["?", "1700000045"]), now),
+            Some(Duration::from_secs(45))
+        );
+        // No readable Retry-After line: the reset headers speak.
+        let mut h = lines("retry-after", &["soon", "later"]);
+        h.insert("x-ratelimit-reset", "50".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(50)));
+        assert_eq!(retry_after(&lines("retry-after", &["soon", "later"])), None);
+        assert_eq!(
+            assess(StatusCode::TOO_MANY_REQUESTS, &lines("retry-after", &["soon", "5"])),
+            Assessment::Backpressure(Some(Duration::from_secs(5)))
+        );
     }
 
     #[test]

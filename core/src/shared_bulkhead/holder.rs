@@ -18,9 +18,10 @@ use core::fmt;
 /// the same slot by one process apart, so that releasing an old
 /// [`SharedSlot`](super::SharedSlot) once the slot has been taken again
 /// (by this process or any other) is refused. It wraps after 65 536
-/// acquires of one process: a stale receipt released at exactly a
-/// multiple of that later, on the same slot, would be taken for the new
-/// one.
+/// acquires of one process, after which a slot can hold the word of an
+/// old receipt again: the slot's release count, which the receipt also
+/// carries (see [`SharedSlot::releases`](super::SharedSlot::releases)),
+/// still tells the two apart.
 ///
 /// Linux pids are at most 2²² (`PID_MAX_LIMIT`); the other Unixes stay
 /// below 100 000: 24 bits hold every pid they hand out.

@@ -5,12 +5,14 @@ use core::fmt;
 use core::mem::{align_of, size_of};
 use core::ptr::{addr_of, addr_of_mut};
 
+use crate::breaker::shared::first_set_byte;
 use crate::shared_bulkhead::holder::Holder;
 use crate::shared_bulkhead::slots::{Header, SharedBulkhead};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// The layout of a [`SharedBulkhead`] in memory shared by several
-/// processes: a 64-byte header, then one 8-byte word per slot.
+/// processes: a 64-byte header, then one 8-byte word per slot, then one
+/// 8-byte release count per slot.
 ///
 /// Never built as a Rust value: reserve [`size_for`](Self::size_for)`(max)`
 /// bytes aligned to [`ALIGN`](Self::ALIGN) in a `MAP_SHARED` mapping (a
@@ -18,14 +20,14 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 /// [`init_in`](Self::init_in), [`attach`](Self::attach) or
 /// [`open_in`](Self::open_in). Every process that maps it shares one cap.
 ///
-/// # Layout (version 1)
+/// # Layout (version 2)
 ///
 /// | offset | field | meaning |
 /// | ------ | ----- | ------- |
 /// | 0  | `magic: u64` | [`MAGIC`](Self::MAGIC) once initialised; 0 before; [`INITIALISING`](Self::INITIALISING) while a process fills it |
 /// | 8  | `version: u32` | [`VERSION`](Self::VERSION), bumped whenever this layout changes |
 /// | 12 | `max: u32` | the cap, 0 to [`MAX_SLOTS`](Self::MAX_SLOTS): the number of slot words |
-/// | 16 | `size: u64` | the region's size in bytes, `size_for(max)` |
+/// | 16 | `size: u64` | the region's size in bytes, `size_for(max)` = 64 + 16·`max` |
 /// | 24 | `acquired: u64` | slots handed out, by every process (statistics) |
 /// | 32 | `rejected: u64` | acquires refused (statistics) |
 /// | 40 | `reclaimed: u64` | slots of dead processes freed (statistics) |
@@ -33,6 +35,7 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 /// | 56 | `hint: u32` | where the next acquire starts looking (any value is safe) |
 /// | 60 | `reserved: u32` | 0 |
 /// | 64 + 8·i | `slot[i]: u64` | 0 when free, else the [`Holder`] word of its holder |
+/// | 64 + 8·`max` + 8·i | `releases[i]: u64` | how many releases have freed `slot[i]`, wrapping (any value is valid) |
 ///
 /// The layout is native (endianness): a region is shared between processes
 /// of one host built from the same version of this crate. Sharing it
@@ -57,8 +60,8 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 /// [`SharedBulkheadError`] naming the field, never undefined behaviour or a
 /// panic: every bit pattern is a valid value of each field. The held count
 /// is the number of non-zero slot words, of which there are `max`: it
-/// cannot exceed the cap whatever the bytes are. The statistics, the hint
-/// and the gate accept any value.
+/// cannot exceed the cap whatever the bytes are. The statistics, the hint,
+/// the gate and the release counts accept any value.
 ///
 /// # Orderings
 /// - `init_in` claims the region with a `Relaxed` CAS of the magic (the
@@ -131,6 +134,14 @@ pub enum SharedBulkheadError {
     /// Another process has claimed the region and not yet published it (or
     /// died before it could).
     Initialising,
+    /// `init_in` found a byte after the (zero) magic that is not zero: the
+    /// memory is not fresh, and `init_in` leaves it as it found it.
+    NotZeroFilled {
+        /// Where the first such byte is, from the start of the region.
+        offset: usize,
+        /// Its value.
+        byte: u8,
+    },
     /// `init_in` found a region that already holds a bulkhead.
     AlreadyInitialised,
     /// The magic number is not a shared bulkhead's: not a region, or garbage.
@@ -198,6 +209,11 @@ impl fmt::Display for SharedBulkheadError {
             E::AlreadyInitialised => {
                 f.write_str("shared bulkhead region is already initialised: attach to it instead")
             }
+            E::NotZeroFilled { offset, byte } => write!(
+                f,
+                "shared bulkhead region is not zero-filled (byte {offset} is {byte:#04x}): \
+                 init_in takes fresh, zero-filled memory"
+            ),
             E::NotARegion { magic } => write!(
                 f,
                 "not a shared bulkhead region: `magic` {magic:#018x}, expected {:#018x}",
@@ -211,7 +227,7 @@ impl fmt::Display for SharedBulkheadError {
             E::SizeMismatch { size, max } => write!(
                 f,
                 "shared bulkhead region header records `size` = {size} for `max` = {max}; that `max` needs {}",
-                SharedBulkheadRegion::HEADER + 8 * max as usize
+                SharedBulkheadRegion::HEADER + 16 * max as usize
             ),
             E::Reserved { value } => write!(f, "shared bulkhead region `reserved` = {value}, expected 0"),
             E::BadSlot { index, word } => {
@@ -238,7 +254,7 @@ impl SharedBulkheadRegion {
     /// The magic number while one process fills the region in.
     pub const INITIALISING: u64 = u64::from_ne_bytes(*b"TWBULKH~");
     /// The layout version this build reads and writes.
-    pub const VERSION: u32 = 1;
+    pub const VERSION: u32 = 2;
     /// The largest cap a region may have.
     pub const MAX_SLOTS: u32 = 1 << 16;
     /// The alignment a region needs (a page from `mmap` always has it).
@@ -249,7 +265,7 @@ impl SharedBulkheadRegion {
     /// The bytes a region of `max` slots needs; `None` if `max` is above
     /// [`MAX_SLOTS`](Self::MAX_SLOTS).
     pub const fn size_for(max: u32) -> Option<usize> {
-        if max > Self::MAX_SLOTS { None } else { Some(Self::HEADER + 8 * max as usize) }
+        if max > Self::MAX_SLOTS { None } else { Some(Self::HEADER + 16 * max as usize) }
     }
 
     /// Checks the memory's address and that it holds at least `needed` bytes.
@@ -277,7 +293,10 @@ impl SharedBulkheadRegion {
     /// `size_for(max)`); [`AlreadyInitialised`](SharedBulkheadError::AlreadyInitialised)
     /// and [`Initialising`](SharedBulkheadError::Initialising) when another
     /// process got there first; [`NotARegion`](SharedBulkheadError::NotARegion)
-    /// if the magic is neither 0 nor a shared bulkhead's.
+    /// if the magic is neither 0 nor a shared bulkhead's,
+    /// [`NotZeroFilled`](SharedBulkheadError::NotZeroFilled) if it is 0 but
+    /// a later byte of the first `size_for(max)` is not (the memory is left
+    /// as it was).
     ///
     /// # Safety
     /// - `mem` is either null or valid for reads and writes of `len` bytes
@@ -309,6 +328,15 @@ impl SharedBulkheadRegion {
                 magic => SharedBulkheadError::NotARegion { magic },
             });
         }
+        // Is the rest of the region zero, as fresh memory is?
+        // SAFETY:
+        // - `size <= len` valid bytes (checked); the claim makes this
+        //   process the only writer (as below).
+        if let Some((offset, byte)) = unsafe { first_set_byte(mem, size_of::<u64>(), size) } {
+            // Relaxed: the claim is given up unused; nothing was written.
+            magic.store(0, Ordering::Relaxed);
+            return Err(SharedBulkheadError::NotZeroFilled { offset, byte });
+        }
         let slots = mem.wrapping_add(Self::HEADER).cast::<AtomicU64>();
         // SAFETY:
         // - Every place written lies inside the first `size <= len` bytes
@@ -330,7 +358,8 @@ impl SharedBulkheadRegion {
             addr_of_mut!((*header).gate).write(AtomicU64::new(0));
             addr_of_mut!((*header).hint).write(AtomicU32::new(0));
             addr_of_mut!((*header).reserved).write(0);
-            for i in 0..max as usize {
+            // The slot words, then their release counts.
+            for i in 0..2 * max as usize {
                 slots.add(i).write(AtomicU64::new(0));
             }
         }
@@ -481,10 +510,17 @@ impl SharedBulkheadRegion {
     /// `size_for(max)` bytes for `'a`, accessed only through this module.
     unsafe fn view<'a>(header: *mut Header, max: u32) -> SharedBulkhead<'a> {
         let slots = header.cast::<u8>().wrapping_add(Self::HEADER).cast::<AtomicU64>();
+        let releases = slots.wrapping_add(max as usize);
         // SAFETY:
-        // - Both lie inside the `size_for(max)` valid, aligned bytes
+        // - All three lie inside the `size_for(max)` valid, aligned bytes
         //   (caller); atomics and integers accept any bit pattern, and every
         //   process writes the mutable ones only atomically.
-        unsafe { SharedBulkhead::new(&*header, core::slice::from_raw_parts(slots, max as usize)) }
+        unsafe {
+            SharedBulkhead::new(
+                &*header,
+                core::slice::from_raw_parts(slots, max as usize),
+                core::slice::from_raw_parts(releases, max as usize),
+            )
+        }
     }
 }

@@ -13,15 +13,32 @@
 //! - acquire: a CAS of one slot from 0 to the holder's word; the first free
 //!   slot from the hint onwards wins. Lock-free: a failed CAS means another
 //!   caller took that slot.
-//! - release: a CAS of the receipt's slot from the receipt's word to 0.
-//!   Refused (nothing changes) when the slot holds anything else: freed
-//!   already, reclaimed, or taken again since (a new word: another process,
-//!   or another nonce of the same one).
+//! - release: a CAS of the receipt's slot from the receipt's word to 0,
+//!   after a CAS of the slot's release count from the receipt's count to
+//!   the next. Refused (nothing changes) when the slot holds another word
+//!   (freed already, reclaimed, or taken again by another process or
+//!   another nonce of the same one), and when its release count has moved
+//!   on since the receipt's acquire: the slot was released and taken
+//!   again, with the same word once the process's 16-bit nonce has come
+//!   round. The count is 64 bits: it never comes round.
 //! - reclaim: for each held slot whose holder the caller's liveness check
 //!   calls dead, a CAS from the word it read to 0. If the slot was freed and
 //!   taken again meanwhile, its word differs and the CAS leaves the new
 //!   holder alone; two reclaim passes racing over one dead slot free it
 //!   once. A dead process writes nothing, so its word cannot come back.
+//!   A reclaim leaves the release count alone: the receipt it outdates is
+//!   a dead process's, which nobody presents.
+//!
+//! # The release count
+//! Each slot has a count of the releases that freed it, beside its word.
+//! An acquire reads it after its CAS takes the slot and puts it in the
+//! receipt; a release claims it (a CAS from the receipt's count to the
+//! next) before it frees the word, so of two releases of one receipt
+//! exactly one frees the slot, and a receipt of an acquire that was
+//! released is refused for good, whatever word the slot holds later. The
+//! count only moves while the word is the holder's: between an acquire's
+//! CAS and its read of the count nobody holding another receipt of this
+//! slot can claim it (theirs names an older count).
 //!
 //! # Orderings
 //! - The CAS that takes a slot is `Acquire` on success; every CAS that
@@ -31,6 +48,10 @@
 //!   semaphore.
 //! - Loads that only pick which slot to try, and every failed CAS, are
 //!   `Relaxed`: the CAS that acts re-checks the word.
+//! - The release count is `Relaxed` throughout: a release claims it before
+//!   its `Release` CAS frees the word, and the next holder reads it after
+//!   its `Acquire` CAS took the word, which pairs with that one; so the
+//!   read sees the claim (or a later value).
 //! - The hint, the reclaim gate and the statistics order nothing and are
 //!   `Relaxed`: any value of them is safe (the hint is taken modulo `max`,
 //!   the gate only spaces passes out).
@@ -85,12 +106,13 @@ impl Header {
 pub struct SharedSlot {
     index: u32,
     holder: Holder,
+    releases: u64,
 }
 
 impl SharedSlot {
     /// A receipt from its parts (as a C caller hands them back).
-    pub const fn from_parts(index: u32, holder: Holder) -> SharedSlot {
-        SharedSlot { index, holder }
+    pub const fn from_parts(index: u32, holder: Holder, releases: u64) -> SharedSlot {
+        SharedSlot { index, holder, releases }
     }
 
     /// Which slot of the table.
@@ -101,6 +123,12 @@ impl SharedSlot {
     /// The word the slot holds while this receipt's acquire owns it.
     pub const fn holder(self) -> Holder {
         self.holder
+    }
+
+    /// How many releases had freed the slot when this receipt's acquire
+    /// took it: what tells it from a later acquire with the same word.
+    pub const fn releases(self) -> u64 {
+        self.releases
     }
 }
 
@@ -131,6 +159,8 @@ pub struct SharedBulkheadSnapshot {
 pub struct SharedBulkhead<'a> {
     header: &'a Header,
     slots: &'a [AtomicU64],
+    /// Each slot's release count (module docs), as long as `slots`.
+    releases: &'a [AtomicU64],
 }
 
 impl fmt::Debug for SharedBulkhead<'_> {
@@ -140,10 +170,12 @@ impl fmt::Debug for SharedBulkhead<'_> {
 }
 
 impl<'a> SharedBulkhead<'a> {
-    /// A view of `header` and its table (`slots.len()` is `header.max`).
-    pub(crate) fn new(header: &'a Header, slots: &'a [AtomicU64]) -> Self {
+    /// A view of `header`, its table and the table's release counts
+    /// (each `header.max` long).
+    pub(crate) fn new(header: &'a Header, slots: &'a [AtomicU64], releases: &'a [AtomicU64]) -> Self {
         debug_assert_eq!(slots.len(), header.max as usize);
-        SharedBulkhead { header, slots }
+        debug_assert_eq!(releases.len(), header.max as usize);
+        SharedBulkhead { header, slots, releases }
     }
 
     /// The cap on slots held at once.
@@ -208,7 +240,9 @@ impl<'a> SharedBulkhead<'a> {
                     // Relaxed: statistics and the hint order nothing.
                     self.header.hint.store(next as u32, Ordering::Relaxed);
                     self.header.acquired.fetch_add(1, Ordering::Relaxed);
-                    return Ok(SharedSlot { index: i as u32, holder });
+                    // Relaxed: after the Acquire CAS of `take` (module's Orderings).
+                    let releases = self.releases[i].load(Ordering::Relaxed);
+                    return Ok(SharedSlot { index: i as u32, holder, releases });
                 }
             }
         }
@@ -237,15 +271,26 @@ impl<'a> SharedBulkhead<'a> {
         }
     }
 
-    /// Frees the slot `slot` names if it still holds `slot`'s word: `true`
-    /// if this call freed it; `false` (nothing changed) for an index out of
-    /// range, a slot already freed or reclaimed, or one taken again since.
+    /// Frees the slot `slot` names if it still holds `slot`'s acquire:
+    /// `true` if this call freed it; `false` (nothing changed) for an index
+    /// out of range, a slot already freed or reclaimed, or one taken again
+    /// since, with another word or the same one (module docs).
     #[inline]
     pub fn release(&self, slot: SharedSlot) -> bool {
-        match self.slots.get(slot.index as usize) {
-            Some(cell) => free(cell, slot.holder.raw()),
-            None => false,
+        let i = slot.index as usize;
+        let (Some(cell), Some(count)) = (self.slots.get(i), self.releases.get(i)) else { return false };
+        // Does the slot hold this receipt's word? (Relaxed: only decides
+        // whether to claim; the word's CAS in `free` re-checks.)
+        if cell.load(Ordering::Relaxed) != slot.holder.raw() {
+            return false;
         }
+        // Is this still the receipt's acquire, and not released already?
+        // Strong: a one-shot claim. Relaxed: see the module's Orderings.
+        let next = slot.releases.wrapping_add(1);
+        if count.compare_exchange(slot.releases, next, Ordering::Relaxed, Ordering::Relaxed).is_err() {
+            return false;
+        }
+        free(cell, slot.holder.raw())
     }
 
     /// One pass over the table: frees every slot whose holder `is_dead`
@@ -340,6 +385,7 @@ fn free(cell: &AtomicU64, word: u64) -> bool {
 pub struct SlotTable<const N: usize> {
     header: Header,
     slots: [AtomicU64; N],
+    releases: [AtomicU64; N],
 }
 
 impl<const N: usize> SlotTable<N> {
@@ -351,12 +397,14 @@ impl<const N: usize> SlotTable<N> {
         Some(SlotTable {
             header: Header::new(0, 0, max, 0),
             slots: core::array::from_fn(|_| AtomicU64::new(0)),
+            releases: core::array::from_fn(|_| AtomicU64::new(0)),
         })
     }
 
     /// The bulkhead over this table.
     pub fn bulkhead(&self) -> SharedBulkhead<'_> {
-        SharedBulkhead::new(&self.header, &self.slots[..self.header.max as usize])
+        let max = self.header.max as usize;
+        SharedBulkhead::new(&self.header, &self.slots[..max], &self.releases[..max])
     }
 }
 
@@ -396,9 +444,9 @@ mod tests {
         let b = t.bulkhead();
         let mine = b.try_acquire(h(1, 0)).unwrap();
         // Someone else's receipt for the same slot, an index out of range.
-        assert!(!b.release(SharedSlot::from_parts(0, h(2, 0))));
-        assert!(!b.release(SharedSlot::from_parts(1, h(1, 0))));
-        assert!(!b.release(SharedSlot::from_parts(u32::MAX, h(1, 0))));
+        assert!(!b.release(SharedSlot::from_parts(0, h(2, 0), mine.releases())));
+        assert!(!b.release(SharedSlot::from_parts(1, h(1, 0), 0)));
+        assert!(!b.release(SharedSlot::from_parts(u32::MAX, h(1, 0), 0)));
         assert!(b.release(mine));
         // The same process takes the slot again: the old receipt is stale.
         let next = b.try_acquire(h(1, 1)).unwrap();
@@ -406,6 +454,28 @@ mod tests {
         assert!(!b.release(mine), "a stale receipt must not free the new acquire");
         assert_eq!(b.held(), 1);
         assert!(b.release(next));
+    }
+
+    /// A process's 16-bit nonce wraps after 65,536 acquires: the slot is
+    /// then taken with the very word an old receipt names. The old receipt
+    /// must still be refused, and the new one free the slot.
+    #[test]
+    fn a_receipt_from_before_the_nonce_wrapped_is_refused() {
+        let t = SlotTable::<1>::new(1).unwrap();
+        let b = t.bulkhead();
+        let old = b.try_acquire(h(1, 0)).unwrap();
+        assert!(b.release(old));
+        let pairs = if cfg!(miri) { 0 } else { u16::MAX };
+        for nonce in 1..=pairs {
+            assert!(b.release(b.try_acquire(h(1, nonce)).unwrap()));
+        }
+        let nonce = if cfg!(miri) { 0 } else { pairs.wrapping_add(1) };
+        let cur = b.try_acquire(h(1, nonce)).unwrap();
+        assert_eq!((cur.index(), cur.holder()), (old.index(), old.holder()), "the same slot and word");
+        assert!(!b.release(old), "a stale receipt freed the slot taken again");
+        assert_eq!(b.held(), 1);
+        assert!(b.release(cur));
+        assert_eq!(b.held(), 0);
     }
 
     #[test]

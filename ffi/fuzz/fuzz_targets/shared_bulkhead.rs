@@ -54,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(tw_shared_bulkhead_snapshot(b, &mut stats), tw_status::Ok);
             assert!(stats.held <= stats.max);
             let mut mine = Vec::new();
-            let mut slot = tw_shared_slot { index: 0, holder: 0 };
+            let mut slot = tw_shared_slot { index: 0, holder: 0, releases: 0 };
             while mine.len() <= stats.max as usize {
                 match tw_shared_bulkhead_try_acquire(b, &mut slot) {
                     tw_status::Ok => mine.push(slot),

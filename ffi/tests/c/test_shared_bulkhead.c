@@ -91,7 +91,7 @@ static int message_has(const char *needle) {
 /* 0. Bad calls. */
 static void bad_calls(void) {
     size_t size = region_size(MAX);
-    CHECK(size == 64 + 8 * MAX);
+    CHECK(size == 64 + 16 * MAX);
     size_t s, a;
     CHECK_STATUS(tw_shared_bulkhead_size(65537, &s, &a), TW_STATUS_INVALID_ARGUMENT);
     CHECK(message_has("`max` = 65537, expected 0 to 65536"));
@@ -123,10 +123,10 @@ static void bad_calls(void) {
     CHECK_STATUS(tw_shared_bulkhead_release(b, slot), TW_STATUS_OK);
     CHECK_STATUS(tw_shared_bulkhead_release(b, slot), TW_STATUS_INVALID_ARGUMENT);
     CHECK(message_has("is not held by this receipt"));
-    tw_shared_slot out_of_range = {MAX, slot.holder};
+    tw_shared_slot out_of_range = {MAX, slot.holder, slot.releases};
     CHECK_STATUS(tw_shared_bulkhead_release(b, out_of_range), TW_STATUS_INVALID_ARGUMENT);
     CHECK(message_has("`slot.index` = 3 is out of range"));
-    tw_shared_slot forged = {0, 5};
+    tw_shared_slot forged = {0, 5, 0};
     CHECK_STATUS(tw_shared_bulkhead_release(b, forged), TW_STATUS_INVALID_ARGUMENT);
     CHECK(message_has("`slot.holder` = 0x5 names no holder"));
     uint32_t avail = 0;
@@ -141,7 +141,7 @@ static void bad_calls(void) {
     uint32_t bigger = max_field + 1;
     memcpy(mem + 12, &bigger, 4);
     CHECK_STATUS(tw_shared_bulkhead_attach(mem, 4096, &again), TW_STATUS_REGION_CORRUPT);
-    CHECK(message_has("`size` = 88 for `max` = 4"));
+    CHECK(message_has("`size` = 112 for `max` = 4"));
     memcpy(mem + 12, &max_field, 4);
     uint64_t garbage = 0xff;
     memcpy(mem + 64 + 8, &garbage, 8);

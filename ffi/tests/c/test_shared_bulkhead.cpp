@@ -42,7 +42,7 @@ static void *map_shared(std::size_t size) {
 
 int main() {
     const std::size_t size = tripwire::shared_bulkhead::size_for(2);
-    EXPECT(size == 64 + 2 * 8);
+    EXPECT(size == 64 + 2 * 16);
     try {
         (void)tripwire::shared_bulkhead::size_for(70000);
         EXPECT(false);

@@ -104,13 +104,11 @@ pub(crate) struct Totals {
 }
 
 /// Whether `t` trips a breaker configured by `cfg`: at least `min_calls`
-/// calls, and a configured rate reached.
+/// calls, and a configured rate reached (in integers: see `rate`).
 #[inline]
 pub(crate) fn trips(cfg: &BreakerConfig, t: Totals) -> bool {
-    let calls = t.calls as f64;
     t.calls >= u64::from(cfg.min_calls)
-        && ((cfg.failure_rate > 0.0 && t.failures as f64 >= cfg.failure_rate * calls)
-            || (cfg.slow_rate > 0.0 && t.slow as f64 >= cfg.slow_rate * calls))
+        && (cfg.failure_fraction.reached(t.failures, t.calls) || cfg.slow_fraction.reached(t.slow, t.calls))
 }
 
 /// The successes dropped from the window so far, for the snapshot.
