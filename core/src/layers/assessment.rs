@@ -11,8 +11,9 @@ use crate::layers::named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
 ///
 /// # One rule in every integration
 /// The [`Pipeline`](crate::Pipeline) (sync and async, in both nestings),
-/// the tower layers, the reqwest middleware, and the Python and C bindings
-/// (which call this crate's classifier) treat each judgement alike:
+/// the tower layers and the reqwest middleware treat each judgement alike;
+/// the Python and C bindings judge with this crate's classifier and hold
+/// alike:
 ///
 /// | judgement | the breaker | retried | the caller gets |
 /// | --- | --- | --- | --- |
@@ -23,6 +24,9 @@ use crate::layers::named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
 ///
 /// The hold is placed before anything waits, so a breaker outside the
 /// retries holds everyone as soon as the 429 is seen, as one inside does.
+/// One difference remains: Python's `tripwire.retry` around a guard
+/// retries a held call once its `retry_after` has passed, if that ends
+/// within the retry's deadline and `max_retry_after`.
 /// The conformance matrix (`core/tests/conformance.rs`) runs these cases
 /// through every integration against a real server and writes what each
 /// nesting does to `core/tests/conformance.md`.
