@@ -62,6 +62,8 @@ fuzz_target!(|data: &[u8]| {
         // 0 and 1 are the kinds; 2 and 3 must be refused.
         window_kind: input.u32() % 4,
         count_window: small(input.u32()),
+        probe_timeout_ns: input.u64(),
+        max_hold_ns: input.u64(),
     };
     let backoff = tw_backoff_config {
         struct_size: size_of::<tw_backoff_config>() as u32,
