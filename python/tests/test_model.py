@@ -28,6 +28,7 @@ class Model:
     threshold: int
     open_timeout: int  # ns
     open_timeout_max: int
+    probe_timeout: int  # ns
     growth: float
     half_open_max: int
     half_open_successes: int
@@ -53,6 +54,11 @@ class Model:
             if t >= float(self.open_timeout_max):
                 return self.open_timeout_max
         return int(t)
+
+    def wait(self) -> int:
+        """How long the state waits: Open for its cool-down, Half-Open for
+        its probes, until they count as lost."""
+        return self.probe_timeout if self.state == "half_open" else self.cooldown()
 
     def enter(self, state: str, count: int = 0) -> None:
         self.heard.append((self.state, state))
@@ -80,7 +86,7 @@ class Model:
             self.entered_at = max(self.entered_at, self.now)
             return self.generation, None
         elapsed = self.now - self.entered_at
-        if elapsed < self.cooldown():
+        if elapsed < self.wait():
             self.counters["rejected"] += 1
             return None
         # Open whose cool-down has passed, or a half-open whose probes were lost.
@@ -92,7 +98,7 @@ class Model:
     def retry_after(self) -> float | None:
         if self.state == "forced_open":
             return None
-        return (self.cooldown() - (self.now - self.entered_at)) / NS
+        return (self.wait() - (self.now - self.entered_at)) / NS
 
     def record(self, generation: int, outcome: str) -> None:
         self.counters[{"success": "successes", "failure": "failures", "ignored": "ignored"}[outcome]] += 1
@@ -130,9 +136,10 @@ class BreakerMachine(RuleBasedStateMachine):
         growth=st.sampled_from([1.0, 1.5, 2.0, 3.0]),
         cap_factor=st.integers(1, 8),
         half_open_max=st.integers(1, 3),
+        probe_timeout_ms=st.integers(1, 5000),
         data=st.data(),
     )
-    def setup(self, threshold, open_timeout_ms, growth, cap_factor, half_open_max, data):
+    def setup(self, threshold, open_timeout_ms, growth, cap_factor, half_open_max, probe_timeout_ms, data):
         successes = data.draw(st.integers(1, half_open_max), label="half_open_successes")
         open_timeout = open_timeout_ms / 1000
         self.clock = tripwire.ManualClock(1000.0)
@@ -143,6 +150,7 @@ class BreakerMachine(RuleBasedStateMachine):
             open_timeout=open_timeout,
             open_timeout_max=open_timeout * cap_factor,
             open_timeout_growth=growth,
+            probe_timeout=probe_timeout_ms / 1000,
             half_open_max=half_open_max,
             half_open_successes=successes,
             clock=self.clock,
@@ -152,6 +160,7 @@ class BreakerMachine(RuleBasedStateMachine):
             threshold=threshold,
             open_timeout=to_ns(open_timeout),
             open_timeout_max=to_ns(open_timeout * cap_factor),
+            probe_timeout=to_ns(probe_timeout_ms / 1000),
             growth=growth,
             half_open_max=half_open_max,
             half_open_successes=successes,
@@ -205,10 +214,11 @@ class BreakerMachine(RuleBasedStateMachine):
         self.model.now += to_ns(ms / 1000)
 
     @rule()
-    def wait_out_the_cooldown(self):
-        """Jumps to the moment a probe is due, where most of the rules live."""
+    def wait_until_a_probe_is_due(self):
+        """Jumps to the end of the wait (a cool-down, or a probe timeout), where
+        most of the rules live."""
         if self.model.state in ("open", "half_open"):
-            left = self.model.entered_at + self.model.cooldown() - self.model.now
+            left = self.model.entered_at + self.model.wait() - self.model.now
             if left > 0:
                 # Whole microseconds, so that both sides convert the same.
                 seconds = -(-left // 1000) / 1e6
