@@ -173,6 +173,8 @@ mod sync;
 
 #[cfg(feature = "std")]
 mod layers;
+#[cfg(feature = "std")]
+mod policy;
 
 pub use breaker::*;
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};

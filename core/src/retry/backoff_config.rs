@@ -141,8 +141,14 @@ pub struct BackoffConfig {
 impl Default for BackoffConfig {
     /// 100 ms doubling up to 30 s, full jitter, seed 0.
     fn default() -> Self {
-        Self { base_ns: 100_000_000, cap_ns: 30_000_000_000, factor: 2.0, seed: 0, jitter: Jitter::Full }
+        Self::DEFAULT
     }
+}
+
+impl BackoffConfig {
+    /// [`BackoffConfig::default`], in a constant.
+    pub(crate) const DEFAULT: Self =
+        Self { base_ns: 100_000_000, cap_ns: 30_000_000_000, factor: 2.0, seed: 0, jitter: Jitter::Full };
 }
 
 impl BackoffConfig {

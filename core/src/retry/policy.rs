@@ -211,6 +211,18 @@ pub enum Next {
 }
 
 impl RetryPolicy<'static, RetryAll> {
+    /// One attempt and no retry: what a composition without a retry policy
+    /// runs.
+    #[cfg(feature = "std")]
+    pub(crate) const ONCE: Self = RetryPolicy {
+        max_attempts: 1,
+        max_total_ns: 0,
+        max_retry_after_ns: 0,
+        backoff: BackoffConfig::DEFAULT,
+        budget: None,
+        classifier: RetryAll,
+    };
+
     /// A builder: 3 attempts, no total time limit, the default backoff, no
     /// budget, every error but a refusal retried.
     pub fn builder() -> RetryPolicyBuilder {
@@ -242,6 +254,20 @@ impl<'a, K> RetryPolicy<'a, K> {
             budget: Some(budget),
             classifier,
         }
+    }
+
+    /// The classifier.
+    #[cfg(feature = "std")]
+    pub(crate) fn classifier(&self) -> &K {
+        &self.classifier
+    }
+
+    /// The same limits, backoff and budget, without the classifier (which
+    /// an executor applies itself).
+    #[cfg(feature = "std")]
+    pub(crate) fn limits(&self) -> RetryPolicy<'a, RetryAll> {
+        let RetryPolicy { max_attempts, max_total_ns, max_retry_after_ns, backoff, budget, .. } = *self;
+        RetryPolicy { max_attempts, max_total_ns, max_retry_after_ns, backoff, budget, classifier: RetryAll }
     }
 
     /// Attempts in all, the first included.

@@ -1,9 +1,11 @@
 //! The decisions of one retry loop, one step at a time: [`RetryLoop`].
 //!
-//! Every executor here runs on it: the blocking [`retry`](crate::retry()),
-//! [`retry_async`](crate::retry_async()), the pipeline (sync and async) and
-//! the Python binding's `retry`. Each runs its attempts and sleeps itself
-//! (so async futures stay `Send`, and Python sleeps on its own event loop);
+//! The composition engine runs on it, and with it every executor here:
+//! the blocking [`retry`](crate::retry()),
+//! [`retry_async`](crate::retry_async()), the pipeline (sync and async),
+//! the tower retry layer and the reqwest middleware; so does the Python
+//! binding's `retry`. The caller runs the attempts and sleeps itself (so
+//! async futures stay `Send`, and Python sleeps on its own event loop);
 //! what to do after each attempt is decided here, once.
 
 use core::time::Duration;
@@ -136,6 +138,13 @@ impl<E> RetryLoop<E> {
     #[cfg(feature = "std")]
     pub(crate) fn take_last(&mut self) -> Option<E> {
         self.last.take()
+    }
+
+    /// Replaces the error of the last failed attempt with what `keep`
+    /// makes of it, for an executor that keeps less of it across a pause.
+    #[cfg(feature = "std")]
+    pub(crate) fn keep_last(&mut self, keep: impl FnOnce(E) -> E) {
+        self.last = self.last.take().map(keep);
     }
 
     /// The pause a server asked for at the last [`failed`](Self::failed),

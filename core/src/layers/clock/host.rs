@@ -55,16 +55,6 @@ pub(crate) fn monotonic_at(at: std::time::Instant) -> u64 {
     }
 }
 
-/// The `Instant` at which [`MonotonicClock`] reads `ns`; `None` if it is
-/// too far ahead to represent.
-pub(crate) fn instant_at(ns: u64) -> Option<std::time::Instant> {
-    let (now, clock) = (std::time::Instant::now(), MonotonicClock.now());
-    match ns.checked_sub(clock) {
-        Some(ahead) => now.checked_add(core::time::Duration::from_nanos(ahead)),
-        None => Some(now.checked_sub(core::time::Duration::from_nanos(clock - ns)).unwrap_or(now)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

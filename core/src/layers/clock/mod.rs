@@ -9,6 +9,5 @@ mod fork;
 mod host;
 
 pub use cached::{CachedClock, Upkeep, UpkeepError};
-pub(crate) use host::instant_at;
 pub(crate) use host::monotonic_at;
 pub use host::{CoarseClock, MonotonicClock};

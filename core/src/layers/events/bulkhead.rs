@@ -68,12 +68,12 @@ impl BulkheadEvent<'_> {
     }
 }
 
-/// The wait for a slot an attempt may begin: `wait`, cut to the time left
-/// before `until` (a caller's deadline, a retry policy's total time), so
-/// that no wait ends past it and no call starts after it; and whether it
-/// was cut (a refusal then is the deadline's, not the bulkhead's).
-pub(crate) fn slot_wait(wait: Duration, until: Option<Instant>) -> (Duration, bool) {
-    match until.map(|d| d.saturating_duration_since(Instant::now())) {
+/// The wait for a slot an attempt may begin: `wait`, cut to `left` (the
+/// time left before a caller's deadline or a retry policy's total time),
+/// so that no wait ends past it and no call starts after it; and whether
+/// it was cut (a refusal then is the deadline's, not the bulkhead's).
+pub(crate) fn slot_wait(wait: Duration, left: Option<Duration>) -> (Duration, bool) {
+    match left {
         // Less time left than the wait configured?
         Some(left) if left < wait => (left, true),
         _ => (wait, false),

@@ -23,6 +23,7 @@ mod error;
 mod future;
 
 use core::fmt;
+use core::marker::PhantomData;
 use core::time::Duration;
 use std::boxed::Box;
 use std::sync::Arc;
@@ -30,16 +31,18 @@ use std::time::Instant;
 
 pub use error::PipelineError;
 
-use crate::bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit};
+use crate::bulkhead::Bulkhead;
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
-use crate::layers::clock::{MonotonicClock, instant_at, monotonic_at};
-use crate::layers::events::{Events, RetryCause, slot_wait, wait_slot};
-use crate::layers::named::{NamedBreaker, NamedPermit};
+use crate::layers::clock::{MonotonicClock, monotonic_at};
+use crate::layers::events::{Events, RetryCause};
+use crate::layers::named::NamedBreaker;
+use crate::policy::blocking::{self, BlockingCalls};
+use crate::policy::{Calls, Ended, Judged, Plan, Tried};
+use crate::refusal::RefusedBy;
 use crate::retry::budget::RetryBudget;
 use crate::retry::error::RetryError;
-use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
-use crate::retry::step::RetryLoop;
+use crate::retry::policy::{RetryAll, RetryPolicy};
 
 /// Where the breaker sits relative to the retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -257,82 +260,88 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
     }
 }
 
-/// How one attempt failed: the answer the caller gets if no attempt
-/// follows (an error, or a value the classifier called a failure, such as
-/// a 503 response), and the assessment that decides whether to try again.
-#[derive(Debug)]
-pub(crate) struct Failed<T, E> {
-    pub(crate) answer: Result<T, PipelineError<E>>,
-    pub(crate) assessment: Assessment,
+/// A pipeline's calls: the caller's closure (making a result, or a future
+/// of one) and the classifier that judges each result.
+pub(crate) struct Closure<F, A, T, E> {
+    pub(crate) f: F,
+    pub(crate) assess: A,
+    pub(crate) _answer: PhantomData<fn() -> Result<T, E>>,
 }
 
-impl<T, E> Failed<T, E> {
-    /// Whether another attempt may help: only a failure of the dependency.
-    fn verdict(&self) -> Verdict {
-        if self.assessment == Assessment::Failure { Verdict::Retry } else { Verdict::Final }
+impl<F, A: Fn(&Result<T, E>) -> Assessment, T, E> Calls for Closure<F, A, T, E> {
+    type Answer = Result<T, E>;
+
+    /// Only a failure of the dependency is retried; a pipeline's calls
+    /// name no pause of their own.
+    fn judge(&self, answer: &Result<T, E>) -> Judged {
+        Judged::of((self.assess)(answer), None)
     }
 
-    pub(crate) fn refused(error: PipelineError<E>) -> Self {
-        Failed { answer: Err(error), assessment: Assessment::Ignored }
-    }
-
-    /// What the attempt failed with, for a retry's event.
-    pub(crate) fn cause(&self) -> RetryCause<'static> {
-        match self.answer {
-            Ok(_) => RetryCause::Response(None),
-            Err(PipelineError::Timeout(d)) => RetryCause::Timeout(d),
-            Err(_) => RetryCause::Failed,
-        }
+    fn cause<'s>(&self, answer: &'s Result<T, E>) -> RetryCause<'s> {
+        // A value judged a failure (a 503 response), or an error of a type
+        // the pipeline cannot write.
+        if answer.is_ok() { RetryCause::Response(None) } else { RetryCause::Failed }
     }
 }
 
-/// The breaker's and the bulkhead's refusals are never retried.
-impl<T, E> Refusal for Failed<T, E> {
-    fn is_refusal(&self) -> bool {
-        matches!(self.answer, Err(PipelineError::Open(_) | PipelineError::Full(_)))
+impl<F: FnMut() -> Result<T, E>, A: Fn(&Result<T, E>) -> Assessment, T, E> BlockingCalls
+    for Closure<F, A, T, E>
+{
+    fn call(&mut self, _attempt: u32) -> Result<T, E> {
+        (self.f)()
     }
 }
 
-/// The caller's view of why the retry layer stopped: the last value, if
-/// the classifier called it a failure (a 503 once the retries ran out),
-/// else the error, naming the layer.
-pub(crate) fn from_retry<T, E>(e: RetryError<Failed<T, E>>) -> Result<T, PipelineError<E>> {
-    let wrap =
-        |last: Failed<T, E>, make: &dyn Fn(Box<PipelineError<E>>) -> PipelineError<E>| match last.answer {
-            Ok(value) => Ok(value),
-            Err(error) => Err(make(Box::new(error))),
-        };
-    match e {
-        RetryError::Final { error, .. } => error.answer,
-        // One attempt allowed: nothing was retried, the answer speaks for itself.
-        RetryError::Exhausted { attempts: 1, last } => last.answer,
-        RetryError::Exhausted { attempts, last } => {
-            wrap(last, &|last| PipelineError::RetriesExhausted { attempts, last })
-        }
-        RetryError::BudgetExhausted { attempts, last } => {
-            wrap(last, &|last| PipelineError::BudgetExhausted { attempts, last })
-        }
-        RetryError::Deadline { attempts, last } | RetryError::Cancelled { attempts, last } => match last {
-            Some(last) => wrap(last, &|last| PipelineError::Deadline { attempts, last: Some(last) }),
-            None => Err(PipelineError::Deadline { attempts, last: None }),
+/// The caller's answer of a run: the value, even one judged a failure (a
+/// 503 once the retries stopped), else the error naming the layer that
+/// answered.
+pub(crate) fn answer<T, E>(run: Result<Result<T, E>, Ended<Result<T, E>>>) -> Result<T, PipelineError<E>> {
+    let ended = match run {
+        Ok(result) => return result.map_err(PipelineError::Call),
+        Err(ended) => ended,
+    };
+    match ended {
+        Ended::Refused { by: RefusedBy::Breaker(r), .. } => Err(PipelineError::Open(r)),
+        Ended::Refused { by: RefusedBy::Bulkhead(full), .. } => Err(PipelineError::Full(full)),
+        Ended::Refused { by: RefusedBy::Deadline(_), attempts, last }
+        | Ended::CutShort { attempts, last, .. } => deadline(attempts, last),
+        Ended::Stopped(e) => match e {
+            RetryError::Final { error, .. } => plain(error),
+            // One attempt allowed: nothing was retried, the answer speaks for itself.
+            RetryError::Exhausted { attempts: 1, last } => plain(last),
+            RetryError::Exhausted { attempts, last } => {
+                wrapped(last, |last| PipelineError::RetriesExhausted { attempts, last })
+            }
+            RetryError::BudgetExhausted { attempts, last } => {
+                wrapped(last, |last| PipelineError::BudgetExhausted { attempts, last })
+            }
+            RetryError::Deadline { attempts, last } | RetryError::Cancelled { attempts, last } => {
+                deadline(attempts, last)
+            }
         },
     }
 }
 
-/// A deadline that cut an attempt short (its wait for a bulkhead slot or,
-/// async, its timeout) ends the retries as one between attempts does: with
-/// the answer of the attempt before, if one was made, and counting only the
-/// attempts that reached the call (a wait for a slot reaches none).
-pub(crate) fn cut_short<T, E>(
-    e: RetryError<Failed<T, E>>,
-    run: &mut RetryLoop<Failed<T, E>>,
-) -> RetryError<Failed<T, E>> {
-    match e {
-        RetryError::Final {
-            attempts,
-            error: Failed { answer: Err(PipelineError::Deadline { attempts: made, .. }), .. },
-        } => RetryError::Deadline { attempts: attempts.saturating_sub(1) + made, last: run.take_last() },
-        e => e,
+/// An attempt's answer as the caller sees it on its own.
+fn plain<T, E>(tried: Tried<Result<T, E>>) -> Result<T, PipelineError<E>> {
+    match tried {
+        Tried::Answer(result) => result.map_err(PipelineError::Call),
+        Tried::TimedOut(d) => Err(PipelineError::Timeout(d)),
+    }
+}
+
+/// The last attempt's answer: a value as it is, an error inside the layer's.
+fn wrapped<T, E>(
+    tried: Tried<Result<T, E>>,
+    make: impl FnOnce(Box<PipelineError<E>>) -> PipelineError<E>,
+) -> Result<T, PipelineError<E>> {
+    plain(tried).map_err(|e| make(Box::new(e)))
+}
+
+fn deadline<T, E>(attempts: u32, last: Option<Tried<Result<T, E>>>) -> Result<T, PipelineError<E>> {
+    match last {
+        None => Err(PipelineError::Deadline { attempts, last: None }),
+        Some(last) => wrapped(last, |last| PipelineError::Deadline { attempts, last: Some(last) }),
     }
 }
 
@@ -401,138 +410,25 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         &self,
         deadline: Option<Instant>,
         assess: impl Fn(&Result<T, E>) -> Assessment,
-        mut f: impl FnMut() -> Result<T, E>,
+        f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, PipelineError<E>> {
-        match self.nesting {
-            Nesting::RetryOutsideBreaker => self.retry_sync(deadline, |until| {
-                let mut permit = self.admit().map_err(Failed::refused)?;
-                let _slot = self.slot_sync(until).map_err(Failed::refused)?;
-                // The wait for the slot is no part of the call's time.
-                if let (Some(p), Some(_)) = (&mut permit, &self.bulkhead) {
-                    p.restart_clock();
-                }
-                let result = f();
-                Self::finish(permit, &assess, result)
+        let mut calls = Closure { f, assess, _answer: PhantomData };
+        answer(blocking::drive(self.plan(), deadline.map(monotonic_at), None, &mut calls))
+    }
+
+    /// The layers, as the engine reads them.
+    pub(crate) fn plan(&self) -> Plan<'_, C> {
+        Plan {
+            breaker: self.breaker.as_deref(),
+            bulkhead: self.bulkhead.as_deref(),
+            bulkhead_wait: self.bulkhead_wait,
+            retry: self.retry.map(|policy| match &self.budget {
+                Some(budget) => policy.budget(budget),
+                None => policy,
             }),
-            Nesting::BreakerOutsideRetry => {
-                let permit = self.admit()?;
-                let mut last = Assessment::Ignored;
-                let result = self.retry_sync(deadline, |until| {
-                    let _slot = self.slot_sync(until).map_err(Failed::refused)?;
-                    let result = f();
-                    last = assess(&result);
-                    judged(last, result)
-                });
-                if let Some(p) = permit {
-                    p.settle(last);
-                }
-                result
-            }
+            timeout: self.timeout,
+            nesting: self.nesting,
+            events: self.events.as_deref(),
         }
-    }
-
-    /// The retry layer around `attempt`, if there is one; sleeps the
-    /// thread between attempts.
-    fn retry_sync<T, E>(
-        &self,
-        deadline: Option<Instant>,
-        mut attempt: impl FnMut(Option<Instant>) -> Result<T, Failed<T, E>>,
-    ) -> Result<T, PipelineError<E>> {
-        let Some(policy) = self.retry else {
-            // Past the deadline already?
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(PipelineError::Deadline { attempts: 0, last: None });
-            }
-            return attempt(deadline).or_else(|f| f.answer);
-        };
-        let policy = policy.classify(Failed::<T, E>::verdict);
-        let policy = match &self.budget {
-            Some(b) => policy.budget(b),
-            None => policy,
-        };
-        let clock = MonotonicClock;
-        let mut run = RetryLoop::new(&policy, &clock, deadline.map(monotonic_at));
-        // The earlier of the caller's deadline and the policy's total, for
-        // the attempts' waits for a slot.
-        let until = run.deadline().and_then(instant_at);
-        loop {
-            let n = match run.start(&clock) {
-                Ok(n) => n,
-                Err(e) => return from_retry(e),
-            };
-            let failed = match attempt(until) {
-                Ok(value) => return Ok(value),
-                Err(failed) => failed,
-            };
-            let delay = match run.failed(&policy, &clock, failed) {
-                Ok(delay) => delay,
-                Err(e) => return self.retry_ended(cut_short(e, &mut run)),
-            };
-            self.retry_scheduled(n, delay, &run);
-            std::thread::sleep(delay);
-        }
-    }
-
-    /// Reports a retry about to wait, if there are events to report to.
-    pub(crate) fn retry_scheduled<T, E>(&self, attempt: u32, delay: Duration, run: &RetryLoop<Failed<T, E>>) {
-        if let (Some(events), Some(failed)) = (&self.events, run.last_error()) {
-            events.retry_scheduled(attempt, delay, run.capped_hint(), failed.cause());
-        }
-    }
-
-    /// Reports why the retries stopped, and makes the caller's answer of it.
-    pub(crate) fn retry_ended<T, E>(&self, e: RetryError<Failed<T, E>>) -> Result<T, PipelineError<E>> {
-        if let Some(events) = &self.events {
-            events.retry_ended(&e);
-        }
-        from_retry(e)
-    }
-
-    /// The breaker's admission, if there is a breaker.
-    #[inline]
-    pub(crate) fn admit<E>(&self) -> Result<Option<NamedPermit<'_, C>>, PipelineError<E>> {
-        let Some(b) = &self.breaker else { return Ok(None) };
-        b.permit().map(Some).map_err(PipelineError::Open)
-    }
-
-    /// A bulkhead slot, waiting up to `bulkhead_wait` (parking the thread),
-    /// and never past `until`.
-    #[inline]
-    fn slot_sync<E>(&self, until: Option<Instant>) -> Result<Option<BulkheadPermit<'_>>, PipelineError<E>> {
-        let Some(b) = &self.bulkhead else { return Ok(None) };
-        let (wait, cut) = slot_wait(self.bulkhead_wait, until);
-        wait_slot(b, wait, self.events.as_deref()).map(Some).map_err(|full| slot_refused(full, cut))
-    }
-
-    /// Records an attempt's assessment and turns its result into the
-    /// attempt's.
-    #[inline]
-    fn finish<T, E>(
-        permit: Option<NamedPermit<'_, C>>,
-        assess: &impl Fn(&Result<T, E>) -> Assessment,
-        result: Result<T, E>,
-    ) -> Result<T, Failed<T, E>> {
-        let assessment = assess(&result);
-        if let Some(p) = permit {
-            p.settle(assessment);
-        }
-        judged(assessment, result)
-    }
-}
-
-/// No slot came: the bulkhead's refusal, or the deadline's when the wait
-/// was cut short by it (which says nothing of the bulkhead's cap).
-pub(crate) fn slot_refused<E>(full: BulkheadFull, cut: bool) -> PipelineError<E> {
-    if cut { PipelineError::Deadline { attempts: 0, last: None } } else { PipelineError::Full(full) }
-}
-
-/// An attempt's result as the retries see it: a value the classifier
-/// called a failure (a 503 response) is a failed attempt too, and is the
-/// answer if no attempt follows.
-pub(crate) fn judged<T, E>(assessment: Assessment, result: Result<T, E>) -> Result<T, Failed<T, E>> {
-    match result {
-        Ok(value) if assessment == Assessment::Failure => Err(Failed { answer: Ok(value), assessment }),
-        Ok(value) => Ok(value),
-        Err(e) => Err(Failed { answer: Err(PipelineError::Call(e)), assessment }),
     }
 }

@@ -6,25 +6,26 @@ use core::fmt;
 use core::time::Duration;
 use std::boxed::Box;
 use std::sync::Arc;
-use std::time::Instant;
 
 use ::reqwest::{Request, Response};
 use http::Extensions;
 use reqwest_middleware::{Error, Next, Result};
 
-use crate::bulkhead::{Bulkhead, BulkheadPermit};
+use crate::bulkhead::Bulkhead;
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
-use crate::layers::clock::{MonotonicClock, instant_at};
-use crate::layers::events::{Events, RetryCause, slot_wait, wait_slot_async};
+use crate::layers::clock::MonotonicClock;
+use crate::layers::events::{Events, RetryCause};
 use crate::layers::http::{assess, retry_after};
 use crate::layers::named::NamedBreaker;
+use crate::layers::pipeline::Nesting;
 use crate::layers::reqwest::refused::Refused;
-use crate::layers::timeout::{Timer, TokioTimer, timeout};
+use crate::layers::timeout::{Elapsed, Timer, TokioTimer};
+use crate::policy::future::{self, AsyncCalls};
+use crate::policy::{Calls, Ended, Judged, Plan, Tried};
 use crate::refusal::{DeadlinePassed, RefusedBy, refusal};
 use crate::retry::budget::RetryBudget;
-use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
-use crate::retry::step::RetryLoop;
+use crate::retry::policy::{RetryAll, RetryPolicy, Verdict};
 
 /// A `reqwest_middleware::Middleware` that guards every request with a
 /// [`NamedBreaker`], an optional [`Bulkhead`], retries with backoff and a
@@ -153,30 +154,6 @@ impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
     }
 }
 
-/// A failed attempt, as the retry loop sees it: the pause its server
-/// asked for (a 503's `Retry-After`), if any; the result itself stays with
-/// the middleware, which returns the last one.
-struct Failed(Option<Duration>);
-
-impl Failed {
-    /// The 503's own pause, if it named one, else the backoff's; the loop
-    /// caps a server's pause at the policy's `max_retry_after`.
-    fn verdict(&self) -> Verdict {
-        self.0.map_or(Verdict::Retry, Verdict::RetryAfter)
-    }
-}
-
-/// Refusals end the loop before it is asked.
-impl Refusal for Failed {}
-
-/// How one attempt ended.
-enum Attempt {
-    /// A guard refused it: nothing was sent.
-    Refused(RefusedBy),
-    /// Sent; the answer and what the breaker made of it.
-    Sent(Result<Response>, Assessment),
-}
-
 /// What the breaker makes of an answer: a response by its status and
 /// headers ([`assess`]), an error a failure unless it is an inner guard's
 /// refusal, which says nothing of the dependency.
@@ -205,16 +182,104 @@ fn head(response: Response) -> Response {
     Response::from(head)
 }
 
-/// What an attempt failed with, for a retry's event.
-fn cause(result: &Result<Response>) -> RetryCause<'_> {
-    match result {
-        Ok(response) => RetryCause::Response(Some(response.status().as_u16())),
-        Err(e) => RetryCause::Error(e),
+fn refused(by: RefusedBy) -> Error {
+    Error::middleware(Refused::new(by))
+}
+
+fn elapsed(after: Duration) -> Error {
+    Error::middleware(Elapsed { after })
+}
+
+/// One request's attempts down the chain: the request for the next attempt
+/// (a clone of the one before; `None` once a streamed body has been sent,
+/// which is sent once), the chain, and the extensions every attempt sees.
+struct Sends<'r, 'n> {
+    req: Option<Request>,
+    extensions: &'r mut Extensions,
+    next: Next<'n>,
+}
+
+impl Calls for Sends<'_, '_> {
+    type Answer = Result<Response>;
+
+    /// A failure is retried after the backoff's pause or its 503's own
+    /// `Retry-After`, if the request can be sent again.
+    fn judge(&self, answer: &Result<Response>) -> Judged {
+        let hint = answer.as_ref().ok().and_then(|r| retry_after(r.headers()));
+        let judged = Judged::of(judge(answer), hint);
+        match self.req {
+            Some(_) => judged,
+            None => Judged { verdict: Verdict::Final, ..judged },
+        }
+    }
+
+    fn cause<'s>(&self, answer: &'s Result<Response>) -> RetryCause<'s> {
+        match answer {
+            Ok(response) => RetryCause::Response(Some(response.status().as_u16())),
+            Err(e) => RetryCause::Error(e),
+        }
+    }
+
+    /// Only the head is kept across the pause (returned if the time runs
+    /// out meanwhile): the body and its connection are let go now.
+    fn keep(&mut self, answer: Result<Response>) -> Result<Response> {
+        answer.map(head)
     }
 }
 
-fn refused(by: RefusedBy) -> Error {
-    Error::middleware(Refused::new(by))
+impl AsyncCalls for Sends<'_, '_> {
+    fn call(&mut self, _attempt: u32) -> impl Future<Output = Result<Response>> {
+        let req = self.req.take();
+        // The copy for the next attempt, taken before this one consumes
+        // the request.
+        self.req = req.as_ref().and_then(Request::try_clone);
+        let (next, extensions) = (self.next.clone(), &mut *self.extensions);
+        async move {
+            match req {
+                Some(req) => next.run(req, extensions).await,
+                // Judged final when the request could not be cloned, so
+                // never asked for again.
+                None => Err(Error::middleware(StreamedBody)),
+            }
+        }
+    }
+}
+
+/// A request with a streamed body, asked for a second time.
+#[derive(Debug)]
+struct StreamedBody;
+
+impl fmt::Display for StreamedBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a request with a streamed body is sent once")
+    }
+}
+
+impl core::error::Error for StreamedBody {}
+
+/// The caller's answer of a run: the last answer, or the refusal or
+/// timeout that took its place.
+fn answer(run: core::result::Result<Result<Response>, Ended<Result<Response>>>) -> Result<Response> {
+    let tried = |tried: Tried<Result<Response>>| match tried {
+        Tried::Answer(result) => result,
+        Tried::TimedOut(after) => Err(elapsed(after)),
+    };
+    match run {
+        Ok(result) => result,
+        // Time up while waiting for a slot: the last answer, or a refusal
+        // if there is none. Any other refusal ends the request, whatever
+        // came before.
+        Err(Ended::Refused { by: RefusedBy::Deadline(_), last: Some(last), .. }) => tried(last),
+        Err(Ended::Refused { by, .. }) => Err(refused(by)),
+        // Cut short by the policy's total time: the same error as the
+        // attempt's own timeout, but the breaker ignored it.
+        Err(Ended::CutShort { after, .. }) => Err(elapsed(after)),
+        Err(Ended::Stopped(e)) => match e.into_last_error() {
+            Some(last) => tried(last),
+            // Time up before any attempt.
+            None => Err(refused(RefusedBy::Deadline(DeadlinePassed))),
+        },
+    }
 }
 
 impl<C, Tm> GuardMiddleware<C, Tm>
@@ -222,132 +287,23 @@ where
     C: Clock,
     Tm: Timer,
 {
-    /// A bulkhead slot for one attempt, if there is a bulkhead, waited for
-    /// until `until` at the latest (the retry policy's total time): a wait
-    /// so cut that gets no slot is the deadline's refusal.
-    async fn slot(
-        &self,
-        until: Option<Instant>,
-    ) -> core::result::Result<Option<BulkheadPermit<'_>>, RefusedBy> {
-        let Some(bulkhead) = &self.bulkhead else { return Ok(None) };
-        let (wait, cut) = slot_wait(self.bulkhead_wait, until);
-        let permit = wait_slot_async(bulkhead, &self.timer, wait, self.events.as_deref()).await;
-        permit
-            .map(Some)
-            .map_err(|full| if cut { RefusedBy::Deadline(DeadlinePassed) } else { RefusedBy::Bulkhead(full) })
-    }
-
-    /// One attempt: admitted by the breaker, then the bulkhead (waiting
-    /// until `until` at the latest), sent down the chain and settled.
-    /// Dropped mid-way, the permit records the call as ignored and the slot
-    /// is freed.
-    async fn attempt(
-        &self,
-        req: Request,
-        extensions: &mut Extensions,
-        next: Next<'_>,
-        until: Option<Instant>,
-    ) -> Attempt {
-        let mut permit = match self.breaker.permit() {
-            Ok(permit) => permit,
-            Err(rejected) => return Attempt::Refused(RefusedBy::Breaker(rejected)),
-        };
-        // A full bulkhead drops the permit: the call counts as ignored.
-        let _slot = match self.slot(until).await {
-            Ok(slot) => slot,
-            Err(by) => return Attempt::Refused(by),
-        };
-        // The wait for the slot is no part of the request's time.
-        if self.bulkhead.is_some() {
-            permit.restart_clock();
-        }
-        // Never past the policy's total time either.
-        let after = until
-            .map_or(self.timeout, |until| self.timeout.min(until.saturating_duration_since(Instant::now())));
-        let (result, assessment) = match timeout(&self.timer, after, next.run(req, extensions)).await {
-            Ok(result) => {
-                let assessment = judge(&result);
-                (result, assessment)
-            }
-            // Cut short by the policy's total time, not the attempt's own
-            // bound: says nothing of the dependency, as in the pipeline.
-            Err(elapsed) if after < self.timeout => (Err(Error::middleware(elapsed)), Assessment::Ignored),
-            Err(elapsed) => (Err(Error::middleware(elapsed)), Assessment::Failure),
-        };
-        permit.settle(assessment);
-        Attempt::Sent(result, assessment)
-    }
-
     /// The request, retried while it fails, its body can be cloned, and
     /// the policy and the budget allow.
     async fn send(&self, req: Request, extensions: &mut Extensions, next: Next<'_>) -> Result<Response> {
-        let Some(policy) = self.retry else {
-            return match self.attempt(req, extensions, next, None).await {
-                Attempt::Refused(by) => Err(refused(by)),
-                Attempt::Sent(result, _) => result,
-            };
+        let plan = Plan {
+            breaker: Some(&*self.breaker),
+            bulkhead: self.bulkhead.as_deref(),
+            bulkhead_wait: self.bulkhead_wait,
+            retry: self.retry.map(|policy| match &self.budget {
+                Some(budget) => policy.budget(budget),
+                None => policy,
+            }),
+            timeout: Some(self.timeout),
+            nesting: Nesting::RetryOutsideBreaker,
+            events: self.events.as_deref(),
         };
-        let policy = policy.classify(Failed::verdict);
-        let policy = match &self.budget {
-            Some(budget) => policy.budget(budget),
-            None => policy,
-        };
-        let clock = MonotonicClock;
-        let mut run = RetryLoop::new(&policy, &clock, None);
-        // The policy's total time, which the waits for a slot end by too.
-        let until = run.deadline().and_then(instant_at);
-        let mut req = req;
-        // The answer of the last attempt, returned if the loop ends after
-        // a wait.
-        let mut last: Option<Result<Response>> = None;
-        loop {
-            let Ok(n) = run.start(&clock) else {
-                // Time up after a wait: the last answer; before any attempt: a refusal.
-                return last.unwrap_or_else(|| Err(refused(RefusedBy::Deadline(DeadlinePassed))));
-            };
-            // The last answer (its body, and with it its connection, let
-            // go already), in case the time runs out while this attempt
-            // waits for a bulkhead slot.
-            let before = last.take();
-            // The copy for the next attempt, taken before this one consumes
-            // the request: `None` for a streamed body, which is sent once.
-            let spare = req.try_clone();
-            let (result, assessment) = match self.attempt(req, extensions, next.clone(), until).await {
-                // Time up while waiting for a slot: as when it is up before an
-                // attempt, the last answer, or a refusal if there is none.
-                Attempt::Refused(RefusedBy::Deadline(d)) => {
-                    return before.unwrap_or_else(|| Err(refused(RefusedBy::Deadline(d))));
-                }
-                // A refusal is never retried: it ends the request, whatever
-                // came before.
-                Attempt::Refused(by) => return Err(refused(by)),
-                Attempt::Sent(result, assessment) => (result, assessment),
-            };
-            drop(before);
-            // Worth another attempt, and can one be made?
-            let Some(spare) = spare.filter(|_| assessment == Assessment::Failure) else { return result };
-            let hint = result.as_ref().ok().and_then(|r| retry_after(r.headers()));
-            match run.failed(&policy, &clock, Failed(hint)) {
-                Ok(delay) => {
-                    if let Some(events) = &self.events {
-                        events.retry_scheduled(n, delay, run.capped_hint(), cause(&result));
-                    }
-                    // Only the head is kept across the pause (returned if
-                    // the time runs out meanwhile): the body and its
-                    // connection are let go now.
-                    last = Some(result.map(head));
-                    self.timer.sleep(delay).await;
-                    req = spare;
-                }
-                // Attempts, time or budget used up: this answer is the answer.
-                Err(e) => {
-                    if let Some(events) = &self.events {
-                        events.retry_ended(&e);
-                    }
-                    return result;
-                }
-            }
-        }
+        let mut sends = Sends { req: Some(req), extensions, next };
+        answer(future::drive(plan, &self.timer, None, &mut sends).await)
     }
 }
 

@@ -2,14 +2,17 @@
 //! between them, and stops at once on the caller's deadline or
 //! cancellation.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::marker::PhantomData;
+use core::sync::atomic::AtomicBool;
 use core::time::Duration;
 use std::time::Instant;
 
 use crate::layers::clock::{MonotonicClock, monotonic_at};
+use crate::layers::retry::{Attempts, answer};
+use crate::policy::Plan;
+use crate::policy::blocking::{self, BlockingCalls};
 use crate::retry::error::RetryError;
 use crate::retry::policy::{Classify, Refusal, RetryPolicy};
-use crate::retry::step::RetryLoop;
 
 /// The longest the executor sleeps before it looks at the cancel flag
 /// again. A canceller that also unparks the retrying thread wakes it at
@@ -59,12 +62,6 @@ impl<'a> Stop<'a> {
     /// The deadline, if any.
     pub fn deadline(&self) -> Option<Instant> {
         self.deadline
-    }
-
-    fn cancelled(&self) -> bool {
-        // Acquire pairs with the canceller's Release store, so whatever it
-        // wrote before cancelling is visible to the caller's error path.
-        self.cancel.is_some_and(|c| c.load(Ordering::Acquire))
     }
 }
 
@@ -152,47 +149,27 @@ pub struct RetryEvent<'e, E> {
 pub fn retry_notify<T, E, K>(
     policy: &RetryPolicy<'_, K>,
     stop: &Stop<'_>,
-    mut on_retry: impl FnMut(RetryEvent<'_, E>),
-    mut attempt: impl FnMut(u32) -> Result<T, E>,
+    on_retry: impl FnMut(RetryEvent<'_, E>),
+    attempt: impl FnMut(u32) -> Result<T, E>,
 ) -> Result<T, RetryError<E>>
 where
     K: Classify<E>,
     E: Refusal,
 {
-    let clock = MonotonicClock;
-    let mut state = RetryLoop::new(policy, &clock, stop.deadline.map(monotonic_at));
-    loop {
-        // Did the caller give up while we were away?
-        if stop.cancelled() {
-            return Err(state.cancelled());
-        }
-        let n = state.start(&clock)?;
-        let error = match attempt(n) {
-            Ok(value) => return Ok(value),
-            Err(e) => e,
-        };
-        let delay = state.failed(policy, &clock, error)?;
-        let capped_from = state.capped_hint();
-        if let Some(error) = state.last_error() {
-            on_retry(RetryEvent { attempt: n, delay, error, capped_from });
-        }
-        sleep_until(Instant::now().checked_add(delay), stop);
-    }
+    let mut calls = Attempts { classify: policy.classifier(), attempt, on_retry, _answer: PhantomData };
+    let plan = Plan::<MonotonicClock>::retries(policy.limits(), None);
+    let deadline = stop.deadline.map(monotonic_at);
+    answer(blocking::drive(plan, deadline, stop.cancel, &mut calls))
 }
 
-/// Parks until `wake_at` (forever if `None`) or until the cancel flag is
-/// seen, in slices of at most [`CANCEL_CHECK`].
-fn sleep_until(wake_at: Option<Instant>, stop: &Stop<'_>) {
-    loop {
-        let now = Instant::now();
-        // Is it time, or did the caller give up?
-        if wake_at.is_some_and(|w| now >= w) || stop.cancelled() {
-            return;
-        }
-        let left = wake_at.map_or(CANCEL_CHECK, |w| w - now);
-        // With no cancel flag to watch, one park covers the whole wait
-        // (spurious wake-ups loop back here).
-        let slice = if stop.cancel.is_some() { left.min(CANCEL_CHECK) } else { left };
-        std::thread::park_timeout(slice);
+impl<K, F, H, T, E> BlockingCalls for Attempts<'_, K, F, H, T, E>
+where
+    K: Classify<E>,
+    E: Refusal,
+    F: FnMut(u32) -> Result<T, E>,
+    H: FnMut(RetryEvent<'_, E>),
+{
+    fn call(&mut self, attempt: u32) -> Result<T, E> {
+        (self.attempt)(attempt)
     }
 }

@@ -2,14 +2,17 @@
 //! between them on a [`Timer`], and stops at once when the caller's
 //! deadline passes or its future is dropped.
 
+use core::marker::PhantomData;
 use std::time::Instant;
 
 use crate::layers::clock::{MonotonicClock, monotonic_at};
 use crate::layers::retry::blocking::RetryEvent;
+use crate::layers::retry::{Attempts, answer};
 use crate::layers::timeout::Timer;
+use crate::policy::Plan;
+use crate::policy::future::{self, AsyncCalls};
 use crate::retry::error::RetryError;
 use crate::retry::policy::{Classify, Refusal, RetryPolicy};
-use crate::retry::step::RetryLoop;
 
 /// Runs the future `attempt` makes (given the attempt number, from 1)
 /// until one succeeds or the policy, the budget or `deadline` stops it;
@@ -17,7 +20,9 @@ use crate::retry::step::RetryLoop;
 ///
 /// Between attempts it sleeps the backoff's delay on `timer` (a
 /// classifier's `RetryAfter` overrides it); a wait that would end past the
-/// deadline is not started. Dropping the returned future cancels at once,
+/// deadline is not started, and an attempt still running at the deadline is
+/// cut short ([`RetryError::Deadline`], with the error of the attempt
+/// before, if any). Dropping the returned future cancels at once,
 /// mid-attempt or mid-sleep. The budget, if any, gets one deposit per call
 /// and one withdrawal per retry. The future is `Send` when the attempts'
 /// futures, the timer's sleeps and the errors are.
@@ -62,8 +67,8 @@ pub async fn retry_async_notify<T, E, K, Tm, Fut>(
     policy: &RetryPolicy<'_, K>,
     timer: &Tm,
     deadline: Option<Instant>,
-    mut on_retry: impl FnMut(RetryEvent<'_, E>),
-    mut attempt: impl FnMut(u32) -> Fut,
+    on_retry: impl FnMut(RetryEvent<'_, E>),
+    attempt: impl FnMut(u32) -> Fut,
 ) -> Result<T, RetryError<E>>
 where
     K: Classify<E>,
@@ -71,19 +76,20 @@ where
     Tm: Timer,
     Fut: Future<Output = Result<T, E>>,
 {
-    let clock = MonotonicClock;
-    let mut run = RetryLoop::new(policy, &clock, deadline.map(monotonic_at));
-    loop {
-        let n = run.start(&clock)?;
-        let error = match attempt(n).await {
-            Ok(value) => return Ok(value),
-            Err(e) => e,
-        };
-        let delay = run.failed(policy, &clock, error)?;
-        let capped_from = run.capped_hint();
-        if let Some(error) = run.last_error() {
-            on_retry(RetryEvent { attempt: n, delay, error, capped_from });
-        }
-        timer.sleep(delay).await;
+    let mut calls = Attempts { classify: policy.classifier(), attempt, on_retry, _answer: PhantomData };
+    let plan = Plan::<MonotonicClock>::retries(policy.limits(), None);
+    answer(future::drive(plan, timer, deadline.map(monotonic_at), &mut calls).await)
+}
+
+impl<K, F, H, T, E, Fut> AsyncCalls for Attempts<'_, K, F, H, T, E>
+where
+    K: Classify<E>,
+    E: Refusal,
+    F: FnMut(u32) -> Fut,
+    H: FnMut(RetryEvent<'_, E>),
+    Fut: Future<Output = Result<T, E>>,
+{
+    fn call(&mut self, attempt: u32) -> impl Future<Output = Result<T, E>> {
+        (self.attempt)(attempt)
     }
 }

@@ -5,7 +5,6 @@ use core::fmt;
 use core::future::poll_fn;
 use core::pin::Pin;
 use core::task::{Context, Poll};
-use core::time::Duration;
 use std::boxed::Box;
 use std::sync::Arc;
 
@@ -13,17 +12,19 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::layers::assessment::Assessment;
+use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Events, RetryCause};
-use crate::layers::retry::blocking::RetryEvent;
-use crate::layers::retry::future::retry_async_notify;
+use crate::layers::retry::answer;
 use crate::layers::timeout::Timer;
 use crate::layers::tower::classify::{
     ClassifyFn, ClassifyResult, HttpClassifier, RetryRequest, ServiceError,
 };
+use crate::policy::future::{self, AsyncCalls};
+use crate::policy::{Calls, Judged, Plan};
 use crate::refusal::refusal;
 use crate::retry::budget::RetryBudget;
 use crate::retry::error::RetryError;
-use crate::retry::policy::{Refusal, RetryAll, RetryPolicy, Verdict};
+use crate::retry::policy::{RetryAll, RetryPolicy, Verdict};
 
 /// Wraps services in a [`RetryService`].
 ///
@@ -158,68 +159,69 @@ impl<S, K, Tm> fmt::Debug for RetryService<S, K, Tm> {
     }
 }
 
-/// One failed attempt: a response judged a failure (with its HTTP status,
-/// when the classifier reads one, and the pause its server asked for, if
-/// it named one), or an error.
-enum Attempt<Res, Err> {
-    Response { response: Res, status: Option<u16>, after: Option<Duration> },
-    Error { error: Err, retryable: bool },
+/// One request's attempts: each sends a clone of the request on a clone of
+/// the service, made ready for it.
+struct Sends<S, Req, K> {
+    svc: S,
+    req: Req,
+    classifier: K,
+    /// The last attempt's service failed to get ready: its error is final.
+    not_ready: bool,
 }
 
-impl<Res, Err> Attempt<Res, Err> {
-    /// Whether to try again, and after what pause if the server said.
-    fn verdict(&self) -> Verdict {
-        match *self {
-            Attempt::Response { after: Some(d), .. } => Verdict::RetryAfter(d),
-            Attempt::Response { .. } | Attempt::Error { retryable: true, .. } => Verdict::Retry,
-            Attempt::Error { retryable: false, .. } => Verdict::Final,
+impl<S, Req, K> Calls for Sends<S, Req, K>
+where
+    S: Service<Req>,
+    S::Error: ServiceError,
+    K: ClassifyResult<S::Response, S::Error>,
+{
+    type Answer = Result<S::Response, S::Error>;
+
+    /// Judged once, as for the breaker: a failure is retried after the
+    /// backoff's pause or the one its server named. Backpressure (a 429) is
+    /// the answer at once, as everywhere: a breaker around these retries
+    /// places its hold now, not after the caller slept through the
+    /// `Retry-After`. A guard's refusal, here or further down the chain, is
+    /// never retried.
+    fn judge(&self, answer: &Self::Answer) -> Judged {
+        let assessment = self.classifier.classify(answer);
+        match answer {
+            Ok(response) => Judged::of(assessment, self.classifier.retry_after(response)),
+            Err(e) if self.not_ready || refusal(e).is_some() => {
+                Judged { assessment: Assessment::Ignored, verdict: Verdict::Final }
+            }
+            // An error is never the success a value is.
+            Err(_) if assessment == Assessment::Success => Judged::of(Assessment::Ignored, None),
+            Err(_) => Judged::of(assessment, None),
+        }
+    }
+
+    fn cause<'s>(&self, answer: &'s Self::Answer) -> RetryCause<'s> {
+        match answer {
+            Ok(response) => RetryCause::Response(self.classifier.status(response)),
+            Err(error) => RetryCause::Error(error),
         }
     }
 }
 
-impl<Res, Err: core::error::Error> Attempt<Res, Err> {
-    /// What the attempt failed with, for a retry's event.
-    fn cause(&self) -> RetryCause<'_> {
-        match self {
-            Attempt::Response { status, .. } => RetryCause::Response(*status),
-            Attempt::Error { error, .. } => RetryCause::Error(error),
+impl<S, Req, K> AsyncCalls for Sends<S, Req, K>
+where
+    S: Service<Req> + Clone,
+    S::Error: ServiceError,
+    Req: Clone,
+    K: ClassifyResult<S::Response, S::Error>,
+{
+    fn call(&mut self, _attempt: u32) -> impl Future<Output = Self::Answer> {
+        let (mut svc, req) = (self.svc.clone(), self.req.clone());
+        let not_ready = &mut self.not_ready;
+        async move {
+            *not_ready = false;
+            if let Err(error) = poll_fn(|cx| svc.poll_ready(cx)).await {
+                *not_ready = true;
+                return Err(error);
+            }
+            svc.call(req).await
         }
-    }
-}
-
-impl<Res, Err: core::error::Error + 'static> Refusal for Attempt<Res, Err> {
-    fn is_refusal(&self) -> bool {
-        // A guard's refusal, here or further down the chain?
-        matches!(self, Attempt::Error { error, .. } if refusal(error).is_some())
-    }
-}
-
-/// The service's answer once the retries stopped: the last response if
-/// that was what failed, else the error.
-fn settle<Res, Err>(e: RetryError<Attempt<Res, Err>>) -> Result<Res, RetryError<Err>> {
-    let (attempts, last) = (e.attempts(), e);
-    let rebuild = |last: Attempt<Res, Err>, make: fn(u32, Err) -> RetryError<Err>| match last {
-        Attempt::Response { response, .. } => Ok(response),
-        Attempt::Error { error, .. } => Err(make(attempts, error)),
-    };
-    match last {
-        RetryError::Exhausted { last, .. } => {
-            rebuild(last, |attempts, last| RetryError::Exhausted { attempts, last })
-        }
-        RetryError::Final { error, .. } => {
-            rebuild(error, |attempts, error| RetryError::Final { attempts, error })
-        }
-        RetryError::BudgetExhausted { last, .. } => {
-            rebuild(last, |attempts, last| RetryError::BudgetExhausted { attempts, last })
-        }
-        RetryError::Deadline { last: Some(last), .. } => {
-            rebuild(last, |attempts, last| RetryError::Deadline { attempts, last: Some(last) })
-        }
-        RetryError::Cancelled { last: Some(last), .. } => {
-            rebuild(last, |attempts, last| RetryError::Cancelled { attempts, last: Some(last) })
-        }
-        RetryError::Deadline { last: None, .. } => Err(RetryError::Deadline { attempts, last: None }),
-        RetryError::Cancelled { last: None, .. } => Err(RetryError::Cancelled { attempts, last: None }),
     }
 }
 
@@ -251,46 +253,13 @@ where
         let layer = self.layer.clone();
         Box::pin(async move {
             let RetryLayer { policy, budget, events, classifier, timer } = layer;
-            let policy = policy.classify(Attempt::<S::Response, S::Error>::verdict);
             let policy = match &budget {
                 Some(b) => policy.budget(b),
                 None => policy,
             };
-            // Each attempt owns its clones, so the future it makes is `'static`.
-            let attempt = move |_: u32| {
-                let (mut svc, req, classifier) = (svc.clone(), req.clone(), classifier.clone());
-                async move {
-                    poll_fn(|cx| svc.poll_ready(cx))
-                        .await
-                        .map_err(|error| Attempt::Error { error, retryable: false })?;
-                    let result = svc.call(req).await;
-                    // Judged once: a failure is retried after the backoff's
-                    // pause or the one its server named. Backpressure (a
-                    // 429) is the answer at once, as everywhere: a breaker
-                    // around these retries places its hold now, not after
-                    // the caller slept through the `Retry-After`.
-                    let retryable = classifier.classify(&result) == Assessment::Failure;
-                    match result {
-                        Ok(response) if retryable => {
-                            let status = classifier.status(&response);
-                            let after = classifier.retry_after(&response);
-                            Err(Attempt::Response { response, status, after })
-                        }
-                        Ok(response) => Ok(response),
-                        Err(error) => Err(Attempt::Error { error, retryable }),
-                    }
-                }
-            };
-            let on_retry = |e: RetryEvent<'_, Attempt<S::Response, S::Error>>| {
-                if let Some(events) = &events {
-                    events.retry_scheduled(e.attempt, e.delay, e.capped_from, e.error.cause());
-                }
-            };
-            let result = retry_async_notify(&policy, &timer, None, on_retry, attempt).await;
-            if let (Err(e), Some(events)) = (&result, &events) {
-                events.retry_ended(e);
-            }
-            result.or_else(settle)
+            let plan = Plan::<MonotonicClock>::retries(policy, events.as_deref());
+            let mut sends = Sends { svc, req, classifier, not_ready: false };
+            answer(future::drive(plan, &timer, None, &mut sends).await)
         })
     }
 }

@@ -1,0 +1,103 @@
+//! What the engine reads: the parts of a composition, and what an
+//! integration tells it about each answer.
+
+use core::time::Duration;
+
+use crate::bulkhead::Bulkhead;
+use crate::clock::Clock;
+use crate::layers::assessment::Assessment;
+use crate::layers::events::{Events, RetryCause};
+use crate::layers::named::NamedBreaker;
+use crate::layers::pipeline::Nesting;
+use crate::retry::policy::{RetryAll, RetryPolicy, Verdict};
+
+/// The layers around one call, each optional, and where the breaker sits
+/// relative to the retries. The retry policy carries its budget, if any.
+pub(crate) struct Plan<'a, C: Clock> {
+    pub(crate) breaker: Option<&'a NamedBreaker<C>>,
+    pub(crate) bulkhead: Option<&'a Bulkhead>,
+    /// How long an attempt may wait for a bulkhead slot; zero: not at all.
+    pub(crate) bulkhead_wait: Duration,
+    /// `None`: one attempt.
+    pub(crate) retry: Option<RetryPolicy<'a, RetryAll>>,
+    /// Each call's own bound, for the driver that can cut a call short
+    /// (the async one).
+    #[cfg_attr(not(feature = "async"), allow(dead_code))]
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) nesting: Nesting,
+    pub(crate) events: Option<&'a Events>,
+}
+
+impl<'a, C: Clock> Plan<'a, C> {
+    /// Retries alone: no breaker, bulkhead or timeout.
+    pub(crate) fn retries(policy: RetryPolicy<'a, RetryAll>, events: Option<&'a Events>) -> Self {
+        Plan {
+            breaker: None,
+            bulkhead: None,
+            bulkhead_wait: Duration::ZERO,
+            retry: Some(policy),
+            timeout: None,
+            nesting: Nesting::RetryOutsideBreaker,
+            events,
+        }
+    }
+}
+
+/// One judgement of an attempt's answer: what the breaker records (and
+/// whether it holds), and whether another attempt may help and after what
+/// pause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Judged {
+    pub(crate) assessment: Assessment,
+    pub(crate) verdict: Verdict,
+}
+
+impl Judged {
+    /// A call that ran out of its own time: the dependency's failure.
+    #[cfg(feature = "async")]
+    pub(crate) const TIMED_OUT: Judged = Judged { assessment: Assessment::Failure, verdict: Verdict::Retry };
+
+    /// The rule of every integration: only a failure of the dependency is
+    /// retried, after `after` if its server named a pause; success,
+    /// the caller's own fault and backpressure are the answer at once.
+    pub(crate) fn of(assessment: Assessment, after: Option<Duration>) -> Self {
+        let verdict = match (assessment, after) {
+            (Assessment::Failure, Some(d)) => Verdict::RetryAfter(d),
+            (Assessment::Failure, None) => Verdict::Retry,
+            _ => Verdict::Final,
+        };
+        Judged { assessment, verdict }
+    }
+}
+
+/// What a driver needs from an integration besides the call itself: the
+/// judgement of each answer, and what to say of a retry.
+pub(crate) trait Calls {
+    /// One attempt's answer, as the integration returns it.
+    type Answer;
+
+    /// The breaker's and the retries' judgement of `answer`.
+    fn judge(&self, answer: &Self::Answer) -> Judged;
+
+    /// What a failed attempt failed with, for a retry's event.
+    fn cause<'s>(&self, _answer: &'s Self::Answer) -> RetryCause<'s> {
+        RetryCause::Failed
+    }
+
+    /// A retry is about to wait `delay` after attempt `attempt` failed with
+    /// `answer` (`capped_from`: the longer pause its server asked for).
+    fn retrying(
+        &mut self,
+        _attempt: u32,
+        _delay: Duration,
+        _capped_from: Option<Duration>,
+        _answer: &Self::Answer,
+    ) {
+    }
+
+    /// What is kept of a failed answer across the pause, returned if no
+    /// attempt follows it (a response's head, its body let go).
+    fn keep(&mut self, answer: Self::Answer) -> Self::Answer {
+        answer
+    }
+}

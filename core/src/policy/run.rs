@@ -1,0 +1,383 @@
+//! The step machine: one request through a [`Plan`].
+
+use core::time::Duration;
+
+use crate::bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit};
+use crate::clock::Clock;
+use crate::layers::assessment::Assessment;
+use crate::layers::clock::MonotonicClock;
+use crate::layers::events::{Events, slot_wait};
+use crate::layers::named::NamedPermit;
+use crate::layers::pipeline::Nesting;
+use crate::policy::plan::{Calls, Judged, Plan};
+use crate::refusal::{DeadlinePassed, RefusedBy};
+use crate::retry::error::RetryError;
+use crate::retry::policy::{Refusal, RetryAll, RetryPolicy};
+use crate::retry::step::RetryLoop;
+
+/// What one attempt came to.
+#[derive(Debug)]
+pub(crate) enum Tried<R> {
+    /// The call answered.
+    Answer(R),
+    /// The call ran out of its own time, after this long (only a future
+    /// can be cut short).
+    #[cfg_attr(not(feature = "async"), allow(dead_code))]
+    TimedOut(Duration),
+}
+
+/// A guard's refusal ends a run before the retry loop is asked.
+impl<R> Refusal for Tried<R> {}
+
+/// How a request ended without a success.
+#[derive(Debug)]
+pub(crate) enum Ended<R> {
+    /// A guard refused an attempt, which sent nothing. `attempts`: the
+    /// calls made; `last`: the last one's answer, kept for the deadline's
+    /// refusal only (a breaker's or a bulkhead's is the answer, whatever
+    /// came before).
+    Refused { by: RefusedBy, attempts: u32, last: Option<Tried<R>> },
+    /// The request's time ran out during call number `attempts`, after
+    /// `after`; `last`: the answer before it, if any (only a future can be
+    /// cut short).
+    #[cfg_attr(not(feature = "async"), allow(dead_code))]
+    CutShort {
+        attempts: u32,
+        // Read by the integrations that report it (the reqwest middleware's `Elapsed`).
+        #[cfg_attr(not(feature = "reqwest"), allow(dead_code))]
+        after: Duration,
+        last: Option<Tried<R>>,
+    },
+    /// The retries stopped: an answer judged final, the attempts, the
+    /// budget or the time used up, or the caller gave up.
+    Stopped(RetryError<Tried<R>>),
+}
+
+/// The bound on one call: `after`, and whether that is the call's own
+/// timeout (a failure when it passes) or the request's time left (the
+/// caller's limit, which says nothing of the dependency).
+#[cfg(feature = "async")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limit {
+    pub(crate) after: Duration,
+    pub(crate) own: bool,
+}
+
+/// The wait for a bulkhead slot one attempt may begin, and whether it was
+/// cut to the request's time left.
+#[derive(Debug)]
+pub(crate) struct SlotWait<'a> {
+    pub(crate) bulkhead: &'a Bulkhead,
+    pub(crate) wait: Duration,
+    pub(crate) cut: bool,
+}
+
+/// One attempt in progress: its number (from 1), the breaker's permit for
+/// it (breaker inside the retries) and its bulkhead slot. Dropped (a
+/// cancelled future), the permit records the call as ignored and the slot
+/// is freed.
+#[derive(Debug)]
+pub(crate) struct Attempt<'a, C: Clock> {
+    pub(crate) n: u32,
+    permit: Option<NamedPermit<'a, C>>,
+    _slot: Option<BulkheadPermit<'a>>,
+}
+
+/// What follows an attempt: the end of the request, or a pause before the
+/// next attempt.
+#[derive(Debug)]
+pub(crate) enum Next<R> {
+    Done(Result<R, Ended<R>>),
+    Wait(Duration),
+}
+
+/// One request through a [`Plan`], one step at a time; sans-IO: the
+/// driver calls, waits and sleeps, the run decides.
+///
+/// The steps of an attempt are [`start`](Self::start) (the deadline, the
+/// breaker's admission when it sits inside the retries), then, with a
+/// bulkhead, [`slot_wait`](Self::slot_wait) and [`slotted`](Self::slotted),
+/// then the call under [`limit`](Self::limit), then
+/// [`finish`](Self::finish) with its answer (or [`cut_short`](Self::cut_short)
+/// when the request's time ran out mid-call). Every step that ends the
+/// request settles the breaker's one admission when it sits outside the
+/// retries, with the last call's assessment.
+pub(crate) struct Run<'a, C: Clock, R> {
+    plan: Plan<'a, C>,
+    policy: RetryPolicy<'a, RetryAll>,
+    retry: RetryLoop<Tried<R>>,
+    /// The request's one admission, breaker outside the retries.
+    outer: Option<NamedPermit<'a, C>>,
+    /// The last call's assessment: the request's outcome for `outer`.
+    outcome: Assessment,
+    /// Calls that reached the dependency.
+    calls: u32,
+}
+
+impl<'a, C: Clock, R> Run<'a, C, R> {
+    /// A request under `plan`, stopping at `deadline` (a reading of
+    /// [`MonotonicClock`]) at the latest. With the breaker outside the
+    /// retries it is admitted here, before the budget sees the request.
+    pub(crate) fn new(plan: Plan<'a, C>, deadline: Option<u64>) -> Result<Self, Ended<R>> {
+        let outer = match (plan.nesting, plan.breaker) {
+            (Nesting::BreakerOutsideRetry, Some(b)) => {
+                Some(b.permit().map_err(|r| refused(RefusedBy::Breaker(r)))?)
+            }
+            _ => None,
+        };
+        let policy = plan.retry.unwrap_or(RetryPolicy::ONCE);
+        let retry = RetryLoop::new(&policy, &MonotonicClock, deadline);
+        Ok(Run { plan, policy, retry, outer, outcome: Assessment::Ignored, calls: 0 })
+    }
+
+    /// The events the plan reports to.
+    pub(crate) fn events(&self) -> Option<&'a Events> {
+        self.plan.events
+    }
+
+    /// Before an attempt: its number, or the end when the request's time is
+    /// up or the breaker (inside the retries) refuses it.
+    pub(crate) fn start(&mut self) -> Result<Attempt<'a, C>, Ended<R>> {
+        let n = match self.retry.start(&MonotonicClock) {
+            Ok(n) => n,
+            Err(e) => return Err(self.end(Ended::Stopped(e))),
+        };
+        let permit = match (self.plan.nesting, self.plan.breaker) {
+            (Nesting::RetryOutsideBreaker, Some(b)) => match b.permit() {
+                Ok(p) => Some(p),
+                Err(r) => return Err(self.refused(RefusedBy::Breaker(r))),
+            },
+            _ => None,
+        };
+        Ok(Attempt { n, permit, _slot: None })
+    }
+
+    /// The wait for a bulkhead slot this attempt may begin, if there is a
+    /// bulkhead: the plan's, cut to the request's time left.
+    pub(crate) fn slot_wait(&self) -> Option<SlotWait<'a>> {
+        let bulkhead = self.plan.bulkhead?;
+        let (wait, cut) = slot_wait(self.plan.bulkhead_wait, self.left());
+        Some(SlotWait { bulkhead, wait, cut })
+    }
+
+    /// The slot the driver waited for, or the refusal that ends the request:
+    /// the bulkhead's, or the deadline's when the wait was cut to it.
+    pub(crate) fn slotted(
+        &mut self,
+        attempt: &mut Attempt<'a, C>,
+        got: Result<BulkheadPermit<'a>, BulkheadFull>,
+        cut: bool,
+    ) -> Result<(), Ended<R>> {
+        match got {
+            Ok(slot) => {
+                // The wait for the slot is no part of the call's time.
+                if let Some(p) = &mut attempt.permit {
+                    p.restart_clock();
+                }
+                attempt._slot = Some(slot);
+                Ok(())
+            }
+            Err(_) if cut => Err(self.refused(RefusedBy::Deadline(DeadlinePassed))),
+            Err(full) => Err(self.refused(RefusedBy::Bulkhead(full))),
+        }
+    }
+
+    /// The bound on the call about to be made: the plan's timeout, or the
+    /// request's time left where that ends first.
+    #[cfg(feature = "async")]
+    pub(crate) fn limit(&self) -> Option<Limit> {
+        match (self.plan.timeout, self.left()) {
+            (Some(own), Some(left)) if left < own => Some(Limit { after: left, own: false }),
+            (Some(own), _) => Some(Limit { after: own, own: true }),
+            (None, Some(left)) => Some(Limit { after: left, own: false }),
+            (None, None) => None,
+        }
+    }
+
+    /// After the call: records `judged` (a hold for backpressure), and says
+    /// whether the request ends with this answer or retries after a pause.
+    pub(crate) fn finish(&mut self, attempt: Attempt<'a, C>, tried: Tried<R>, judged: Judged) -> Next<R> {
+        let Attempt { n, permit, _slot } = attempt;
+        drop(_slot);
+        self.calls = n;
+        self.outcome = judged.assessment;
+        if let Some(p) = permit {
+            p.settle(judged.assessment);
+        }
+        let tried = match (judged.assessment, tried) {
+            (Assessment::Success, Tried::Answer(answer)) => {
+                self.settle_outer();
+                return Next::Done(Ok(answer));
+            }
+            (_, tried) => tried,
+        };
+        let verdict = judged.verdict;
+        let policy = self.policy.classify(move |_: &Tried<R>| verdict);
+        match self.retry.failed(&policy, &MonotonicClock, tried) {
+            Ok(delay) => Next::Wait(delay),
+            Err(e) => Next::Done(Err(self.end(Ended::Stopped(e)))),
+        }
+    }
+
+    /// The request's time ran out mid-call: the end, with the answer before
+    /// this attempt, if any. The call counts as made, and as ignored: the
+    /// caller's limit says nothing of the dependency.
+    #[cfg(feature = "async")]
+    pub(crate) fn cut_short(&mut self, attempt: Attempt<'a, C>, after: Duration) -> Ended<R> {
+        let Attempt { n, permit, _slot } = attempt;
+        drop(_slot);
+        self.outcome = Assessment::Ignored;
+        if let Some(p) = permit {
+            p.settle(Assessment::Ignored);
+        }
+        let last = self.retry.take_last();
+        self.end(Ended::CutShort { attempts: n, after, last })
+    }
+
+    /// The caller gave up between attempts.
+    pub(crate) fn cancelled(&mut self) -> Ended<R> {
+        let e = self.retry.cancelled();
+        self.end(Ended::Stopped(e))
+    }
+
+    /// A retry about to wait `delay`: reported to the plan's events and to
+    /// `calls`, and what is kept of the failed answer made smaller.
+    pub(crate) fn scheduled<K: Calls<Answer = R>>(&mut self, calls: &mut K, delay: Duration) {
+        let (n, capped) = (self.retry.attempts(), self.retry.capped_hint());
+        if let Some(last) = self.retry.last_error() {
+            if let Some(events) = self.plan.events {
+                let cause = match last {
+                    Tried::Answer(answer) => calls.cause(answer),
+                    Tried::TimedOut(d) => crate::layers::events::RetryCause::Timeout(*d),
+                };
+                events.retry_scheduled(n, delay, capped, cause);
+            }
+            if let Tried::Answer(answer) = last {
+                calls.retrying(n, delay, capped, answer);
+            }
+        }
+        self.retry.keep_last(|last| match last {
+            Tried::Answer(answer) => Tried::Answer(calls.keep(answer)),
+            timed_out => timed_out,
+        });
+    }
+
+    /// The request's time left, if it has a deadline.
+    fn left(&self) -> Option<Duration> {
+        let now = MonotonicClock.now();
+        self.retry.deadline().map(|d| Duration::from_nanos(d.saturating_sub(now)))
+    }
+
+    /// A guard's refusal ends the request; the deadline's keeps the answer
+    /// before it.
+    fn refused(&mut self, by: RefusedBy) -> Ended<R> {
+        let last = match by {
+            RefusedBy::Deadline(_) => self.retry.take_last(),
+            _ => None,
+        };
+        self.end(Ended::Refused { by, attempts: self.calls, last })
+    }
+
+    /// The end of the request: the outer admission settled, the retries'
+    /// stop reported.
+    fn end(&mut self, ended: Ended<R>) -> Ended<R> {
+        self.settle_outer();
+        if let (Some(events), Ended::Stopped(e)) = (self.plan.events, &ended) {
+            events.retry_ended(e);
+        }
+        ended
+    }
+
+    fn settle_outer(&mut self) {
+        if let Some(p) = self.outer.take() {
+            p.settle(self.outcome);
+        }
+    }
+}
+
+/// A refusal before the run began (the outer breaker's).
+fn refused<R>(by: RefusedBy) -> Ended<R> {
+    Ended::Refused { by, attempts: 0, last: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::breaker::config::BreakerConfig;
+    use crate::layers::named::NamedBreaker;
+    use crate::retry::backoff_config::{BackoffConfig, Jitter};
+    use crate::retry::policy::Verdict;
+
+    const PAUSE: Duration = Duration::from_millis(10);
+
+    fn plan<'a>(breaker: &'a NamedBreaker, nesting: Nesting) -> Plan<'a, MonotonicClock> {
+        let backoff = BackoffConfig::builder().base(PAUSE).jitter(Jitter::None).build().unwrap();
+        Plan {
+            breaker: Some(breaker),
+            bulkhead: None,
+            bulkhead_wait: Duration::ZERO,
+            retry: Some(RetryPolicy::builder().max_attempts(3).backoff(backoff).build().unwrap()),
+            timeout: None,
+            nesting,
+            events: None,
+        }
+    }
+
+    fn failure() -> Judged {
+        Judged::of(Assessment::Failure, None)
+    }
+
+    #[test]
+    fn a_run_decides_every_step_and_performs_none_of_them() {
+        let breaker = NamedBreaker::new("books", BreakerConfig::default());
+        let mut run = Run::new(plan(&breaker, Nesting::RetryOutsideBreaker), None).unwrap();
+        let first = run.start().unwrap();
+        assert_eq!(first.n, 1);
+        // The caller waits: the run only says how long.
+        assert!(matches!(run.finish(first, Tried::Answer(503), failure()), Next::Wait(PAUSE)));
+        let second = run.start().unwrap();
+        let done = run.finish(second, Tried::Answer(200), Judged::of(Assessment::Success, None));
+        assert!(matches!(done, Next::Done(Ok(200))));
+        // Inside the retries, the breaker counted each attempt.
+        let s = breaker.snapshot();
+        assert_eq!((s.failures, s.successes), (1, 1));
+    }
+
+    #[test]
+    fn a_server_s_pause_is_the_wait_and_backpressure_ends_the_request_with_a_hold() {
+        let breaker = NamedBreaker::new("books", BreakerConfig::default());
+        let mut run = Run::new(plan(&breaker, Nesting::BreakerOutsideRetry), None).unwrap();
+        let first = run.start().unwrap();
+        let named = Judged::of(Assessment::Failure, Some(Duration::from_secs(2)));
+        assert_eq!(named.verdict, Verdict::RetryAfter(Duration::from_secs(2)));
+        assert!(
+            matches!(run.finish(first, Tried::Answer(503), named), Next::Wait(d) if d == Duration::from_secs(2))
+        );
+        let second = run.start().unwrap();
+        let backpressure = Judged::of(Assessment::Backpressure(Some(Duration::from_secs(30))), None);
+        let done = run.finish(second, Tried::Answer(429), backpressure);
+        assert!(matches!(done, Next::Done(Err(Ended::Stopped(RetryError::Final { attempts: 2, .. })))));
+        // Outside the retries, the one admission settled with the last
+        // answer: held, not a failure.
+        assert!(breaker.hold_left().is_some_and(|left| left > Duration::from_secs(29)));
+        assert_eq!(breaker.snapshot().failures, 0);
+    }
+
+    #[test]
+    fn a_refusal_ends_the_request_and_is_never_retried() {
+        let breaker = NamedBreaker::new("books", BreakerConfig::default());
+        breaker.force_open();
+        let mut inner = Run::<_, u16>::new(plan(&breaker, Nesting::RetryOutsideBreaker), None).unwrap();
+        assert!(matches!(inner.start(), Err(Ended::Refused { by: RefusedBy::Breaker(_), attempts: 0, .. })));
+        let outer = Run::<_, u16>::new(plan(&breaker, Nesting::BreakerOutsideRetry), None);
+        assert!(matches!(outer, Err(Ended::Refused { by: RefusedBy::Breaker(_), attempts: 0, .. })));
+    }
+
+    #[test]
+    fn a_deadline_already_passed_starts_no_attempt() {
+        let breaker = NamedBreaker::new("books", BreakerConfig::default());
+        let mut run = Run::<_, u16>::new(plan(&breaker, Nesting::RetryOutsideBreaker), Some(0)).unwrap();
+        assert!(matches!(run.start(), Err(Ended::Stopped(RetryError::Deadline { attempts: 0, last: None }))));
+        assert_eq!(breaker.snapshot().calls(), 0);
+    }
+}
