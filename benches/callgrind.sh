@@ -24,7 +24,7 @@ base=$(count "$bin" bare)
 if [ "$part" != c ]; then
   echo "| hot path | instructions per call (beyond a bare call) |"
   echo "| --- | --- |"
-  for path in fetch_add consecutive call consecutive_uncounted window window_cached count_window reject_monotonic reject_coarse reject_cached bulkhead budget backoff; do
+  for path in fetch_add consecutive call consecutive_uncounted window window_cached count_window reject_monotonic reject_coarse reject_cached bulkhead budget backoff pipeline pipeline_reject; do
     echo "| $path | $(per_call "$(count "$bin" "$path")" "$base") |"
   done
 fi

@@ -7,9 +7,11 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use tripwire::{
     Backoff, BackoffConfig, Breaker, BreakerConfig, Bulkhead, CachedClock, CoarseClock, FixedClock,
-    MonotonicClock, Outcome, RetryBudget, RetryBudgetConfig,
+    MonotonicClock, NamedBreaker, Outcome, Pipeline, RetryBudget, RetryBudgetConfig, RetryPolicy,
 };
 use tripwire_benches::{failing, guarded};
 
@@ -36,6 +38,20 @@ fn main() {
             .unwrap(),
     );
     let _ = open.call(&MonotonicClock, || failing(0));
+    // Every layer of a pipeline, closed and open: the composition engine's
+    // cost per call beyond the breaker's.
+    let layered = |breaker: Arc<NamedBreaker>| {
+        Pipeline::builder()
+            .retry(RetryPolicy::builder().max_attempts(3).build().unwrap())
+            .retry_budget(Arc::new(RetryBudget::new(RetryBudgetConfig::default())))
+            .breaker(breaker)
+            .bulkhead(Arc::new(Bulkhead::new(64)))
+            .build()
+    };
+    let pipeline = layered(Arc::new(NamedBreaker::new("closed", BreakerConfig::default())));
+    let held = Arc::new(NamedBreaker::new("open", BreakerConfig::default()));
+    held.force_open();
+    let pipeline_open = layered(held);
     let counter = AtomicU64::new(0);
     let clock = FixedClock(1);
     // The longest period, so that the upkeep thread's few ticks stay out of
@@ -104,9 +120,11 @@ fn main() {
             _ = black_box(open.try_acquire(cached));
             _ = black_box(guarded(black_box(1)));
         }),
+        "pipeline" => repeat(&mut || _ = black_box(pipeline.call(|| guarded(black_box(1))))),
+        "pipeline_reject" => repeat(&mut || _ = black_box(pipeline_open.call(|| guarded(black_box(1))))),
         other => panic!(
             "unknown path {other:?}: bare, fetch_add, consecutive, window, window_cached, count_window, \
-             reject_monotonic, reject_coarse, reject_cached"
+             reject_monotonic, reject_coarse, reject_cached, pipeline, pipeline_reject"
         ),
     }
 }

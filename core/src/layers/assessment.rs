@@ -11,9 +11,10 @@ use crate::layers::named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
 ///
 /// # One rule in every integration
 /// The [`Pipeline`](crate::Pipeline) (sync and async, in both nestings),
-/// the tower layers and the reqwest middleware treat each judgement alike;
-/// the Python and C bindings judge with this crate's classifier and hold
-/// alike:
+/// the retry executors, the tower retry layer and the reqwest middleware
+/// are one composition engine, run by one blocking and one async driver,
+/// so they treat each judgement alike; the Python and C bindings judge
+/// with this crate's classifier and hold alike:
 ///
 /// | judgement | the breaker | retried | the caller gets |
 /// | --- | --- | --- | --- |

@@ -21,13 +21,15 @@ pub(crate) trait BlockingCalls: Calls {
 /// [`MonotonicClock`](crate::MonotonicClock)) and when `cancel` reads
 /// `true` (checked before each attempt and during each pause). A blocking
 /// call is not cut short: its I/O client's own timeout bounds it.
+#[inline]
 pub(crate) fn drive<C: Clock, K: BlockingCalls>(
     plan: Plan<'_, C>,
     deadline: Option<u64>,
     cancel: Option<&AtomicBool>,
     calls: &mut K,
 ) -> Result<K::Answer, Ended<K::Answer>> {
-    let mut run = Run::new(plan, deadline)?;
+    let outer = Run::admit(&plan)?;
+    let mut run = Run::new(plan, deadline, outer);
     loop {
         // Did the caller give up while we were away?
         if cancelled(cancel) {

@@ -19,13 +19,15 @@ pub(crate) trait AsyncCalls: Calls {
 /// [`MonotonicClock`](crate::MonotonicClock)), waiting on `timer`. A call
 /// that outlives the plan's timeout is a failure; one cut short by the
 /// request's time left ends the request ([`Ended::CutShort`]).
+#[inline]
 pub(crate) async fn drive<C: Clock, K: AsyncCalls, Tm: Timer>(
     plan: Plan<'_, C>,
     timer: &Tm,
     deadline: Option<u64>,
     calls: &mut K,
 ) -> Result<K::Answer, Ended<K::Answer>> {
-    let mut run = Run::new(plan, deadline)?;
+    let outer = Run::admit(&plan)?;
+    let mut run = Run::new(plan, deadline, outer);
     loop {
         let mut attempt = run.start()?;
         if let Some(w) = run.slot_wait() {

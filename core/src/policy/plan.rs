@@ -9,6 +9,7 @@ use crate::layers::assessment::Assessment;
 use crate::layers::events::{Events, RetryCause};
 use crate::layers::named::NamedBreaker;
 use crate::layers::pipeline::Nesting;
+use crate::retry::budget::RetryBudget;
 use crate::retry::policy::{RetryAll, RetryPolicy, Verdict};
 
 /// The layers around one call, each optional, and where the breaker sits
@@ -18,8 +19,10 @@ pub(crate) struct Plan<'a, C: Clock> {
     pub(crate) bulkhead: Option<&'a Bulkhead>,
     /// How long an attempt may wait for a bulkhead slot; zero: not at all.
     pub(crate) bulkhead_wait: Duration,
-    /// `None`: one attempt.
-    pub(crate) retry: Option<RetryPolicy<'a, RetryAll>>,
+    /// `None`: one attempt. Borrowed, not copied: a run reads it in place.
+    pub(crate) retry: Option<&'a RetryPolicy<'a, RetryAll>>,
+    /// The budget every retry draws on (the one in `retry` is not read).
+    pub(crate) budget: Option<&'a RetryBudget>,
     /// Each call's own bound, for the driver that can cut a call short
     /// (the async one).
     #[cfg_attr(not(feature = "async"), allow(dead_code))]
@@ -29,13 +32,15 @@ pub(crate) struct Plan<'a, C: Clock> {
 }
 
 impl<'a, C: Clock> Plan<'a, C> {
-    /// Retries alone: no breaker, bulkhead or timeout.
-    pub(crate) fn retries(policy: RetryPolicy<'a, RetryAll>, events: Option<&'a Events>) -> Self {
+    /// Retries alone, drawing on the policy's own budget: no breaker,
+    /// bulkhead or timeout.
+    pub(crate) fn retries(policy: &'a RetryPolicy<'a, RetryAll>, events: Option<&'a Events>) -> Self {
         Plan {
             breaker: None,
             bulkhead: None,
             bulkhead_wait: Duration::ZERO,
             retry: Some(policy),
+            budget: policy.retry_budget(),
             timeout: None,
             nesting: Nesting::RetryOutsideBreaker,
             events,

@@ -12,6 +12,7 @@ use core::time::Duration;
 
 use crate::clock::{Clock, duration_ns};
 use crate::retry::backoff::Backoff;
+use crate::retry::budget::RetryBudget;
 use crate::retry::error::RetryError;
 use crate::retry::policy::{Classify, Next, Refusal, RetryPolicy};
 
@@ -95,13 +96,25 @@ impl<E> RetryLoop<E> {
     /// from now, whichever comes first; deposits one call in the policy's
     /// budget.
     pub fn new<K>(policy: &RetryPolicy<'_, K>, clock: &impl Clock, deadline: Option<u64>) -> Self {
+        Self::starting(policy.max_total(), policy.retry_budget(), clock, deadline)
+    }
+
+    /// [`new`](Self::new) from a policy's total time and the budget to
+    /// deposit in, for an executor that keeps its budget apart.
+    #[inline]
+    pub(crate) fn starting(
+        max_total: Option<Duration>,
+        budget: Option<&RetryBudget>,
+        clock: &impl Clock,
+        deadline: Option<u64>,
+    ) -> Self {
         // A total too long to represent is no limit.
-        let total = policy.max_total().and_then(|t| clock.now().checked_add(duration_ns(t)));
+        let total = max_total.and_then(|t| clock.now().checked_add(duration_ns(t)));
         let deadline = match (deadline, total) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        if let Some(budget) = policy.retry_budget() {
+        if let Some(budget) = budget {
             budget.deposit(clock);
         }
         Self { deadline, backoff: None, seed: None, attempts: 0, last: None, capped: None }

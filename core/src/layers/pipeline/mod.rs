@@ -422,10 +422,8 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
             breaker: self.breaker.as_deref(),
             bulkhead: self.bulkhead.as_deref(),
             bulkhead_wait: self.bulkhead_wait,
-            retry: self.retry.map(|policy| match &self.budget {
-                Some(budget) => policy.budget(budget),
-                None => policy,
-            }),
+            retry: self.retry.as_ref(),
+            budget: self.budget.as_deref(),
             timeout: self.timeout,
             nesting: self.nesting,
             events: self.events.as_deref(),

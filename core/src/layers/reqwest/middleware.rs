@@ -294,10 +294,8 @@ where
             breaker: Some(&*self.breaker),
             bulkhead: self.bulkhead.as_deref(),
             bulkhead_wait: self.bulkhead_wait,
-            retry: self.retry.map(|policy| match &self.budget {
-                Some(budget) => policy.budget(budget),
-                None => policy,
-            }),
+            retry: self.retry.as_ref(),
+            budget: self.budget.as_deref(),
             timeout: Some(self.timeout),
             nesting: Nesting::RetryOutsideBreaker,
             events: self.events.as_deref(),

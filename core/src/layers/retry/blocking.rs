@@ -157,7 +157,8 @@ where
     E: Refusal,
 {
     let mut calls = Attempts { classify: policy.classifier(), attempt, on_retry, _answer: PhantomData };
-    let plan = Plan::<MonotonicClock>::retries(policy.limits(), None);
+    let limits = policy.limits();
+    let plan = Plan::<MonotonicClock>::retries(&limits, None);
     let deadline = stop.deadline.map(monotonic_at);
     answer(blocking::drive(plan, deadline, stop.cancel, &mut calls))
 }

@@ -77,7 +77,8 @@ where
     Fut: Future<Output = Result<T, E>>,
 {
     let mut calls = Attempts { classify: policy.classifier(), attempt, on_retry, _answer: PhantomData };
-    let plan = Plan::<MonotonicClock>::retries(policy.limits(), None);
+    let limits = policy.limits();
+    let plan = Plan::<MonotonicClock>::retries(&limits, None);
     answer(future::drive(plan, timer, deadline.map(monotonic_at), &mut calls).await)
 }
 

@@ -257,7 +257,7 @@ where
                 Some(b) => policy.budget(b),
                 None => policy,
             };
-            let plan = Plan::<MonotonicClock>::retries(policy, events.as_deref());
+            let plan = Plan::<MonotonicClock>::retries(&policy, events.as_deref());
             let mut sends = Sends { svc, req, classifier, not_ready: false };
             answer(future::drive(plan, &timer, None, &mut sends).await)
         })
