@@ -118,6 +118,11 @@ impl Classifier {
         {
             return Outcome::Ignored;
         }
+        // A refusal from a guard inside this breaker (a full bulkhead, an
+        // inner breaker): the call never reached the dependency.
+        if crate::errors::is_refusal(err.value(py)).unwrap_or(false) {
+            return Outcome::Ignored;
+        }
         if self.judges_statuses
             && let Some(a) = crate::http::raised_assessment(err.value(py))
         {

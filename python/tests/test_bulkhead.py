@@ -42,6 +42,20 @@ def test_full_bulkhead_rejects_at_once():
     assert bh.in_flight == 0
 
 
+def test_a_full_bulkhead_inside_a_breaker_counts_nothing_there():
+    # The call never reached the dependency: not its failure, whatever
+    # the breaker's default failure_on says.
+    bh = tripwire.Bulkhead(1)
+    breaker = tripwire.Breaker(failure_threshold=1)
+    assert bh.try_acquire()
+    with pytest.raises(tripwire.BulkheadFullError):
+        breaker.call(bh.call, lambda: None)
+    with pytest.raises(tripwire.BulkheadFullError):
+        asyncio.run(breaker.call_async(bh.call_async, asyncio.sleep, 0))
+    snap = breaker.snapshot()
+    assert (breaker.state, snap.failures, snap.ignored) == ("closed", 0, 2)
+
+
 def test_a_failing_call_frees_its_slot():
     bh = tripwire.Bulkhead(1)
     with pytest.raises(ZeroDivisionError):
