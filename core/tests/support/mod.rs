@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Full};
@@ -46,6 +46,8 @@ pub struct Server {
     pub addr: SocketAddr,
     mode: Arc<Mutex<Mode>>,
     hits: Arc<AtomicU64>,
+    /// When each request arrived, in the order of their hit numbers.
+    arrivals: Arc<Mutex<Vec<Instant>>>,
 }
 
 impl Server {
@@ -54,18 +56,19 @@ impl Server {
         let addr = listener.local_addr().unwrap();
         let mode = Arc::new(Mutex::new(Mode::Up));
         let hits = Arc::new(AtomicU64::new(0));
-        let (m, h) = (mode.clone(), hits.clone());
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let (m, h, a) = (mode.clone(), hits.clone(), arrivals.clone());
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else { return };
-                let (m, h) = (m.clone(), h.clone());
+                let (m, h, a) = (m.clone(), h.clone(), a.clone());
                 tokio::spawn(async move {
-                    let svc = service_fn(move |req| answer(m.clone(), h.clone(), req));
+                    let svc = service_fn(move |req| answer(m.clone(), h.clone(), a.clone(), req));
                     let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
                 });
             }
         });
-        Server { addr, mode, hits }
+        Server { addr, mode, hits, arrivals }
     }
 
     pub fn set(&self, mode: Mode) {
@@ -77,6 +80,21 @@ impl Server {
         self.hits.load(Ordering::SeqCst)
     }
 
+    /// Waits until `n` requests have reached the server.
+    pub async fn reached(&self, n: u64) {
+        while self.hits() < n {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// The time between the arrivals of hit numbers `from` and `to` (from
+    /// 1), if both came.
+    pub fn gap(&self, from: u64, to: u64) -> Option<Duration> {
+        let arrivals = self.arrivals.lock().unwrap();
+        let at = |hit: u64| arrivals.get(usize::try_from(hit.checked_sub(1)?).ok()?).copied();
+        at(to)?.checked_duration_since(at(from)?)
+    }
+
     pub fn url(&self, path: &str) -> hyper::Uri {
         format!("http://{}{path}", self.addr).parse().unwrap()
     }
@@ -85,9 +103,15 @@ impl Server {
 async fn answer(
     mode: Arc<Mutex<Mode>>,
     hits: Arc<AtomicU64>,
+    arrivals: Arc<Mutex<Vec<Instant>>>,
     _req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    let hit = hits.fetch_add(1, Ordering::SeqCst) + 1;
+    let hit = {
+        // One lock for both, so that the arrivals stay in hit order.
+        let mut arrivals = arrivals.lock().unwrap();
+        arrivals.push(Instant::now());
+        hits.fetch_add(1, Ordering::SeqCst) + 1
+    };
     let mode = mode.lock().unwrap().clone();
     let response = match mode {
         Mode::Up => Response::new(Full::new(Bytes::from_static(b"bids/asks"))),
