@@ -10,7 +10,8 @@
 //! the rule that says so: the check fails if any other part differs, or if
 //! the documented difference is gone. A row that does not apply to an
 //! integration (a blocking call cannot be cancelled) says so in its cell,
-//! with the reason. The whole table is `tests/conformance.md`, which this
+//! with the reason. The whole table is `src/layers/conformance.md` (shown in
+//! `Assessment`'s docs), which this
 //! test writes and compares: a change of behaviour in any cell shows there
 //! (`TRIPWIRE_BLESS=1` rewrites it).
 #![cfg(all(feature = "tower", feature = "reqwest", feature = "tokio", not(loom), not(miri)))]
@@ -533,13 +534,13 @@ async fn every_integration_gives_the_same_answer_for_its_nesting() {
     }
     assert_eq!(differences_seen, DIFFERENCES.len(), "every documented difference names a row and door run");
     table.push_str(stale::NOTE);
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance.md");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/layers/conformance.md");
     if std::env::var_os("TRIPWIRE_BLESS").is_some() {
         std::fs::write(path, &table).unwrap();
     }
     let written = std::fs::read_to_string(path).unwrap_or_default();
     assert_eq!(
         written, table,
-        "tests/conformance.md is not what the matrix gives: TRIPWIRE_BLESS=1 rewrites it"
+        "src/layers/conformance.md is not what the matrix gives: TRIPWIRE_BLESS=1 rewrites it"
     );
 }

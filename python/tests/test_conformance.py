@@ -1,7 +1,7 @@
 """The conformance matrix for the Python integrations: the scenarios of
 ``core/tests/conformance.rs``, each run through every Python integration
 with a guard against a real HTTP server on 127.0.0.1, each cell a trace in
-the format of ``core/tests/conformance.md``, compared with the Rust cell of
+the format of ``core/src/layers/conformance.md``, compared with the Rust cell of
 the same nesting (read from that file at test time):
 
 ``<sent> sent, got <what>; failures <n>, ignored <n>; hold <none | N s>[ (capped)]; next caller: <what> (<sent> sent)``
@@ -75,7 +75,7 @@ import ccxt.async_support as ccxt_async  # noqa: E402
 from tripwire.ccxt import ExchangeCircuitOpen  # noqa: E402
 from tripwire.ccxt import guard as ccxt_guard  # noqa: E402
 
-MATRIX = Path(__file__).resolve().parents[2] / "core" / "tests" / "conformance.md"
+MATRIX = Path(__file__).resolve().parents[2] / "core" / "src" / "layers" / "conformance.md"
 
 #: Each attempt's bound, attempts per call, the breaker's threshold and
 #: cool-down, and how long the server takes to answer the slow probe: the
@@ -95,7 +95,7 @@ OUTSIDE = "breaker → retry"
 
 
 def rust_cells() -> Dict[Tuple[str, str], str]:
-    """``{(scenario, nesting): cell}`` from ``core/tests/conformance.md``."""
+    """``{(scenario, nesting): cell}`` from ``core/src/layers/conformance.md``."""
     cells: Dict[Tuple[str, str], str] = {}
     for line in MATRIX.read_text().splitlines():
         if not line.startswith("| ") or line.startswith("| scenario") or line.startswith("| ---"):

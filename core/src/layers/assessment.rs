@@ -28,9 +28,15 @@ use crate::layers::named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
 /// One difference remains: Python's `tripwire.retry` around a guard
 /// retries a held call once its `retry_after` has passed, if that ends
 /// within the retry's deadline and `max_retry_after`.
-/// The conformance matrix (`core/tests/conformance.rs`) runs these cases
-/// through every integration against a real server and writes what each
-/// nesting does to `core/tests/conformance.md`.
+///
+/// # What each nesting does
+/// The conformance matrix (`core/tests/conformance.rs`) runs each case
+/// through every integration against a real server, and fails when an
+/// integration differs from the others of its nesting other than as listed;
+/// this table is its output (`python/tests/test_conformance.py` holds the
+/// Python integrations to the same cells):
+///
+#[doc = include_str!("conformance.md")]
 ///
 /// # Examples
 /// ```

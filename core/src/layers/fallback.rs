@@ -11,7 +11,9 @@
 //! give the call a deadline one attempt away when there is a value to fall
 //! back on (for the pipeline's `call_before` / `call_async_before`, which
 //! then begin no backoff and no wait past it), and none when there is not,
-//! so that the retries run in full only for a caller who has nothing else.
+//! so that the retries run their full time only for a caller who has
+//! nothing else. The deadline bounds time, not requests: failures faster
+//! than their backoff may still be retried within that one attempt's time.
 //! [`serve`](StaleCache::serve) around a retrying call waits for its
 //! retries before it can answer.
 //!
