@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the C library (release) and installs it under a prefix:
 #
-#   PREFIX/include/tripwire.h, tripwire.hpp
+#   PREFIX/include/tripwire.h, tripwire_inline.h (which it includes), tripwire.hpp
 #   PREFIX/lib/libtripwire.a, and libtripwire-static.a, a link to it
 #   PREFIX/lib/libtripwire.so.0 (its soname) and the libtripwire.so link
 #   PREFIX/lib/pkgconfig/tripwire.pc         links the shared library
@@ -102,7 +102,7 @@ fi
 
 lib="$prefix/lib"
 install -d "$prefix/include" "$lib/pkgconfig" "$lib/cmake/tripwire"
-install -m 644 include/tripwire.h include/tripwire.hpp "$prefix/include/"
+install -m 644 include/tripwire.h include/tripwire_inline.h include/tripwire.hpp "$prefix/include/"
 install -m 644 "$archive" "$lib/libtripwire.a"
 # -ltripwire-static can only mean the archive (there is no such .so), so
 # that pkg-config users and CMake's pkg_check_modules both link it.

@@ -1,5 +1,5 @@
 //! Runs a script of breaker actions against a [`Registry`] and prints its
-//! Prometheus text: `cargo run -p tripwire --example registry_script <
+//! Prometheus text: `cargo run -p tripwire-breaker --example registry_script <
 //! script`. The Python tests run the same script against the Python
 //! registry and compare the two texts, so that both bindings are held to
 //! one metric schema.

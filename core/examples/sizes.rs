@@ -1,5 +1,5 @@
 //! Prints the size and alignment of the core's types:
-//! `cargo run -p tripwire --example sizes`.
+//! `cargo run -p tripwire-breaker --example sizes`.
 
 use core::mem::{align_of, size_of};
 

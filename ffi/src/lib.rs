@@ -1,6 +1,7 @@
 //! The C ABI of tripwire: `include/tripwire.h` is generated from this
-//! crate by cbindgen (`ffi/cbindgen.toml`), and `include/tripwire.hpp`
-//! wraps it for C++.
+//! crate by cbindgen (`ffi/cbindgen.toml`) and includes
+//! `include/tripwire_inline.h`, its `static inline` functions written in C;
+//! `include/tripwire.hpp` wraps it for C++.
 //!
 //! # Conventions
 //! - Everything is prefixed `tw_` (types, functions) or `TW_` (constants);
@@ -37,9 +38,10 @@
 //!   [`tw_breaker_state`], [`tw_breaker_snapshot`] → [`tw_snapshot`];
 //!   [`tw_breaker_force_open`], [`tw_breaker_disable`], [`tw_breaker_reset`].
 //! - The header's inline fast path (`tw_breaker_try_acquire_fast`,
-//!   `tw_breaker_record_fast` and their `_at` forms, C in the header) and
-//!   what it reads: [`tw_breaker_hot`], [`TW_HOT_STAMP`] and the other
-//!   `TW_HOT_` constants, copies of the core's [`tripwire::HotLine`].
+//!   `tw_breaker_record_fast` and their `_at` forms, C in
+//!   `include/tripwire_inline.h`) and what it reads: [`tw_breaker_hot`],
+//!   [`TW_HOT_STAMP`] and the other `TW_HOT_` constants, copies of the
+//!   core's [`tripwire::HotLine`].
 //! - Shared between processes: [`tw_breaker_layout`],
 //!   [`tw_breaker_init_in`], [`tw_breaker_attach`], [`tw_breaker_open_in`].
 //! - Prometheus export: [`tw_registry_new`], [`tw_registry_add_breaker`],

@@ -161,6 +161,33 @@ fn a_program_built_against_an_older_header_runs_with_this_library() {
     build_and_run_linked("test_old_header.c", false, Link::Shared, &[]);
 }
 
+/// `include/tripwire_inline.h`, hand-written C, compiled as a translation
+/// unit of its own, as C and as C++, with the warnings of the tests above:
+/// it includes `tripwire.h` itself, and `tripwire.h`'s own include of it
+/// at its end is then a no-op.
+#[test]
+#[cfg_attr(miri, ignore)] // runs a C and a C++ compiler
+fn the_inline_header_compiles_alone_as_c_and_cpp() {
+    let header = repo_root().join("include/tripwire_inline.h");
+    for (compiler, lang, std_flag) in [
+        (std::env::var("CC").unwrap_or_else(|_| "cc".into()), "c", "-std=c11"),
+        (std::env::var("CXX").unwrap_or_else(|_| "c++".into()), "c++", "-std=c++17"),
+    ] {
+        let mut cmd = Command::new(&compiler);
+        cmd.args([std_flag, "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Wshadow"]);
+        cmd.args(["-Wconversion", "-Wsign-conversion", "-Wno-unused-function"]);
+        if lang == "c++" {
+            cmd.arg("-Wold-style-cast");
+        }
+        let status = cmd
+            .args(["-x", lang])
+            .arg(&header)
+            .status()
+            .unwrap_or_else(|e| panic!("could not run `{compiler}`: {e}"));
+        assert!(status.success(), "include/tripwire_inline.h does not compile alone as {lang}");
+    }
+}
+
 /// The block after `marker` in `ffi/README.md`, fenced as `c`.
 fn readme_block(marker: &str) -> String {
     let readme = std::fs::read_to_string(repo_root().join("ffi/README.md")).unwrap();

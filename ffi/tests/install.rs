@@ -136,7 +136,13 @@ fn defined_globals(file: &Path, dynamic: bool) -> Vec<String> {
 #[cfg_attr(miri, ignore)] // runs install.sh
 fn a_relative_prefix_is_taken_from_the_callers_directory() {
     let prefix = plain();
-    for file in ["include/tripwire.h", "include/tripwire.hpp", "lib/libtripwire.a", "lib/libtripwire.so.0"] {
+    for file in [
+        "include/tripwire.h",
+        "include/tripwire_inline.h",
+        "include/tripwire.hpp",
+        "lib/libtripwire.a",
+        "lib/libtripwire.so.0",
+    ] {
         assert!(prefix.join(file).exists(), "{} was not installed", prefix.join(file).display());
     }
     let stray = repo_root().join(PLAIN);
