@@ -516,7 +516,7 @@ impl Trace {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_integration_gives_the_same_answer_for_its_nesting() {
     let mut table = String::from(
-        "<!-- Written by core/tests/conformance.rs (TRIPWIRE_BLESS=1 cargo test -p tripwire --all-features \
+        "<!-- Written by core/tests/conformance.rs (TRIPWIRE_BLESS=1 cargo test -p tripwire-breaker --all-features \
          --test conformance); do not edit. -->\n\n\
          | scenario | retry → breaker (sync pipeline, async pipeline, tower, reqwest middleware) | breaker → retry (sync pipeline, async pipeline, tower) |\n\
          | --- | --- | --- |\n",

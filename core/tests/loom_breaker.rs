@@ -1,5 +1,5 @@
 //! loom models of the breaker's CAS protocols. Run with
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire --release --target-dir target/loom --test loom_breaker`.
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire-breaker --release --target-dir target/loom --test loom_breaker`.
 //!
 //! Every model races for real (see `loom_support`) and fails when the
 //! ordering or check it names under "Guards" is weakened;

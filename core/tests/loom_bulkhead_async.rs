@@ -1,7 +1,7 @@
 //! loom models of the awaitable bulkhead acquire: a release always wakes a
 //! waiting future (no lost wake-up), and a cancelled wait leaves no slot
 //! taken. Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test
-//! -p tripwire --release --target-dir target/loom --features async --test
+//! -p tripwire-breaker --release --target-dir target/loom --features async --test
 //! loom_bulkhead_async`.
 //!
 //! Every model races for real (see `loom_support`) and fails when the

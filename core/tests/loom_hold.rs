@@ -1,5 +1,5 @@
 //! loom models of holds racing probes, and of a late deadline stamp. Run with
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire --release --target-dir target/loom --test loom_hold`.
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire-breaker --release --target-dir target/loom --test loom_hold`.
 //!
 //! Every model races for real (see `loom_support`) and fails when the
 //! ordering or check it names under "Guards" is weakened;

@@ -1,7 +1,7 @@
 //! loom models of the retry budget: concurrent withdrawals never take more
 //! tokens than the budget holds, no deposit is lost, and decay happens once
 //! per tick whatever the order the clock readings land in. Run with
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire-breaker
 //! --release --target-dir target/loom --test loom_retry_budget`.
 //!
 //! Every model races for real (see `loom_support`) and fails when the

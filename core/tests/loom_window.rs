@@ -2,7 +2,7 @@
 //! outcomes of the old one (a reset, two closing probes, a stale start), a
 //! time window moving on under a late outcome and a slow helper, a count
 //! window filing chunks and restarting under racing calls. Run with
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire --release --target-dir target/loom --test loom_window`.
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p tripwire-breaker --release --target-dir target/loom --test loom_window`.
 //!
 //! Under loom a time window has 2 slots and one stripe; a count window
 //! files chunks of 2 calls in a ring of 4.

@@ -1,6 +1,6 @@
 //! A shared bulkhead's region refuses every garbage and truncated region
 //! with an error naming the field, never undefined behaviour or a panic;
-//! runs under miri (`cargo +nightly miri test -p tripwire --test
+//! runs under miri (`cargo +nightly miri test -p tripwire-breaker --test
 //! shared_bulkhead_region`), which checks the "never undefined behaviour".
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};

@@ -93,7 +93,7 @@ def test_the_python_registry_exports_what_a_rust_registry_exports():
         pytest.skip("cargo is not on PATH: the Rust registry's text cannot be rendered")
     root = pathlib.Path(__file__).resolve().parents[2]
     rust = subprocess.run(
-        [cargo, "run", "--quiet", "--manifest-path", str(root / "Cargo.toml"), "-p", "tripwire",
+        [cargo, "run", "--quiet", "--manifest-path", str(root / "Cargo.toml"), "-p", "tripwire-breaker",
          "--example", "registry_script"],
         input=SCRIPT, capture_output=True, text=True, timeout=900,
     )
