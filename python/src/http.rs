@@ -175,24 +175,38 @@ fn response_parts<'py>(response: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyA
     }
 }
 
-/// The core's verdict on the response an HTTP client's own error was raised
-/// for, by its status: requests' `HTTPError` and httpx's `HTTPStatusError`
-/// (`exc.response.status_code`), aiohttp's `ClientResponseError`
-/// (`exc.status`, beside its `request_info`). None for any other
-/// exception, and for one that carries no error status (below 400): it is
-/// about something else, which `failure_on` judges.
-pub(crate) fn raised_assessment(exc: &Bound<'_, PyAny>) -> Option<Assessment> {
+/// The status and the headers of the response an HTTP client's own error
+/// was raised for: requests' `HTTPError` and httpx's `HTTPStatusError`
+/// (`exc.response`, with its `status_code` and `headers`), `tripwire.http`'s
+/// `ResponseError` (`exc.response`, any client's: `status_code` or aiohttp's
+/// `status`), aiohttp's `ClientResponseError` (`exc.status` and
+/// `exc.headers`, beside its `request_info`). None for any other exception,
+/// and for one that carries no error status (below 400): it is about
+/// something else, which `failure_on` judges.
+fn raised_parts<'py>(exc: &Bound<'py, PyAny>) -> Option<(StatusCode, Option<Bound<'py, PyAny>>)> {
     let py = exc.py();
-    let status = match attr(exc, intern!(py, "response")) {
-        Some(response) => attr(&response, intern!(py, "status_code")),
-        None if attr(exc, intern!(py, "request_info")).is_some() => attr(exc, intern!(py, "status")),
-        None => None,
-    }?;
+    let (status, headers) = match attr(exc, intern!(py, "response")) {
+        Some(response) => (
+            attr(&response, intern!(py, "status_code")).or_else(|| attr(&response, intern!(py, "status"))),
+            attr(&response, intern!(py, "headers")),
+        ),
+        None if attr(exc, intern!(py, "request_info")).is_some() => {
+            (attr(exc, intern!(py, "status")), attr(exc, intern!(py, "headers")))
+        }
+        None => (None, None),
+    };
+    let status = status?;
     if status.is_instance_of::<PyBool>() {
         return None;
     }
     let status = StatusCode::from_u16(status.extract::<u16>().ok()?).ok()?;
-    (status.as_u16() >= 400).then(|| tripwire::http::assess(status, &HeaderMap::new()))
+    (status.as_u16() >= 400).then_some((status, headers))
+}
+
+/// The core's verdict on the response an HTTP client's own error was raised
+/// for, by its status alone (see [`raised_parts`]).
+pub(crate) fn raised_assessment(exc: &Bound<'_, PyAny>) -> Option<Assessment> {
+    raised_parts(exc).map(|(status, _)| tripwire::http::assess(status, &HeaderMap::new()))
 }
 
 /// `on.name`, None when it is missing, None or cannot be read.

@@ -308,27 +308,33 @@ def test_the_breakers_timeout_cuts_a_hanging_server_short_as_a_failure(fake: fx.
     assert breaker.snapshot().failures == 1 and fake.hits(PING) == 1
 
 
-def test_retry_pauses_a_429s_retry_after_exactly_and_then_gets_through(
-    fake: fx.FakeExchange, make_breaker: Any, clock: tripwire.ManualClock
+def test_retry_never_asks_again_after_a_429_the_caller_gets_it_at_once_and_the_hold_refuses_the_next(
+    env: Env, make_breaker: Any, clock: tripwire.ManualClock
 ) -> None:
-    answers = iter([(fx.RATE_LIMITED, 3.0)])
-    fake.script = lambda request: next(answers, fx.HEALTHY)
+    # The core's rule: backpressure is held, never retried. One request,
+    # no pause, the 429 to the caller; the hold answers whoever comes next.
+    env.fake.mode, env.fake.retry_after = fx.RATE_LIMITED, 30
     breaker = make_breaker()
     pauses: List[float] = []
 
-    def sleep(seconds: float) -> None:
+    async def pause_async(seconds: float) -> None:
         pauses.append(seconds)
-        clock.advance(seconds)
 
-    with httpx.Client(base_url=fake.url, trust_env=False) as client:
+    policy = tripwire.retry(attempts=3, sleep=pause_async if env.is_async else pauses.append)
+    retried = policy(th.guard(breaker)(env.get))
 
-        @tripwire.retry(attempts=3, sleep=sleep)
-        @th.guard(breaker)
-        def ping() -> httpx.Response:
-            return client.get(PING)
+    def call() -> Any:
+        return env.loop.run_until_complete(retried(PING)) if env.is_async else retried(PING)
 
-        assert ping().status_code == 200
-    assert pauses == [3.0] and fake.hits(PING) == 2 and breaker.state == "closed"
+    with pytest.raises(th.BackpressureError) as err:
+        call()
+    assert (err.value.status, err.value.retry_after) == (429, 30.0)
+    assert pauses == [] and env.fake.hits(PING) == 1
+    snap = breaker.snapshot()
+    assert (snap.failures, snap.ignored, breaker.hold_left) == (0, 1, 30.0)
+    with pytest.raises(tripwire.CircuitOpenError):
+        call()
+    assert env.fake.hits(PING) == 1
 
 
 def test_a_function_that_returns_no_response_raises_and_gives_its_ticket_back(make_breaker: Any) -> None:
@@ -546,3 +552,4 @@ def test_a_clients_own_error_for_a_4xx_is_the_callers_fault_for_the_breaker_and_
         assert fake.hits(PING) == 2 and breaker.state == "open"
     finally:
         client.close()
+
