@@ -204,9 +204,19 @@ fn raised_parts<'py>(exc: &Bound<'py, PyAny>) -> Option<(StatusCode, Option<Boun
 }
 
 /// The core's verdict on the response an HTTP client's own error was raised
-/// for, by its status alone (see [`raised_parts`]).
+/// for, by its status alone (see [`raised_parts`]); the wait of a
+/// backpressure verdict is [`raised_wait`]'s to read.
 pub(crate) fn raised_assessment(exc: &Bound<'_, PyAny>) -> Option<Assessment> {
     raised_parts(exc).map(|(status, _)| tripwire::http::assess(status, &HeaderMap::new()))
+}
+
+/// The wait the headers of a raised error's response ask for, as
+/// `_retry_after` reads them (`Retry-After`, else the reset headers), as of
+/// now; None when they ask for none, cannot be read, or there are none.
+pub(crate) fn raised_wait(exc: &Bound<'_, PyAny>) -> Option<Duration> {
+    let (_, headers) = raised_parts(exc)?;
+    let map = header_map(&headers?).ok()?;
+    tripwire::http::retry_after_at(&map, SystemTime::now())
 }
 
 /// `on.name`, None when it is missing, None or cannot be read.

@@ -656,22 +656,11 @@ BY_DOOR = {d.name: d for d in DOORS}
 #: itself), as the reqwest middleware has none in the Rust matrix.
 SKIPPED: Dict[Tuple[str, str], str] = {}
 
-R30 = "429, Retry-After: 30"
 RMAX = "429, Retry-After above max_hold"
-
-#: A raised client error for a 429 is judged by its status alone.
-NO_HOLD_FROM_A_RAISED_429 = (
-    "a plain breaker judges an HTTP client's raised error (raise_for_status) by its status alone "
-    "(README, 'What counts as a failure'): a 429 is ignored and places no hold (the retry, as every "
-    "retry, asks no more); tripwire.http is the integration that reads the Retry-After and holds"
-)
 
 
 def _differences() -> Dict[Tuple[str, str], Tuple[str, str]]:
     table: Dict[Tuple[str, str], Tuple[str, str]] = {}
-    for door in ("guard sync", "guard async", "guard sync, breaker outside", "guard async, breaker outside"):
-        cell = "1 sent, got 429; failures 0, ignored 1; hold none; next caller: 429 (1 sent)"
-        table[(door, R30)] = table[(door, RMAX)] = (cell, NO_HOLD_FROM_A_RAISED_429)
     for door in ("ccxt sync", "ccxt async"):
         table[(door, RMAX)] = (
             "1 sent, got DDoSProtection; failures 0, ignored 1; hold 300 s; next caller: ExchangeCircuitOpen (0 sent)",

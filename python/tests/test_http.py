@@ -553,3 +553,41 @@ def test_a_clients_own_error_for_a_4xx_is_the_callers_fault_for_the_breaker_and_
     finally:
         client.close()
 
+
+@pytest.mark.parametrize("flavour", ["requests", "httpx", "aiohttp"])
+def test_a_clients_own_error_for_a_429_holds_a_plain_breaker_for_its_retry_after_and_is_never_retried(
+    flavour: str, fake: fx.FakeExchange
+) -> None:
+    client = _RaisingClient(flavour, fake.url)
+    pauses: List[float] = []
+
+    async def pause_async(seconds: float) -> None:
+        pauses.append(seconds)
+
+    policy = tripwire.retry(attempts=3, sleep=pause_async if flavour == "aiohttp" else pauses.append)
+    clock = tripwire.ManualClock(1000.0)
+    try:
+        # The server's 30 s, read from the raised error's response: held
+        # as tripwire.http holds for the response itself, counted as
+        # ignored, the error to the caller after one request.
+        fake.mode, fake.retry_after = fx.RATE_LIMITED, 30
+        breaker = tripwire.Breaker(failure_threshold=2, open_timeout=12.0, clock=clock)
+        with pytest.raises(ERRORS[flavour]):
+            client.run(breaker, policy, PING)
+        assert fake.hits(PING) == 1 and pauses == []
+        snap = breaker.snapshot()
+        assert (snap.failures, snap.ignored, breaker.hold_left) == (0, 1, 30.0)
+        with pytest.raises(tripwire.CircuitOpenError):
+            client.run(breaker, policy, PING)
+        assert fake.hits(PING) == 1
+        # No wait asked: held for the breaker's open_timeout; an absurd
+        # one: for its max_hold, counted as capped.
+        for wait, hold in [(None, 12.0), (10**9, 3600.0)]:
+            fake.script = lambda request, wait=wait: (fx.BANNED, wait)
+            breaker = tripwire.Breaker(failure_threshold=2, open_timeout=12.0, clock=clock)
+            with pytest.raises(ERRORS[flavour]):
+                client.run(breaker, policy, PING)
+            assert breaker.hold_left == hold and breaker.snapshot().capped_holds == (0 if wait is None else 1)
+        assert fake.hits(PING) == 3 and pauses == []
+    finally:
+        client.close()
