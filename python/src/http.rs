@@ -1,6 +1,7 @@
 //! Responses through the core's `tripwire::http`: `_retry_after` reads the
-//! wait headers ask for (`tripwire.ccxt`), `_assess` classifies a status
-//! and its headers, and `_settle` records an admitted call's response as
+//! wait headers ask for (`tripwire.ccxt`), `_raised_retry_after` the
+//! pause a raised 5xx asks for (`tripwire.retry`), `_assess` classifies a
+//! status and its headers, and `_settle` records an admitted call's response as
 //! the core settles an assessment (`tripwire.http`). Any Python client
 //! whose headers are a mapping (requests, httpx, aiohttp) goes through
 //! here, so no binding classifies a response on its own.
@@ -217,6 +218,20 @@ pub(crate) fn raised_wait(exc: &Bound<'_, PyAny>) -> Option<Duration> {
     let (_, headers) = raised_parts(exc)?;
     let map = header_map(&headers?).ok()?;
     tripwire::http::retry_after_at(&map, SystemTime::now())
+}
+
+/// The pause a raised error for a failure of the server (a 5xx, a 408)
+/// asks for in its response's headers, in seconds: what `tripwire.retry`
+/// waits before asking again, as a Rust retry does. None for any other
+/// exception (backpressure is never retried: the hold answers it), and
+/// when the headers ask for no wait.
+#[pyfunction]
+#[pyo3(name = "_raised_retry_after")]
+pub(crate) fn raised_retry_after(exc: &Bound<'_, PyAny>) -> Option<f64> {
+    match raised_assessment(exc)? {
+        Assessment::Failure => raised_wait(exc).map(|d| d.secs()),
+        _ => None,
+    }
 }
 
 /// `on.name`, None when it is missing, None or cannot be read.

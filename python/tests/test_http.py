@@ -337,6 +337,22 @@ def test_retry_never_asks_again_after_a_429_the_caller_gets_it_at_once_and_the_h
     assert env.fake.hits(PING) == 1
 
 
+def test_retry_pauses_a_503s_retry_after_exactly_and_then_gets_through(make_breaker: Any) -> None:
+    # A failure of the server that names its pause is retried after it, as
+    # a Rust retry does (capped at max_retry_after).
+    answers = iter([_Response(503, {"Retry-After": "4"}), _Response(503, {"Retry-After": "600"})])
+    breaker = make_breaker()
+    pauses: List[float] = []
+
+    @tripwire.retry(attempts=3, sleep=pauses.append, max_retry_after=60.0)
+    @th.guard(breaker)
+    def ping() -> Any:
+        return next(answers, _Response(200))
+
+    assert ping().status_code == 200
+    assert pauses == [4.0, 60.0] and breaker.snapshot().failures == 2
+
+
 def test_a_function_that_returns_no_response_raises_and_gives_its_ticket_back(make_breaker: Any) -> None:
     breaker = make_breaker(failure_threshold=1, half_open_max=1)
     breaker.hold(1.0)

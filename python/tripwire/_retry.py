@@ -29,7 +29,7 @@ import sys
 import time
 from typing import Any, Awaitable, Callable, Coroutine, Iterator, Literal, Optional, TypeVar, overload
 
-from ._tripwire import RetryBudget, RetryPolicy
+from ._tripwire import RetryBudget, RetryPolicy, _raised_retry_after
 from ._types import ExceptionClasses
 
 if sys.version_info >= (3, 10):
@@ -64,13 +64,15 @@ def no_pauses() -> Iterator[None]:
 
 def retry_after_attribute(exc: BaseException) -> Optional[float]:
     """The default ``retry_after`` hint: the exception's ``retry_after``
-    attribute when it is a number of seconds, else None."""
+    attribute when it is a number of seconds, else, for an HTTP client's
+    own error (or ``tripwire.http``'s ``ServerError``) for a 5xx or a 408,
+    the ``Retry-After`` (or reset header) of its response, else None."""
     hint = getattr(exc, "retry_after", None)
     if isinstance(hint, (int, float)) and not isinstance(hint, bool) and hint >= 0:
         # An int beyond a float's range is an endless wait, which the
         # policy cuts to max_retry_after like any long one.
         return float(hint) if hint <= sys.float_info.max else math.inf
-    return None
+    return _raised_retry_after(exc)
 
 
 class Retry:

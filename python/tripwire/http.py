@@ -18,7 +18,7 @@ raises. A response is judged by its status:
     exchange = tripwire.Breaker(name="exchange", failure_threshold=5, open_timeout=30.0)
     client = httpx.AsyncClient(base_url="https://api.example.com", timeout=5.0)
 
-    @tripwire.retry(attempts=3)              # never retries a 429: the hold answers it
+    @tripwire.retry(attempts=3)              # pauses a 5xx's Retry-After; never retries a 429
     @tripwire.http.guard(exchange)
     async def depth(symbol: str) -> httpx.Response:
         return await client.get("/api/v3/depth", params={"symbol": symbol})
@@ -168,7 +168,8 @@ class ResponseError(TripwireError):
 
 class ServerError(ResponseError):
     """A 5xx, a 408, or a status outside 100–599: counted as a failure.
-    ``retry_after`` is None."""
+    ``retry_after`` is None (no hold); ``tripwire.retry`` pauses for the
+    response's own ``Retry-After`` if it has one."""
 
 
 class BackpressureError(ResponseError):
