@@ -12,7 +12,7 @@ use tripwire::{Outcome, Transition};
 
 use crate::aio::aio;
 use crate::args::{Secs, seconds};
-use crate::classify::Classifier;
+use crate::classify::{Classifier, Judgement};
 use crate::clock::{ClockSource, ManualClock, clock_arg};
 use crate::config::ConfigArgs;
 use crate::core_breaker::CoreBreaker;
@@ -102,11 +102,20 @@ impl Breaker {
         }
     }
 
-    /// Records a call that raised `err`.
+    /// Records a call that raised `err`: for backpressure, an ignored call
+    /// and a hold for the wait its headers ask (the `open_timeout` when
+    /// they ask none), as `_settle` records a 429 response.
     #[inline]
     pub(crate) fn record_error(slf: &Bound<'_, Self>, ticket: tripwire::Ticket, err: &PyErr) {
-        let outcome = slf.get().classifier.error(slf.py(), err);
-        Self::record(slf, ticket, outcome);
+        match slf.get().classifier.error(slf.py(), err) {
+            Judgement::Outcome(outcome) => Self::record(slf, ticket, outcome),
+            Judgement::Backpressure(asked) => {
+                Self::record(slf, ticket, Outcome::Ignored);
+                let d = asked.unwrap_or_else(|| slf.get().core().config().open_timeout());
+                // The core caps the hold at `max_hold`, and counts it when it does.
+                Self::open_for(slf, d);
+            }
+        }
     }
 
     /// Records a call that returned `result`; raises what `failure_if`

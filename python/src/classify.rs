@@ -1,10 +1,23 @@
 //! Which outcomes count as failures: `failure_on`, `ignore_on`, `failure_if`.
 
+use core::time::Duration;
+
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
-use tripwire::Outcome;
+use tripwire::{Assessment, Outcome};
+
+/// What a breaker makes of a raised exception.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Judgement {
+    /// Recorded as this outcome, and nothing more.
+    Outcome(Outcome),
+    /// Backpressure (an HTTP 429 or 418): recorded as ignored, and the
+    /// breaker held open for the wait asked (its `open_timeout` when none
+    /// is), capped at `max_hold`, as the core settles it.
+    Backpressure(Option<Duration>),
+}
 
 /// How a breaker classifies what a guarded call did.
 #[derive(Debug)]
@@ -17,7 +30,8 @@ pub(crate) struct Classifier {
     failure_if: Option<Py<PyAny>>,
     /// `failure_on` left at its default: an HTTP client's own error for a
     /// response is judged by its status, as `tripwire.http` judges the
-    /// response (a 4xx the caller's fault, a 5xx a failure).
+    /// response (a 4xx the caller's fault, a 5xx a failure, a 429 or 418
+    /// a hold).
     judges_statuses: bool,
 }
 
@@ -104,35 +118,42 @@ impl Classifier {
         Ok(Self { failure_on, ignore_on, failure_if, judges_statuses })
     }
 
-    /// The outcome of a call that raised `err`.
+    /// The judgement of a call that raised `err`: its outcome, or, for an
+    /// HTTP client's own error for a 429 or 418 (`failure_on` left at its
+    /// default), backpressure with the wait its response's headers ask for.
     #[inline]
-    pub(crate) fn error(&self, py: Python<'_>, err: &PyErr) -> Outcome {
+    pub(crate) fn error(&self, py: Python<'_>, err: &PyErr) -> Judgement {
         if let Some(ignore) = &self.ignore_on
             && err.is_instance(py, ignore.bind(py).as_any())
         {
-            return Outcome::Ignored;
+            return Judgement::Outcome(Outcome::Ignored);
         }
         // `neutral` was initialised in `new`, so this cannot fail.
         if let Ok(neutral) = neutral(py)
             && err.is_instance(py, neutral.as_any())
         {
-            return Outcome::Ignored;
+            return Judgement::Outcome(Outcome::Ignored);
         }
         // A refusal from a guard inside this breaker (a full bulkhead, an
         // inner breaker): the call never reached the dependency.
         if crate::errors::is_refusal(err.value(py)).unwrap_or(false) {
-            return Outcome::Ignored;
+            return Judgement::Outcome(Outcome::Ignored);
         }
         if self.judges_statuses
             && let Some(a) = crate::http::raised_assessment(err.value(py))
         {
-            return a.outcome();
+            return match a {
+                Assessment::Backpressure(_) => {
+                    Judgement::Backpressure(crate::http::raised_wait(err.value(py)))
+                }
+                a => Judgement::Outcome(a.outcome()),
+            };
         }
-        if err.is_instance(py, self.failure_on.bind(py).as_any()) {
+        Judgement::Outcome(if err.is_instance(py, self.failure_on.bind(py).as_any()) {
             Outcome::Failure
         } else {
             Outcome::Ignored
-        }
+        })
     }
 
     /// The outcome of a call that returned `result`; an error if the

@@ -1,6 +1,7 @@
 //! Responses through the core's `tripwire::http`: `_retry_after` reads the
-//! wait headers ask for (`tripwire.ccxt`), `_assess` classifies a status
-//! and its headers, and `_settle` records an admitted call's response as
+//! wait headers ask for (`tripwire.ccxt`), `_raised_retry_after` the
+//! pause a raised 5xx asks for (`tripwire.retry`), `_assess` classifies a
+//! status and its headers, and `_settle` records an admitted call's response as
 //! the core settles an assessment (`tripwire.http`). Any Python client
 //! whose headers are a mapping (requests, httpx, aiohttp) goes through
 //! here, so no binding classifies a response on its own.
@@ -175,24 +176,62 @@ fn response_parts<'py>(response: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyA
     }
 }
 
-/// The core's verdict on the response an HTTP client's own error was raised
-/// for, by its status: requests' `HTTPError` and httpx's `HTTPStatusError`
-/// (`exc.response.status_code`), aiohttp's `ClientResponseError`
-/// (`exc.status`, beside its `request_info`). None for any other
-/// exception, and for one that carries no error status (below 400): it is
-/// about something else, which `failure_on` judges.
-pub(crate) fn raised_assessment(exc: &Bound<'_, PyAny>) -> Option<Assessment> {
+/// The status and the headers of the response an HTTP client's own error
+/// was raised for: requests' `HTTPError` and httpx's `HTTPStatusError`
+/// (`exc.response`, with its `status_code` and `headers`), `tripwire.http`'s
+/// `ResponseError` (`exc.response`, any client's: `status_code` or aiohttp's
+/// `status`), aiohttp's `ClientResponseError` (`exc.status` and
+/// `exc.headers`, beside its `request_info`). None for any other exception,
+/// and for one that carries no error status (below 400): it is about
+/// something else, which `failure_on` judges.
+fn raised_parts<'py>(exc: &Bound<'py, PyAny>) -> Option<(StatusCode, Option<Bound<'py, PyAny>>)> {
     let py = exc.py();
-    let status = match attr(exc, intern!(py, "response")) {
-        Some(response) => attr(&response, intern!(py, "status_code")),
-        None if attr(exc, intern!(py, "request_info")).is_some() => attr(exc, intern!(py, "status")),
-        None => None,
-    }?;
+    let (status, headers) = match attr(exc, intern!(py, "response")) {
+        Some(response) => (
+            attr(&response, intern!(py, "status_code")).or_else(|| attr(&response, intern!(py, "status"))),
+            attr(&response, intern!(py, "headers")),
+        ),
+        None if attr(exc, intern!(py, "request_info")).is_some() => {
+            (attr(exc, intern!(py, "status")), attr(exc, intern!(py, "headers")))
+        }
+        None => (None, None),
+    };
+    let status = status?;
     if status.is_instance_of::<PyBool>() {
         return None;
     }
     let status = StatusCode::from_u16(status.extract::<u16>().ok()?).ok()?;
-    (status.as_u16() >= 400).then(|| tripwire::http::assess(status, &HeaderMap::new()))
+    (status.as_u16() >= 400).then_some((status, headers))
+}
+
+/// The core's verdict on the response an HTTP client's own error was raised
+/// for, by its status alone (see [`raised_parts`]); the wait of a
+/// backpressure verdict is [`raised_wait`]'s to read.
+pub(crate) fn raised_assessment(exc: &Bound<'_, PyAny>) -> Option<Assessment> {
+    raised_parts(exc).map(|(status, _)| tripwire::http::assess(status, &HeaderMap::new()))
+}
+
+/// The wait the headers of a raised error's response ask for, as
+/// `_retry_after` reads them (`Retry-After`, else the reset headers), as of
+/// now; None when they ask for none, cannot be read, or there are none.
+pub(crate) fn raised_wait(exc: &Bound<'_, PyAny>) -> Option<Duration> {
+    let (_, headers) = raised_parts(exc)?;
+    let map = header_map(&headers?).ok()?;
+    tripwire::http::retry_after_at(&map, SystemTime::now())
+}
+
+/// The pause a raised error for a failure of the server (a 5xx, a 408)
+/// asks for in its response's headers, in seconds: what `tripwire.retry`
+/// waits before asking again, as a Rust retry does. None for any other
+/// exception (backpressure is never retried: the hold answers it), and
+/// when the headers ask for no wait.
+#[pyfunction]
+#[pyo3(name = "_raised_retry_after")]
+pub(crate) fn raised_retry_after(exc: &Bound<'_, PyAny>) -> Option<f64> {
+    match raised_assessment(exc)? {
+        Assessment::Failure => raised_wait(exc).map(|d| d.secs()),
+        _ => None,
+    }
 }
 
 /// `on.name`, None when it is missing, None or cannot be read.

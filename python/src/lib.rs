@@ -87,6 +87,7 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(args::exception_classes, m)?)?;
     m.add_function(wrap_pyfunction!(clock::manual_clock, m)?)?;
     m.add_function(wrap_pyfunction!(http::retry_after, m)?)?;
+    m.add_function(wrap_pyfunction!(http::raised_retry_after, m)?)?;
     m.add_function(wrap_pyfunction!(http::assess, m)?)?;
     m.add_function(wrap_pyfunction!(http::assess_response, m)?)?;
     m.add_function(wrap_pyfunction!(http::settle, m)?)?;

@@ -5,9 +5,10 @@
 //! Python runs the attempts and sleeps (`time.sleep`, or `await
 //! asyncio.sleep`); how long it waits and when it gives up are the core's
 //! decisions, as in a Rust retry: a refusal (`CircuitOpenError`,
-//! `BulkheadFullError`) is never retried, a server's hint is the wait
-//! exactly, a wait past the deadline is not begun, each retry takes a token
-//! from the budget.
+//! `BulkheadFullError`) and backpressure (a 429 or 418, which the breaker's
+//! hold answers) are never retried, a server's hint is the wait exactly, a
+//! wait past the deadline is not begun, each retry takes a token from the
+//! budget.
 
 use core::time::Duration;
 
@@ -106,6 +107,12 @@ impl RetryPolicy {
             return Ok(Attempt { refusal: true, verdict: Verdict::Final });
         }
         let last = Attempt { refusal: false, verdict: Verdict::Final };
+        // Backpressure (an HTTP client's own error, or `tripwire.http`'s,
+        // for a 429 or 418)? The breaker's hold answers it: never retried,
+        // whatever `retry_on` says, and the caller gets it at once.
+        if let Some(Assessment::Backpressure(_)) = crate::http::raised_assessment(exc) {
+            return Ok(last);
+        }
         // Final, or not among the retryable ones?
         if exc.is_instance(self.give_up_on.bind(py).as_any())?
             || !exc.is_instance(self.retry_on.bind(py).as_any())?

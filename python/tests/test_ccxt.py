@@ -126,8 +126,8 @@ def test_maintenance_and_a_hanging_exchange_are_failures(env: Env) -> None:
 
 
 def test_a_429_holds_the_breaker_for_the_servers_wait(env: Env) -> None:
-    # The 7 s the server asks for end past the retry's 1 s deadline: not
-    # waited for; the caller learns the wait. The exchange is up, so nothing
+    # Never retried: the caller learns the 7 s the server asks for at once.
+    # The exchange is up, so nothing
     # counts as its failure, but the breaker refuses every call until the
     # wait ends, without sending it.
     for mode in (fx.RATE_LIMITED, fx.BANNED):
@@ -158,15 +158,18 @@ def test_a_429_without_a_wait_holds_for_the_open_timeout(env: Env) -> None:
     assert left is not None and 11.0 < left <= 12.0
 
 
-def test_a_retry_after_is_the_retry_pause_exactly(fake: fx.FakeExchange) -> None:
-    fake.retry_after = 1
-    e = Env("sync", fake)
-    g = e.guard(retry={"attempts": 2, "deadline": 5.0})
-    fake.script = lambda r: fx.RATE_LIMITED if fake.hits(BOOK) <= 1 else fx.HEALTHY
+def test_a_429_is_never_retried_the_caller_gets_it_at_once(env: Env) -> None:
+    # The exchange would answer the second request: the hold, not a retry,
+    # answers a 429, and the caller learns the wait at once.
+    env.fake.retry_after = 1
+    g = env.guard(retry={"attempts": 3, "deadline": 5.0})
+    hits = env.fake.hits(BOOK)
+    env.fake.script = lambda r: fx.RATE_LIMITED if env.fake.hits(BOOK) <= hits + 1 else fx.HEALTHY
     started = time.monotonic()
-    assert e.run(g.fetch_order_book, "BTC/USDT")["bids"]
+    with pytest.raises(ccxt.DDoSProtection) as info:
+        env.run(g.fetch_order_book, "BTC/USDT")
     took = time.monotonic() - started
-    assert fake.hits(BOOK) == 2 and 1.0 <= took < 2.0, took
+    assert env.fake.hits(BOOK) == hits + 1 and info.value.retry_after == 1.0 and took < 0.9, took
 
 
 def test_retry_after_comes_from_the_failed_calls_own_response(env: Env) -> None:

@@ -308,27 +308,49 @@ def test_the_breakers_timeout_cuts_a_hanging_server_short_as_a_failure(fake: fx.
     assert breaker.snapshot().failures == 1 and fake.hits(PING) == 1
 
 
-def test_retry_pauses_a_429s_retry_after_exactly_and_then_gets_through(
-    fake: fx.FakeExchange, make_breaker: Any, clock: tripwire.ManualClock
+def test_retry_never_asks_again_after_a_429_the_caller_gets_it_at_once_and_the_hold_refuses_the_next(
+    env: Env, make_breaker: Any, clock: tripwire.ManualClock
 ) -> None:
-    answers = iter([(fx.RATE_LIMITED, 3.0)])
-    fake.script = lambda request: next(answers, fx.HEALTHY)
+    # The core's rule: backpressure is held, never retried. One request,
+    # no pause, the 429 to the caller; the hold answers whoever comes next.
+    env.fake.mode, env.fake.retry_after = fx.RATE_LIMITED, 30
     breaker = make_breaker()
     pauses: List[float] = []
 
-    def sleep(seconds: float) -> None:
+    async def pause_async(seconds: float) -> None:
         pauses.append(seconds)
-        clock.advance(seconds)
 
-    with httpx.Client(base_url=fake.url, trust_env=False) as client:
+    policy = tripwire.retry(attempts=3, sleep=pause_async if env.is_async else pauses.append)
+    retried = policy(th.guard(breaker)(env.get))
 
-        @tripwire.retry(attempts=3, sleep=sleep)
-        @th.guard(breaker)
-        def ping() -> httpx.Response:
-            return client.get(PING)
+    def call() -> Any:
+        return env.loop.run_until_complete(retried(PING)) if env.is_async else retried(PING)
 
-        assert ping().status_code == 200
-    assert pauses == [3.0] and fake.hits(PING) == 2 and breaker.state == "closed"
+    with pytest.raises(th.BackpressureError) as err:
+        call()
+    assert (err.value.status, err.value.retry_after) == (429, 30.0)
+    assert pauses == [] and env.fake.hits(PING) == 1
+    snap = breaker.snapshot()
+    assert (snap.failures, snap.ignored, breaker.hold_left) == (0, 1, 30.0)
+    with pytest.raises(tripwire.CircuitOpenError):
+        call()
+    assert env.fake.hits(PING) == 1
+
+
+def test_retry_pauses_a_503s_retry_after_exactly_and_then_gets_through(make_breaker: Any) -> None:
+    # A failure of the server that names its pause is retried after it, as
+    # a Rust retry does (capped at max_retry_after).
+    answers = iter([_Response(503, {"Retry-After": "4"}), _Response(503, {"Retry-After": "600"})])
+    breaker = make_breaker()
+    pauses: List[float] = []
+
+    @tripwire.retry(attempts=3, sleep=pauses.append, max_retry_after=60.0)
+    @th.guard(breaker)
+    def ping() -> Any:
+        return next(answers, _Response(200))
+
+    assert ping().status_code == 200
+    assert pauses == [4.0, 60.0] and breaker.snapshot().failures == 2
 
 
 def test_a_function_that_returns_no_response_raises_and_gives_its_ticket_back(make_breaker: Any) -> None:
@@ -544,5 +566,44 @@ def test_a_clients_own_error_for_a_4xx_is_the_callers_fault_for_the_breaker_and_
         with pytest.raises((ERRORS[flavour], tripwire.CircuitOpenError)):
             client.run(breaker, policy, PING)
         assert fake.hits(PING) == 2 and breaker.state == "open"
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("flavour", ["requests", "httpx", "aiohttp"])
+def test_a_clients_own_error_for_a_429_holds_a_plain_breaker_for_its_retry_after_and_is_never_retried(
+    flavour: str, fake: fx.FakeExchange
+) -> None:
+    client = _RaisingClient(flavour, fake.url)
+    pauses: List[float] = []
+
+    async def pause_async(seconds: float) -> None:
+        pauses.append(seconds)
+
+    policy = tripwire.retry(attempts=3, sleep=pause_async if flavour == "aiohttp" else pauses.append)
+    clock = tripwire.ManualClock(1000.0)
+    try:
+        # The server's 30 s, read from the raised error's response: held
+        # as tripwire.http holds for the response itself, counted as
+        # ignored, the error to the caller after one request.
+        fake.mode, fake.retry_after = fx.RATE_LIMITED, 30
+        breaker = tripwire.Breaker(failure_threshold=2, open_timeout=12.0, clock=clock)
+        with pytest.raises(ERRORS[flavour]):
+            client.run(breaker, policy, PING)
+        assert fake.hits(PING) == 1 and pauses == []
+        snap = breaker.snapshot()
+        assert (snap.failures, snap.ignored, breaker.hold_left) == (0, 1, 30.0)
+        with pytest.raises(tripwire.CircuitOpenError):
+            client.run(breaker, policy, PING)
+        assert fake.hits(PING) == 1
+        # No wait asked: held for the breaker's open_timeout; an absurd
+        # one: for its max_hold, counted as capped.
+        for wait, hold in [(None, 12.0), (10**9, 3600.0)]:
+            fake.script = lambda request, wait=wait: (fx.BANNED, wait)
+            breaker = tripwire.Breaker(failure_threshold=2, open_timeout=12.0, clock=clock)
+            with pytest.raises(ERRORS[flavour]):
+                client.run(breaker, policy, PING)
+            assert breaker.hold_left == hold and breaker.snapshot().capped_holds == (0 if wait is None else 1)
+        assert fake.hits(PING) == 3 and pauses == []
     finally:
         client.close()

@@ -376,3 +376,35 @@ def test_an_endless_hint_waits_max_retry_after_and_never_breaks_the_retry(hint):
 def test_a_bad_max_retry_after_is_an_error_that_names_it(bad):
     with pytest.raises((ValueError, TypeError), match="max_retry_after"):
         tripwire.retry(max_retry_after=bad)
+
+
+def test_the_default_hint_reads_a_raised_5xx_s_retry_after_and_backpressure_is_never_retried():
+    requests = pytest.importorskip("requests")
+
+    def raised(status, headers):
+        response = requests.Response()
+        response.status_code = status
+        response.headers.update(headers)
+        return requests.HTTPError(f"{status}", response=response)
+
+    assert tripwire.retry_after_attribute(raised(503, {"Retry-After": "2"})) == 2.0
+    assert tripwire.retry_after_attribute(raised(408, {"retry-after": "3"})) == 3.0
+    assert tripwire.retry_after_attribute(raised(500, {})) is None
+    # Backpressure's wait is the breaker's hold, never a retry's pause.
+    assert tripwire.retry_after_attribute(raised(429, {"Retry-After": "2"})) is None
+    for status, sent, pauses_wanted in [(503, 2, [2.0]), (429, 1, []), (418, 1, [])]:
+        pauses = []
+        calls = []
+
+        def call(status=status):
+            calls.append(status)
+            if len(calls) == 1:
+                raise raised(status, {"Retry-After": "2"})
+            return "ok"
+
+        r = tripwire.retry(attempts=3, sleep=pauses.append, retry_on=requests.HTTPError)
+        try:
+            assert r.call(call) == "ok"
+        except requests.HTTPError as e:
+            assert e.response.status_code == status
+        assert (len(calls), pauses) == (sent, pauses_wanted), status

@@ -9,7 +9,8 @@ ends the retries. This module only calls, sleeps (``time.sleep`` or
 
 Composition, outermost first: fallback → retry → breaker → bulkhead →
 call. Each attempt then passes the breaker, and a refusal
-(``CircuitOpenError``, ``BulkheadFullError``) ends the retries at once.
+(``CircuitOpenError``, ``BulkheadFullError``) or backpressure (a 429 or
+418, which the breaker holds for) ends the retries at once.
 A fallback with stale data at hand (``StaleCache.call``, ``tripwire.ccxt``'s
 ``.stale``) runs its call under ``no_pauses()``: the first failed attempt
 ends the retries, so its caller gets the stale value after one attempt's
@@ -28,7 +29,7 @@ import sys
 import time
 from typing import Any, Awaitable, Callable, Coroutine, Iterator, Literal, Optional, TypeVar, overload
 
-from ._tripwire import RetryBudget, RetryPolicy
+from ._tripwire import RetryBudget, RetryPolicy, _raised_retry_after
 from ._types import ExceptionClasses
 
 if sys.version_info >= (3, 10):
@@ -63,14 +64,15 @@ def no_pauses() -> Iterator[None]:
 
 def retry_after_attribute(exc: BaseException) -> Optional[float]:
     """The default ``retry_after`` hint: the exception's ``retry_after``
-    attribute when it is a number of seconds (e.g. from a 429's
-    ``Retry-After`` header), else None."""
+    attribute when it is a number of seconds, else, for an HTTP client's
+    own error (or ``tripwire.http``'s ``ServerError``) for a 5xx or a 408,
+    the ``Retry-After`` (or reset header) of its response, else None."""
     hint = getattr(exc, "retry_after", None)
     if isinstance(hint, (int, float)) and not isinstance(hint, bool) and hint >= 0:
         # An int beyond a float's range is an endless wait, which the
         # policy cuts to max_retry_after like any long one.
         return float(hint) if hint <= sys.float_info.max else math.inf
-    return None
+    return _raised_retry_after(exc)
 
 
 class Retry:
@@ -88,15 +90,18 @@ class Retry:
     fault and final. ``give_up_on``:
     exceptions that are final; ``retry_if``: a further predicate on the
     exception. ``retry_after``: reads a wait the failure asks for (default:
-    its ``retry_after`` attribute); that wait is the pause, exactly, up to
+    ``retry_after_attribute``); that wait is the pause, exactly, up to
     ``max_retry_after`` seconds (default 60): a longer one, which a server
     may send by mistake or in malice, waits that long instead.
     ``budget``: a shared ``RetryBudget``; a retry it refuses raises
     ``RetryBudgetExhausted`` from the last error. ``deadline``: seconds
     after which no attempt starts and no pause ends (read on the budget's
     ``ManualClock`` if it has one). A refusal (``CircuitOpenError``,
-    ``BulkheadFullError``) is never retried, and under ``no_pauses()`` no
-failure is (a caller with stale data at hand). ``sleep``: replaces
+    ``BulkheadFullError``) is never retried, nor is backpressure (an HTTP
+    client's own error for a 429 or 418, or ``tripwire.http``'s
+    ``BackpressureError``): the breaker's hold answers it, and the caller
+    gets it at once. Under ``no_pauses()`` no failure is retried (a caller
+    with stale data at hand). ``sleep``: replaces
     ``time.sleep`` / ``asyncio.sleep`` (tests). The validated arguments are
     ``policy``'s attributes."""
 

@@ -37,7 +37,7 @@ that matches (the exception's class first, then its bases in order):
 | ccxt exception | verdict | retried |
 | --- | --- | --- |
 | ``NetworkError``, ``RequestTimeout``, ``ExchangeNotAvailable``, ``OnMaintenance``, other ``OperationFailed`` | failure | yes |
-| ``RateLimitExceeded``, ``DDoSProtection`` (429, 418) | hold: the breaker refuses every call for the server's ``Retry-After`` (its ``open_timeout`` when none is sent), and the error's ``retry_after`` says how long | after ``retry_after`` |
+| ``RateLimitExceeded``, ``DDoSProtection`` (429, 418) | hold: the breaker refuses every call for the server's ``Retry-After`` (its ``open_timeout`` when none is sent), and the error's ``retry_after`` says how long | never: the caller gets it at once |
 | ``AuthenticationError``, ``PermissionDenied``, ``InsufficientFunds``, ``InvalidOrder``, ``BadSymbol``, ``BadRequest`` | ignored: the caller's fault | never |
 | ``InvalidNonce`` (a ``NetworkError``: the local clock is off, the exchange is fine) | ignored | never |
 | any other ``ExchangeError``, and every non-ccxt exception | ignored: the exchange answered | never |
@@ -50,9 +50,8 @@ full-jitter backoff from 0.2 s capped at 2 s, a retry budget of 20 % of
 recent calls, a 10 s deadline; ``retry={...}`` takes ``tripwire.retry``'s
 arguments, ``retry=False`` turns retries off). The trading group is never
 retried unless ``retry_trading=True``: an order whose answer was lost may
-have been placed. A hold's ``retry_after`` is the pause, exactly; one that
-ends past the deadline is not waited for, and the caller gets the error
-with its ``retry_after``.
+have been placed. A hold is never retried: the caller gets the error with
+its ``retry_after`` at once, and the hold refuses the calls that follow.
 
 **Stale data.** ``guarded.stale.<method>(...)`` (market data only) returns
 ``tripwire.Cached(value, age, stale)``: the fresh value, or, when the
@@ -60,8 +59,8 @@ exchange is down or refused, the last good value of the same call (same
 method and arguments) with its age, if younger than ``stale_max_age``.
 With such a value at hand, a stale read makes one attempt and never waits:
 a failure, a refusal or a 429 returns the stale value at once, where a
-plain read would pause for a backoff or the ``Retry-After`` and try again
-(without one, it retries as a plain read does).
+plain read would pause for a backoff and try again, or raise the 429
+(without one, it reads as a plain read does).
 Balances, orders and trading are never served stale:
 ``guarded.stale.fetch_balance`` raises ``TypeError``.
 
@@ -307,8 +306,10 @@ class GuardedExchange:
         options.setdefault("budget", RetryBudget(0.2))
         theirs = options.pop("retry_if", None)
 
+        # Only the exchange's failure is asked again: a hold (429, 418) is
+        # answered by the breaker it placed, and the caller gets it at once.
         def retry_if(exc: BaseException) -> bool:
-            return self.verdict(exc) != IGNORED and (theirs is None or bool(theirs(exc)))
+            return self.verdict(exc) == FAILURE and (theirs is None or bool(theirs(exc)))
 
         return Retry(retry_if=retry_if, **options)
 

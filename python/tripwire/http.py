@@ -8,7 +8,7 @@ raises. A response is judged by its status:
 | --- | --- | --- | --- |
 | 1xx, 2xx, 3xx | ``"success"`` | counts a success | returns the response |
 | 5xx; 408 (the server timed out); 600–999 (no HTTP status: a broken server) | ``"failure"`` | counts a failure (enough of them trip it) | raises ``ServerError`` |
-| 429, 418 | ``"backpressure"`` | held open for the ``Retry-After`` (or ``RateLimit-Reset`` / ``X-RateLimit-Reset``), its ``open_timeout`` when none is sent, capped at one hour | raises ``BackpressureError`` with ``retry_after`` |
+| 429, 418 | ``"backpressure"`` | held open for the ``Retry-After`` (or ``RateLimit-Reset`` / ``X-RateLimit-Reset``), its ``open_timeout`` when none is sent, capped at one hour | raises ``BackpressureError`` with ``retry_after``, which ``tripwire.retry`` never retries |
 | other 4xx (401 unsigned, 403, 400, 404, …) | ``"ignored"``: the caller's fault | counts nothing, never retried | returns the response |
 
 ::
@@ -18,7 +18,7 @@ raises. A response is judged by its status:
     exchange = tripwire.Breaker(name="exchange", failure_threshold=5, open_timeout=30.0)
     client = httpx.AsyncClient(base_url="https://api.example.com", timeout=5.0)
 
-    @tripwire.retry(attempts=3)              # pauses a 429's Retry-After, exactly
+    @tripwire.retry(attempts=3)              # pauses a 5xx's Retry-After; never retries a 429
     @tripwire.http.guard(exchange)
     async def depth(symbol: str) -> httpx.Response:
         return await client.get("/api/v3/depth", params={"symbol": symbol})
@@ -168,12 +168,14 @@ class ResponseError(TripwireError):
 
 class ServerError(ResponseError):
     """A 5xx, a 408, or a status outside 100–599: counted as a failure.
-    ``retry_after`` is None."""
+    ``retry_after`` is None (no hold); ``tripwire.retry`` pauses for the
+    response's own ``Retry-After`` if it has one."""
 
 
 class BackpressureError(ResponseError):
     """A 429 or 418: the breaker is held open; ``retry_after`` says for how
-    many more seconds (what ``tripwire.retry`` pauses, exactly)."""
+    many more seconds. ``tripwire.retry`` never retries it: the caller gets
+    it at once, and the hold refuses the calls that follow."""
 
 
 def _settle(breaker: Breaker, ticket: Ticket, response: object, raise_errors: bool) -> None:
