@@ -323,7 +323,10 @@ fn redis_killed_mid_run_never_slows_or_fails_a_guarded_call_and_the_link_recover
         let line = h.expect("done", Duration::from_secs(5));
         assert_eq!(field(&line, "failed"), 0, "host {j}: {line}");
         assert_eq!(field(&line, "refused_before_open"), 0, "no refusal while the exchange is up: {line}");
-        assert!(field(&line, "calls") > 300, "calls went on: {line}");
+        // About 300 a host on a loaded 2-core machine, more on a quiet
+        // one: the bound says the calls went on through the outage, not
+        // how fast.
+        assert!(field(&line, "calls") > 150, "calls went on: {line}");
         assert!(field(&line, "reconnects") >= 1, "{line}");
         // Never a wait for Redis: a blocked call would take its 500 ms
         // connect timeout or the outage's 800 ms.
@@ -331,5 +334,5 @@ fn redis_killed_mid_run_never_slows_or_fails_a_guarded_call_and_the_link_recover
         eprintln!("host {j}: {line}");
     }
     let hits_before = exchange.hits().len();
-    assert!(hits_before > 900, "{hits_before}");
+    assert!(hits_before > 450, "{hits_before}");
 }
