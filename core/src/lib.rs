@@ -176,6 +176,9 @@ mod layers;
 #[cfg(feature = "std")]
 mod policy;
 
+#[cfg(feature = "std")]
+pub mod guide;
+
 pub use breaker::*;
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, FixedClock, ManualClock, duration_ns};

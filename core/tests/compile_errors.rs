@@ -1,4 +1,4 @@
-//! The compile errors a user meets on the README's call patterns name the
+//! The compile errors a user meets on the guide's call patterns name the
 //! missing piece and the fix; each `.stderr` in `tests/ui/` pins one.
 // With `tokio`, as every CI run of the tests has it: rustc lists the
 // `Timer`s there are, so the text depends on it.

@@ -36,7 +36,19 @@
 //!   [`tw_breaker_record_at`] with a [`tw_outcome`] → [`tw_transition`];
 //!   [`tw_ticket_is_probe`], [`tw_ticket_transition`];
 //!   [`tw_breaker_state`], [`tw_breaker_snapshot`] → [`tw_snapshot`];
-//!   [`tw_breaker_force_open`], [`tw_breaker_disable`], [`tw_breaker_reset`].
+//!   [`tw_breaker_force_open`], [`tw_breaker_disable`], [`tw_breaker_reset`];
+//!   [`tw_breaker_record_healthy_success`].
+//! - Holds and HTTP answers: [`tw_breaker_hold_for`] /
+//!   [`tw_breaker_hold_for_at`], [`tw_breaker_hold_left`] /
+//!   [`tw_breaker_hold_left_at`]; [`tw_breaker_settle`] /
+//!   [`tw_breaker_settle_at`] (an outcome, and a hold for backpressure);
+//!   [`tw_http_assess`] → [`tw_assessment`] (a status and its rate-limit
+//!   headers judged as every binding judges them).
+//! - Fleet (breakers shared across hosts through Redis): [`tw_fleet_options`],
+//!   `tw_fleet_options_default` (a `static inline` in the header over
+//!   [`tw_fleet_options_init`]), [`tw_fleet_new`], [`tw_fleet_join`],
+//!   [`tw_fleet_snapshot`] → [`tw_fleet_stats`], [`tw_fleet_last_error`],
+//!   [`tw_fleet_connect_failures`], [`tw_fleet_free`].
 //! - The header's inline fast path (`tw_breaker_try_acquire_fast`,
 //!   `tw_breaker_record_fast` and their `_at` forms, C in
 //!   `include/tripwire_inline.h`) and what it reads: [`tw_breaker_hot`],

@@ -33,7 +33,7 @@ def test_prometheus_text_exports_named_breakers(make_breaker):
         assert line.startswith("# ") or re.fullmatch(r"tripwire_[a-z_]+\{.*\} \d+", line), line
 
 
-#: Breaker actions, one a line, as `core/examples/registry_script.rs` reads
+#: Breaker actions, one a line, as `core/tests/fixtures/registry_script.rs` reads
 #: them; the names carry the characters a label value must escape.
 SCRIPT = """
 new parity/binance"book\\x 2

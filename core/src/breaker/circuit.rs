@@ -93,8 +93,9 @@ impl Admitted {
 ///
 /// # Size and alignment
 /// Aligned to a cache-line pair (128 bytes on x86-64) so that the state
-/// word and each counter stripe have lines of their own; see the crate's
-/// README for the measured size.
+/// word and each counter stripe have lines of their own. `cargo run -p
+/// tripwire-breaker --example sizes` prints its measured size, with the
+/// config's and the ticket's.
 #[repr(C)]
 #[derive(Debug)]
 pub struct Breaker {
