@@ -217,6 +217,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
+    #[cfg_attr(miri, ignore = "single-threaded reference check of safe code; the threaded tests below run under miri")]
     fn a_time_window_trips_exactly_when_the_reference_does(
         p in time_params(),
         ops in (0.1f64..0.9).prop_flat_map(|f| prop::collection::vec(op(1_000_000, f), 1..MAX_OPS)),
@@ -232,6 +233,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "single-threaded reference check of safe code; the threaded tests below run under miri")]
     fn a_count_window_trips_exactly_when_the_reference_does(
         p in count_params(),
         ops in (0.1f64..0.9).prop_flat_map(|f| prop::collection::vec(op(1_000_000, f), 1..MAX_OPS * 4)),
@@ -244,6 +246,7 @@ proptest! {
     /// threshold exactly, where a rate compared in floating point trips a
     /// call late for some k/n (7/25, 14/50, ...).
     #[test]
+    #[cfg_attr(miri, ignore = "single-threaded reference check of safe code; the threaded tests below run under miri")]
     fn a_full_count_window_meets_a_rate_of_its_own_size_exactly(
         (p, ops) in (1u32..=60, 1u32..=60, any::<u64>(), any::<bool>()).prop_flat_map(|(n, k, start, slow)| {
             let (n, k) = (n.max(k), n.min(k));
