@@ -4,19 +4,25 @@
 //! - [`breaker::Breaker`]: the breaker, usable as a decorator, a context
 //!   manager (`with` / `async with`) and through `call`.
 //! - [`guarded::Guarded`]: what decorating a plain function returns; its
-//!   `__call__` is the whole hot path, in Rust.
+//!   `__call__` is the whole hot path, in Rust. [`with_stack`]: the
+//!   tickets of open `with breaker:` blocks, per thread.
+//! - [`config`]: a breaker's keyword arguments → the core's
+//!   `BreakerConfig`; [`classify`]: which exceptions and results count as
+//!   failures; [`listeners`]: the callables told of each transition;
+//!   [`snapshot`]: a breaker's counters as a frozen object.
 //! - [`clock::ManualClock`]: a clock that only moves when told to, for tests.
 //! - [`core_breaker`]: the core breaker a `Breaker` wraps, in this
 //!   process or in a shared mapping; [`state`]: states' names.
 //! - [`errors`]: raising the exceptions of `tripwire/_errors.py`;
 //!   [`aio`]: the asyncio helpers of `tripwire/_aio.py`.
 //! - [`args`]: the argument checks, for the Python modules too;
+//!   [`as_given`]: a wrong value shown as the caller gave it;
 //!   [`http`]: the core's classification of HTTP responses and its
 //!   reading of `Retry-After` and reset headers.
 //! - [`registry`]: named breakers, bulkheads and stale caches and their
 //!   Prometheus export (the core's writer, so the families are a Rust
 //!   `Registry`'s); [`stale_stats::StaleStats`]: a Python stale cache's
-//!   counters.
+//!   counters, kept in [`stale_counts`] where the registry reads them.
 //! - [`shared`]: breakers in a memory-mapped file (`Breaker.shared`).
 //! - [`bulkhead::Bulkhead`]: a cap on calls in flight;
 //!   [`bulkhead_wait::BulkheadWait`]: a coroutine's wait for a slot, woken
