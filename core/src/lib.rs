@@ -57,8 +57,8 @@
 //!   the blocking executor, which ends with a [`RetryError`] saying why;
 //!   [`retry_notify`] (and `retry_async_notify`) call a hook with a
 //!   [`RetryEvent`] (attempt, error, pause) before each retry.
-//! - [`RetryConfigError`]: the field, value and accepted range of a bad
-//!   backoff, budget or policy setting.
+//! - A bad backoff, budget or policy setting is the same [`ConfigError`]
+//!   as a breaker's: the config, the field, its value and what is accepted.
 //!
 //! # Time
 //! - [`Clock`]: monotonic nanoseconds, read only when a decision needs it.
@@ -166,6 +166,7 @@ extern crate std;
 mod breaker;
 mod bulkhead;
 mod clock;
+mod config_error;
 mod refusal;
 mod retry;
 mod shared_bulkhead;

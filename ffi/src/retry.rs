@@ -4,8 +4,8 @@
 use core::time::Duration;
 
 use tripwire::{
-    Backoff, BackoffConfig, FixedClock, Jitter, MonotonicClock, RetryBudget, RetryBudgetConfig,
-    RetryConfigError, duration_ns,
+    Backoff, BackoffConfig, ConfigError, FixedClock, Jitter, MonotonicClock, RetryBudget, RetryBudgetConfig,
+    duration_ns,
 };
 
 use crate::handle::{Boxed, Handle, box_into_out, free_box, handle};
@@ -14,7 +14,7 @@ use crate::struct_size::{Versioned, read_in, write_out};
 
 /// The core's message under the C struct's field name: a duration is a
 /// `_ns` field in C (`base_ns`, not the builder's `base`).
-fn config_error(fn_name: &str, e: RetryConfigError) -> tw_status {
+fn config_error(fn_name: &str, e: ConfigError) -> tw_status {
     let e = match e.field() {
         "base" => e.with_field("base_ns"),
         "cap" => e.with_field("cap_ns"),

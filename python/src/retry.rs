@@ -16,7 +16,7 @@ use pyo3::exceptions::{PyTimeoutError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
-use tripwire::{Assessment, Refusal, RetryConfigError, RetryError, RetryLoop, Verdict};
+use tripwire::{Assessment, ConfigError, Refusal, RetryError, RetryLoop, Verdict};
 
 use crate::args::{Secs, seconds};
 use crate::as_given::AsGiven;
@@ -63,7 +63,7 @@ fn hint_seconds(v: &Bound<'_, PyAny>) -> PyResult<Duration> {
 
 /// The core's message under the Python argument's name, with the value as
 /// given.
-fn policy_error(g: &AsGiven, e: RetryConfigError) -> PyErr {
+fn policy_error(g: &AsGiven, e: ConfigError) -> PyErr {
     let e = match e.field() {
         "max_attempts" => e.with_field("attempts"),
         "max_total" => e.with_field("deadline"),

@@ -1,11 +1,15 @@
 //! Breaker configuration: a plain `#[repr(C)]` value, validated once by
 //! [`BreakerConfigBuilder::build`] so that the hot path never checks it.
 
-use core::fmt;
 use core::time::Duration;
 
 use crate::breaker::rate::Rate;
 use crate::clock::duration_ns;
+pub use crate::config_error::ConfigError;
+use crate::config_error::{Rule, Value};
+
+/// The config a breaker's errors name.
+const BREAKER: &str = "breaker";
 
 /// The largest consecutive-failure threshold: the count has 16 bits in the
 /// state word.
@@ -348,6 +352,7 @@ impl BreakerConfig {
             if fraction != Rate::of(rate) {
                 let want = Value::Int(Rate::of(rate).packed());
                 return Err(ConfigError {
+                    config: BREAKER,
                     field,
                     value: Value::Int(fraction.packed()),
                     rule: Rule::Range { min: want, max: want, max_inclusive: true },
@@ -369,6 +374,7 @@ impl BreakerConfig {
         if c.window_recip != reciprocal(c.window_bucket_ns) {
             let want = Value::Int(reciprocal(c.window_bucket_ns));
             return Err(ConfigError {
+                config: BREAKER,
                 field: "window_recip",
                 value: Value::Int(c.window_recip),
                 rule: Rule::Range { min: want, max: want, max_inclusive: true },
@@ -381,6 +387,7 @@ impl BreakerConfig {
         // A count-based window never holds more than its calls.
         if c.windowed() && c.window_calls != 0 && c.min_calls > c.window_calls {
             return Err(ConfigError {
+                config: BREAKER,
                 field: "min_calls",
                 value: Value::Int(c.min_calls.into()),
                 rule: Rule::AtMost { field: "count_window", value: Value::Int(c.window_calls.into()) },
@@ -390,6 +397,7 @@ impl BreakerConfig {
             check_duration("slow_call", c.slow_call_ns, MIN_OPEN_TIMEOUT, MAX_OPEN_TIMEOUT)?;
         } else if c.slow_rate > 0.0 {
             return Err(ConfigError {
+                config: BREAKER,
                 field: "slow_rate",
                 value: Value::Float(c.slow_rate),
                 rule: Rule::Needs("slow_call"),
@@ -399,6 +407,7 @@ impl BreakerConfig {
         check_duration("open_timeout_max", c.open_timeout_max_ns, MIN_OPEN_TIMEOUT, MAX_OPEN_TIMEOUT)?;
         if c.open_timeout_max_ns < c.open_timeout_ns {
             return Err(ConfigError {
+                config: BREAKER,
                 field: "open_timeout_max",
                 value: Value::Duration(c.open_timeout_max_ns),
                 rule: Rule::AtLeast { field: "open_timeout", value: Value::Duration(c.open_timeout_ns) },
@@ -412,6 +421,7 @@ impl BreakerConfig {
         check_range_u64("half_open_successes", c.half_open_successes.into(), 1, MAX_HALF_OPEN.into())?;
         if c.half_open_successes > c.half_open_max {
             return Err(ConfigError {
+                config: BREAKER,
                 field: "half_open_successes",
                 value: Value::Int(c.half_open_successes.into()),
                 rule: Rule::AtMost { field: "half_open_max", value: Value::Int(c.half_open_max.into()) },
@@ -421,6 +431,7 @@ impl BreakerConfig {
         let want = c.derived_flags() | (c.flags & COUNT_SUCCESSES);
         if c.flags != want {
             return Err(ConfigError {
+                config: BREAKER,
                 field: "flags",
                 value: Value::Int(c.flags.into()),
                 rule: Rule::Range {
@@ -440,6 +451,7 @@ fn check_range_u64(field: &'static str, v: u64, min: u64, max: u64) -> Result<()
         return Ok(());
     }
     Err(ConfigError {
+        config: BREAKER,
         field,
         value: Value::Int(v),
         rule: Rule::Range { min: Value::Int(min), max: Value::Int(max), max_inclusive: true },
@@ -460,6 +472,7 @@ fn check_range_f64(
         return Ok(());
     }
     Err(ConfigError {
+        config: BREAKER,
         field,
         value: Value::Float(v),
         rule: Rule::Range { min: Value::Float(min), max: Value::Float(max), max_inclusive },
@@ -472,7 +485,7 @@ fn check_rate(field: &'static str, v: f64) -> Result<(), ConfigError> {
     if (0.0..=1.0).contains(&v) {
         return Ok(());
     }
-    Err(ConfigError { field, value: Value::Float(v), rule: Rule::Rate })
+    Err(ConfigError { config: BREAKER, field, value: Value::Float(v), rule: Rule::Rate })
 }
 
 #[inline]
@@ -482,6 +495,7 @@ fn check_duration(field: &'static str, ns: u64, min: Duration, max: Duration) ->
         return Ok(());
     }
     Err(ConfigError {
+        config: BREAKER,
         field,
         value: Value::Duration(ns),
         rule: Rule::Range { min: Value::Duration(min), max: Value::Duration(max), max_inclusive: true },
@@ -725,6 +739,7 @@ impl BreakerConfigBuilder {
         if self.count_window == Some(0) {
             let max = Value::Int(MAX_COUNT_WINDOW.into());
             return Err(ConfigError {
+                config: BREAKER,
                 field: "count_window",
                 value: Value::Int(0),
                 rule: Rule::Range { min: Value::Int(1), max, max_inclusive: true },
@@ -740,6 +755,7 @@ impl BreakerConfigBuilder {
         // would grow nothing: say so rather than ignore the setting.
         if self.config.open_timeout_growth > 1.0 && !self.max_set {
             return Err(ConfigError {
+                config: BREAKER,
                 field: "open_timeout_growth",
                 value: Value::Float(self.config.open_timeout_growth),
                 rule: Rule::Needs("open_timeout_max"),
@@ -748,141 +764,6 @@ impl BreakerConfigBuilder {
         Ok(self.config)
     }
 }
-
-/// A config field that was out of range, with its value and what is accepted.
-///
-/// # Examples
-/// ```
-/// use tripwire::BreakerConfig;
-/// let err = BreakerConfig::builder().failure_threshold(0).build().unwrap_err();
-/// assert_eq!(err.field(), "failure_threshold");
-/// assert_eq!(err.to_string(), "invalid breaker config: failure_threshold = 0, expected 1 to 65535");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ConfigError {
-    field: &'static str,
-    value: Value,
-    rule: Rule,
-}
-
-impl ConfigError {
-    #[inline]
-    /// The name of the offending field, as the builder method is named.
-    pub fn field(&self) -> &'static str {
-        self.field
-    }
-
-    /// This error as a binding's users read it: every field, the offending
-    /// one and any it is compared with, named through `rename` (a builder
-    /// method's name to, say, a C struct's field), and durations given in
-    /// whole nanoseconds, as a binding whose fields are `*_ns` takes them.
-    ///
-    /// # Examples
-    /// ```
-    /// use core::time::Duration;
-    /// use tripwire::BreakerConfig;
-    ///
-    /// let err = BreakerConfig::builder().open_timeout(Duration::ZERO).build().unwrap_err();
-    /// let c_name = |field: &'static str| if field == "open_timeout" { "open_timeout_ns" } else { field };
-    /// assert_eq!(
-    ///     err.renamed(c_name).to_string(),
-    ///     "invalid breaker config: open_timeout_ns = 0, expected 1000 to 604800000000000"
-    /// );
-    /// ```
-    pub fn renamed(&self, rename: fn(&'static str) -> &'static str) -> impl fmt::Display + '_ {
-        Described { err: self, rename, nanos: true }
-    }
-}
-
-/// A `ConfigError` shown with field names and duration units of a caller's
-/// choosing ([`ConfigError::renamed`]; `Display` uses the builder's).
-struct Described<'a> {
-    err: &'a ConfigError,
-    rename: fn(&'static str) -> &'static str,
-    nanos: bool,
-}
-
-impl Value {
-    fn show(self, f: &mut fmt::Formatter<'_>, nanos: bool) -> fmt::Result {
-        match self {
-            Value::Duration(ns) if nanos => write!(f, "{ns}"),
-            v => write!(f, "{v}"),
-        }
-    }
-}
-
-impl fmt::Display for Described<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (e, name, nanos) = (self.err, self.rename, self.nanos);
-        write!(f, "invalid breaker config: {} = ", name(e.field))?;
-        e.value.show(f, nanos)?;
-        f.write_str(", expected ")?;
-        match e.rule {
-            Rule::Range { min, max, max_inclusive } => {
-                f.write_str(if max_inclusive { "" } else { "at least " })?;
-                min.show(f, nanos)?;
-                f.write_str(if max_inclusive { " to " } else { " and below " })?;
-                max.show(f, nanos)
-            }
-            Rule::AtMost { field, value } | Rule::AtLeast { field, value } => {
-                let bound = if matches!(e.rule, Rule::AtMost { .. }) { "at most" } else { "at least" };
-                write!(f, "{bound} {} (", name(field))?;
-                value.show(f, nanos)?;
-                f.write_str(")")
-            }
-            Rule::Rate => f.write_str("a rate above 0 and at most 1 (0 turns it off)"),
-            Rule::Needs(other) => write!(f, "{} to be set as well", name(other)),
-        }
-    }
-}
-
-/// A config value as an error shows it (also used by the retry configs).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Value {
-    Int(u64),
-    Float(f64),
-    /// Nanoseconds.
-    Duration(u64),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Rule {
-    Range {
-        min: Value,
-        max: Value,
-        max_inclusive: bool,
-    },
-    AtMost {
-        field: &'static str,
-        value: Value,
-    },
-    AtLeast {
-        field: &'static str,
-        value: Value,
-    },
-    /// A rate: above 0 and at most 1, or 0 for off.
-    Rate,
-    /// Set, but meaningless without this other field.
-    Needs(&'static str),
-}
-
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Value::Int(v) => write!(f, "{v}"),
-            Value::Float(v) => write!(f, "{v}"),
-            Value::Duration(ns) => write!(f, "{:?}", Duration::from_nanos(ns)),
-        }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&Described { err: self, rename: |field| field, nanos: false }, f)
-    }
-}
-
-impl core::error::Error for ConfigError {}
 
 impl BreakerConfig {
     /// The seed mixed into the cool-down jitter.

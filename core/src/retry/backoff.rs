@@ -53,7 +53,7 @@ static INSTANCES: GlobalAtomicU64 = GlobalAtomicU64::new(0);
 ///
 /// backoff.reset();
 /// assert_eq!(backoff.next_delay(), Duration::from_millis(100));
-/// # Ok::<(), tripwire::RetryConfigError>(())
+/// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct Backoff {

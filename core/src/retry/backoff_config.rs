@@ -6,7 +6,8 @@ use core::str::FromStr;
 use core::time::Duration;
 
 use crate::clock::duration_ns;
-use crate::retry::config::{MAX_NS, RetryConfigError, Value, check_at_least, check_range};
+use crate::config_error::ConfigError;
+use crate::retry::config::{MAX_NS, Value, check_at_least, check_range};
 
 /// The largest growth factor between two delays.
 pub const MAX_BACKOFF_FACTOR: f64 = 100.0;
@@ -32,7 +33,7 @@ pub const MAX_BACKOFF_FACTOR: f64 = 100.0;
 /// let config = BackoffConfig::builder().base(second).factor(1.0).jitter(Jitter::Equal).build()?;
 /// let delay = Backoff::new(config).next_delay();
 /// assert!(second / 2 <= delay && delay <= second);
-/// # Ok::<(), tripwire::RetryConfigError>(())
+/// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -126,7 +127,7 @@ impl core::error::Error for ParseJitterError {}
 ///     .jitter(Jitter::Decorrelated)
 ///     .build()?;
 /// assert_eq!(config.cap(), Duration::from_secs(5));
-/// # Ok::<(), tripwire::RetryConfigError>(())
+/// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -183,7 +184,7 @@ impl BackoffConfig {
     }
 
     /// Checks every field and every relation between fields.
-    pub fn validate(&self) -> Result<(), RetryConfigError> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         const C: &str = "backoff";
         let (dur, max) = (Value::Duration, Value::Duration(MAX_NS));
         check_range(C, "base", dur(self.base_ns), dur(1), max)?;
@@ -256,7 +257,7 @@ impl BackoffConfigBuilder {
     }
 
     /// Validates and returns the config, or the first field that is wrong.
-    pub fn build(self) -> Result<BackoffConfig, RetryConfigError> {
+    pub fn build(self) -> Result<BackoffConfig, ConfigError> {
         self.config.validate()?;
         Ok(self.config)
     }

@@ -40,7 +40,8 @@ use crossbeam_utils::CachePadded;
 
 use crate::clock::Clock;
 use crate::clock::duration_ns;
-use crate::retry::config::{MAX_NS, RetryConfigError, Value, check_range};
+use crate::config_error::ConfigError;
+use crate::retry::config::{MAX_NS, Value, check_range};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Bit 31: the tick is stamped.
@@ -77,7 +78,7 @@ pub const MIN_BUDGET_TTL: Duration = Duration::from_millis(100);
 ///     .min_retries_per_sec(1.0)
 ///     .build()?;
 /// assert_eq!(config.reserve_tokens(), 10.0);
-/// # Ok::<(), tripwire::RetryConfigError>(())
+/// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -140,7 +141,7 @@ impl RetryBudgetConfig {
     }
 
     /// Checks every field.
-    pub fn validate(&self) -> Result<(), RetryConfigError> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         const C: &str = "retry budget";
         let f = Value::Float;
         check_range(C, "ratio", f(self.ratio), f(0.0), f(MAX_RATIO))?;
@@ -191,7 +192,7 @@ impl RetryBudgetConfigBuilder {
     }
 
     /// Validates and returns the config, or the first field that is wrong.
-    pub fn build(self) -> Result<RetryBudgetConfig, RetryConfigError> {
+    pub fn build(self) -> Result<RetryBudgetConfig, ConfigError> {
         self.config.validate()?;
         Ok(self.config)
     }
@@ -224,7 +225,7 @@ impl RetryBudgetConfigBuilder {
 /// }
 /// clock.advance(Duration::from_secs(3600)); // a quiet hour
 /// assert_eq!(budget.available_milli(&clock), 0);
-/// # Ok::<(), tripwire::RetryConfigError>(())
+/// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 ///
 /// # Size and alignment

@@ -16,7 +16,7 @@ pub use backoff_config::{BackoffConfig, BackoffConfigBuilder, Jitter, MAX_BACKOF
 pub use budget::{
     MAX_RATIO, MAX_RESERVE_TOKENS, MIN_BUDGET_TTL, RetryBudget, RetryBudgetConfig, RetryBudgetConfigBuilder,
 };
-pub use config::{MAX_RETRY_DURATION, RetryConfigError};
+pub use config::MAX_RETRY_DURATION;
 pub use error::RetryError;
 pub use policy::{
     Classify, DEFAULT_MAX_RETRY_AFTER, MAX_ATTEMPTS, Next, Refusal, RetryAll, RetryPolicy,

@@ -12,9 +12,10 @@ use crate::breaker::permit::CallError;
 use crate::breaker::ticket::Rejected;
 use crate::bulkhead::BulkheadFull;
 use crate::clock::duration_ns;
+use crate::config_error::ConfigError;
 use crate::retry::backoff_config::BackoffConfig;
 use crate::retry::budget::RetryBudget;
-use crate::retry::config::{MAX_NS, RetryConfigError, Value, check_range};
+use crate::retry::config::{MAX_NS, Value, check_range};
 
 /// The most attempts a policy allows.
 pub const MAX_ATTEMPTS: u32 = 10_000;
@@ -85,7 +86,7 @@ impl<E, F: Fn(&E) -> Verdict> Classify<E> for F {
 /// use tripwire::{Next, RetryPolicy};
 /// let policy = RetryPolicy::builder().build()?; // classifies with `RetryAll`
 /// assert_eq!(policy.next(1, &std::io::Error::other("reset")), Next::Retry(None));
-/// # Ok::<(), tripwire::RetryConfigError>(())
+/// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RetryAll;
@@ -177,7 +178,7 @@ impl Refusal for std::io::Error {}
 ///         HttpError::Status(_) => Verdict::Final,
 ///     });
 /// assert_eq!(policy.max_attempts(), 4);
-/// # Ok::<(), tripwire::RetryConfigError>(())
+/// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy<'a, K = RetryAll> {
@@ -198,7 +199,7 @@ pub struct RetryPolicy<'a, K = RetryAll> {
 /// let policy = RetryPolicy::builder().max_attempts(2).build()?;
 /// let e = std::io::Error::other("503");
 /// assert_eq!((policy.next(1, &e), policy.next(2, &e)), (Next::Retry(None), Next::Exhausted));
-/// # Ok::<(), tripwire::RetryConfigError>(())
+/// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
@@ -308,7 +309,7 @@ impl<'a, K> RetryPolicy<'a, K> {
     ///
     /// let policy = RetryPolicy::builder().max_attempts(2).build()?;
     /// assert_eq!(policy.next(1, &BulkheadFull { max: 8 }), Next::Final);
-    /// # Ok::<(), tripwire::RetryConfigError>(())
+    /// # Ok::<(), tripwire::ConfigError>(())
     /// ```
     pub fn next<E>(&self, attempt: u32, error: &E) -> Next
     where
@@ -340,7 +341,7 @@ impl<'a, K> RetryPolicy<'a, K> {
 /// use tripwire::RetryPolicy;
 /// let policy = RetryPolicy::builder().max_attempts(5).max_total(Duration::from_secs(3)).build()?;
 /// assert_eq!(policy.max_total(), Some(Duration::from_secs(3)));
-/// # Ok::<(), tripwire::RetryConfigError>(())
+/// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
@@ -382,7 +383,7 @@ impl RetryPolicyBuilder {
     }
 
     /// Validates and returns the policy, or the first field that is wrong.
-    pub fn build(self) -> Result<RetryPolicy<'static, RetryAll>, RetryConfigError> {
+    pub fn build(self) -> Result<RetryPolicy<'static, RetryAll>, ConfigError> {
         const C: &str = "retry policy";
         let n = Value::Int(self.max_attempts.into());
         check_range(C, "max_attempts", n, Value::Int(1), Value::Int(MAX_ATTEMPTS.into()))?;

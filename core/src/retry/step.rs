@@ -74,7 +74,7 @@ use crate::retry::policy::{Classify, Next, Refusal, RetryPolicy};
 /// // The last attempt the policy allows.
 /// let end = run.failed(&policy, &clock, Error::Unavailable).unwrap_err();
 /// assert!(matches!(end, RetryError::Exhausted { attempts: 3, last: Error::Unavailable }));
-/// # Ok::<(), tripwire::RetryConfigError>(())
+/// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct RetryLoop<E> {

@@ -71,7 +71,7 @@
 //!     }
 //! }
 //! # let _ = ticker(&client);
-//! # Ok::<(), tripwire::RetryConfigError>(())
+//! # Ok::<(), tripwire::ConfigError>(())
 //! ```
 
 mod middleware;

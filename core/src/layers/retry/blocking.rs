@@ -90,7 +90,7 @@ impl<'a> Stop<'a> {
 ///
 /// let down = retry(&policy, &Stop::never(), |_| Err::<(), _>(std::io::Error::other("503")));
 /// assert!(matches!(down, Err(RetryError::Exhausted { attempts: 3, .. })));
-/// # Ok::<(), tripwire::RetryConfigError>(())
+/// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 pub fn retry<T, E, K>(
     policy: &RetryPolicy<'_, K>,
@@ -144,7 +144,7 @@ pub struct RetryEvent<'e, E> {
 /// );
 /// assert_eq!(got.unwrap(), 3);
 /// assert_eq!(seen, [(1, "503".to_owned()), (2, "503".to_owned())]);
-/// # Ok::<(), tripwire::RetryConfigError>(())
+/// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 pub fn retry_notify<T, E, K>(
     policy: &RetryPolicy<'_, K>,

@@ -74,7 +74,7 @@ use crate::retry::policy::{RetryAll, RetryPolicy, Verdict};
 /// let retrying = layer.layer(client);
 /// # let _ = retrying;
 /// # }
-/// # Ok::<(), tripwire::RetryConfigError>(())
+/// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 #[derive(Clone)]
 pub struct RetryLayer<K = HttpClassifier, Tm = ()> {
