@@ -114,7 +114,7 @@ impl<'a> Memory<'a> {
         if mem.is_null() {
             return Err(RegionError::Null { kind });
         }
-        if mem.addr() % align != 0 {
+        if !mem.addr().is_multiple_of(align) {
             return Err(RegionError::Misaligned { kind, addr: mem.addr(), align });
         }
         if len < needed {
@@ -220,7 +220,7 @@ impl<'a> Claim<'a> {
     pub(crate) fn write<T: Plain>(&mut self, offset: usize, value: T) {
         assert!(offset >= HEADER_SIZE && offset + size_of::<T>() <= self.size, "write out of the claim");
         let at = self.memory.mem.wrapping_add(offset);
-        assert!(at.addr() % align_of::<T>() == 0, "misaligned write");
+        assert!(at.addr().is_multiple_of(align_of::<T>()), "misaligned write");
         // SAFETY: inside the claimed bytes and aligned (asserted), valid for writes (caller of `Memory::new`); the claim makes this process the only one touching them until `publish`; the old bytes need no drop (`Plain`).
         unsafe { at.cast::<T>().write(value) }
     }
@@ -292,7 +292,7 @@ impl<'a> Region<'a> {
         let end = count.checked_mul(size_of::<T>()).and_then(|n| n.checked_add(offset));
         assert!(end.is_some_and(|end| end <= self.len), "read out of the region");
         let at = self.mem.wrapping_add(offset);
-        assert!(at.addr() % align_of::<T>() == 0, "misaligned read");
+        assert!(at.addr().is_multiple_of(align_of::<T>()), "misaligned read");
         at.cast()
     }
 
