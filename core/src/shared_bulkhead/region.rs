@@ -36,6 +36,11 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// | 64 + 8·i | `slot[i]: u64` | 0 when free, else the [`Holder`] word of its holder |
 /// | 64 + 8·`max` + 8·i | `releases[i]: u64` | how many releases have freed `slot[i]`, wrapping (any value is valid) |
 ///
+/// The first 24 bytes (magic, version, `max`, size) are the header every
+/// kind of region starts with, made and checked by one protocol for all of
+/// them: memory holding a breaker's region ([`SharedRegion`](crate::SharedRegion))
+/// is refused with [`RegionError::WrongKind`].
+///
 /// The layout is native (endianness): a region is shared between processes
 /// of one host built from the same version of this crate. Sharing it
 /// between processes needs native 64-bit atomics: where portable-atomic
