@@ -35,6 +35,9 @@
 //!   [`SlotTable`] holds the same layout in ordinary memory. With `std`,
 //!   `try_acquire_here` and `reclaim_dead` bring this process's holder word
 //!   and the liveness check.
+//! - Shared regions: every kind ([`RegionKind`]: [`SharedRegion`] for a
+//!   breaker, [`SharedBulkheadRegion`]) starts with one header, made and
+//!   checked by one protocol, and fails with one [`RegionError`].
 //! - [`Backoff`]: exponential delays with a cap and [`Jitter`] (none, full,
 //!   equal, decorrelated), a random generator per instance, and
 //!   [`Backoff::override_next`] for a server's `Retry-After`;
@@ -168,6 +171,8 @@ mod bulkhead;
 mod clock;
 mod config_error;
 mod refusal;
+#[cfg(not(loom))]
+mod region;
 mod retry;
 mod shared_bulkhead;
 mod sync;
@@ -184,6 +189,8 @@ pub use breaker::*;
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, FixedClock, ManualClock, duration_ns};
 pub use refusal::{DeadlinePassed, RefusedBy, refusal};
+#[cfg(not(loom))]
+pub use region::{RegionError, RegionKind};
 pub use retry::*;
 pub use shared_bulkhead::*;
 

@@ -5,7 +5,12 @@
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 
-use tripwire::{Holder, SharedBulkhead, SharedBulkheadError as E, SharedBulkheadRegion as Region};
+use tripwire::{
+    BreakerConfig, Holder, RegionError as E, RegionKind, SharedBulkhead, SharedBulkheadRegion as Region,
+    SharedRegion,
+};
+
+const KIND: RegionKind = RegionKind::Bulkhead;
 
 /// Zeroed memory aligned for a region, freed on drop.
 struct Mem {
@@ -91,7 +96,7 @@ fn two_views_share_one_cap() {
 fn initialising_twice_fails_and_open_in_wants_the_same_max() {
     let mem = Mem::new(Region::size_for(4).unwrap());
     assert_eq!(mem.init(4).unwrap().max(), 4);
-    assert_eq!(mem.init(4).unwrap_err(), E::AlreadyInitialised);
+    assert_eq!(mem.init(4).unwrap_err(), E::AlreadyInitialised { kind: KIND });
     // SAFETY:
     // - As in `Mem::init`.
     let again = unsafe { Region::open_in(mem.ptr, mem.len(), 4) };
@@ -111,7 +116,7 @@ fn initialising_twice_fails_and_open_in_wants_the_same_max() {
     // SAFETY:
     // - As in `Mem::init`.
     let err = unsafe { Region::open_in(short.ptr, short.len(), 2) }.unwrap_err();
-    assert_eq!(err, E::TooSmall { len: 80, needed: 96 });
+    assert_eq!(err, E::TooSmall { kind: KIND, len: 80, needed: 96 });
     assert_eq!(
         E::MaxMismatch { found: 4, wanted: 3 }.to_string(),
         "shared bulkhead region has `max` = 4, not the 3 asked for"
@@ -125,18 +130,24 @@ fn bad_memory_and_bad_max_are_refused_before_anything_is_written() {
     // - Null and misaligned pointers, and a `max` out of range, are refused
     //   before any access.
     unsafe {
-        assert_eq!(Region::attach(std::ptr::null_mut(), 64).unwrap_err(), E::Null);
+        assert_eq!(Region::attach(std::ptr::null_mut(), 64).unwrap_err(), E::Null { kind: KIND });
         let odd = mem.ptr.add(8);
-        assert_eq!(Region::init_in(odd, 64, 1).unwrap_err(), E::Misaligned { addr: odd.addr() });
+        assert_eq!(
+            Region::init_in(odd, 64, 1).unwrap_err(),
+            E::Misaligned { kind: KIND, addr: odd.addr(), align: Region::ALIGN }
+        );
         assert_eq!(
             Region::init_in(mem.ptr, mem.len(), Region::MAX_SLOTS + 1).unwrap_err(),
-            E::MaxOutOfRange { max: u64::from(Region::MAX_SLOTS) + 1 }
+            E::MaxOutOfRange { max: u64::from(Region::MAX_SLOTS) + 1, limit: Region::MAX_SLOTS }
         );
-        assert_eq!(Region::init_in(mem.ptr, 95, 2).unwrap_err(), E::TooSmall { len: 95, needed: 96 });
+        assert_eq!(
+            Region::init_in(mem.ptr, 95, 2).unwrap_err(),
+            E::TooSmall { kind: KIND, len: 95, needed: 96 }
+        );
     }
-    assert_eq!(mem.attach().unwrap_err(), E::Uninitialised);
+    assert_eq!(mem.attach().unwrap_err(), E::Uninitialised { kind: KIND });
     assert_eq!(
-        E::MaxOutOfRange { max: 70_000 }.to_string(),
+        E::MaxOutOfRange { max: 70_000, limit: Region::MAX_SLOTS }.to_string(),
         "shared bulkhead `max` = 70000, expected 0 to 65536"
     );
 }
@@ -147,7 +158,7 @@ fn every_truncation_of_a_region_is_too_small() {
     let size = Region::size_for(3).unwrap();
     for len in 0..size {
         let needed = if len < Region::HEADER { Region::HEADER } else { size };
-        assert_eq!(mem.attach_len(len).unwrap_err(), E::TooSmall { len, needed }, "len {len}");
+        assert_eq!(mem.attach_len(len).unwrap_err(), E::TooSmall { kind: KIND, len, needed }, "len {len}");
     }
     assert!(mem.attach_len(size).is_ok());
 }
@@ -156,10 +167,10 @@ fn every_truncation_of_a_region_is_too_small() {
 fn each_corrupt_field_is_named() {
     let mut mem = fresh(2);
     mem.poke(0, &Region::INITIALISING.to_ne_bytes());
-    assert_eq!(mem.attach().unwrap_err(), E::Initialising);
+    assert_eq!(mem.attach().unwrap_err(), E::Initialising { kind: KIND });
     mem.poke(0, &7u64.to_ne_bytes());
-    assert_eq!(mem.attach().unwrap_err(), E::NotARegion { magic: 7 });
-    assert_eq!(mem.init(2).unwrap_err(), E::NotARegion { magic: 7 });
+    assert_eq!(mem.attach().unwrap_err(), E::NotARegion { kind: KIND, magic: 7 });
+    assert_eq!(mem.init(2).unwrap_err(), E::NotARegion { kind: KIND, magic: 7 });
     assert!(
         mem.attach()
             .unwrap_err()
@@ -169,24 +180,24 @@ fn each_corrupt_field_is_named() {
 
     let mut mem = fresh(2);
     mem.poke(8, &(Region::VERSION + 1).to_ne_bytes());
-    assert_eq!(mem.attach().unwrap_err(), E::Version { found: Region::VERSION + 1 });
+    assert_eq!(mem.attach().unwrap_err(), E::Version { kind: KIND, found: Region::VERSION + 1 });
 
     let mut mem = fresh(2);
     mem.poke(12, &70_000u32.to_ne_bytes());
     let err = mem.attach().unwrap_err();
-    assert_eq!(err, E::MaxOutOfRange { max: 70_000 });
+    assert_eq!(err, E::MaxOutOfRange { max: 70_000, limit: Region::MAX_SLOTS });
 
     // A `max` in range but larger than the region: the recorded size gives it away.
     let mut mem = fresh(2);
     mem.poke(12, &3u32.to_ne_bytes());
-    assert_eq!(mem.attach().unwrap_err(), E::SizeMismatch { size: 96, max: 3 });
+    assert_eq!(mem.attach().unwrap_err(), E::BulkheadSize { size: 96, max: 3, needed: 112 });
     assert_eq!(
-        E::SizeMismatch { size: 96, max: 3 }.to_string(),
+        E::BulkheadSize { size: 96, max: 3, needed: 112 }.to_string(),
         "shared bulkhead region header records `size` = 96 for `max` = 3; that `max` needs 112"
     );
     // Both changed together: the memory is too short for the slots it claims.
     mem.poke(16, &112u64.to_ne_bytes());
-    assert_eq!(mem.attach().unwrap_err(), E::TooSmall { len: 96, needed: 112 });
+    assert_eq!(mem.attach().unwrap_err(), E::TooSmall { kind: KIND, len: 96, needed: 112 });
 
     let mut mem = fresh(2);
     mem.poke(60, &1u32.to_ne_bytes());
@@ -289,4 +300,92 @@ fn random_bytes_never_panic_and_an_accepted_region_keeps_its_cap() {
         }
     }
     assert!(accepted > 0, "no round got past the checks: the test checks too little");
+}
+
+/// Zeroed memory of `len` bytes aligned to `align`, freed on drop.
+struct Aligned {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+impl Aligned {
+    fn new(len: usize, align: usize) -> Self {
+        let layout = Layout::from_size_align(len, align).unwrap();
+        // SAFETY:
+        // - The layout's size is non-zero.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        assert!(!ptr.is_null());
+        Self { ptr, layout }
+    }
+}
+
+impl Drop for Aligned {
+    fn drop(&mut self) {
+        // SAFETY:
+        // - Allocated in `new` with this layout; no view outlives `self`.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}
+
+/// One header protocol for every kind: a bulkhead region refuses a
+/// breaker's region (initialised, or being initialised) with `WrongKind`,
+/// never as garbage, and leaves it as it was.
+#[test]
+fn a_bulkhead_region_refuses_a_breakers_region_as_another_kind() {
+    let (size, align) = SharedRegion::layout();
+    let mem = Aligned::new(size, align);
+    // SAFETY:
+    // - `mem` holds `size` valid bytes for the whole test; only the regions'
+    //   functions touch it.
+    unsafe {
+        let breaker = SharedRegion::init_in(mem.ptr, size, BreakerConfig::default()).unwrap();
+        let wrong = E::WrongKind { kind: KIND, found: RegionKind::Breaker };
+        assert_eq!(Region::attach(mem.ptr, size).unwrap_err(), wrong);
+        assert_eq!(Region::init_in(mem.ptr, size, 2).unwrap_err(), wrong);
+        assert_eq!(Region::open_in(mem.ptr, size, 2).unwrap_err(), wrong);
+        assert_eq!(
+            wrong.to_string(),
+            "shared bulkhead region holds a breaker, not a bulkhead: open it as a breaker"
+        );
+        assert_eq!(*breaker.config(), BreakerConfig::default(), "left as it was");
+        assert!(SharedRegion::attach(mem.ptr, size).is_ok());
+        // Being initialised as a breaker: still the other kind's.
+        mem.ptr.cast::<u64>().write(RegionKind::Breaker.initialising());
+        assert_eq!(Region::attach(mem.ptr, size).unwrap_err(), wrong);
+    }
+}
+
+/// And the other way round: a breaker region refuses a bulkhead's.
+#[test]
+fn a_breaker_region_refuses_a_bulkheads_region_as_another_kind() {
+    let (size, align) = SharedRegion::layout();
+    let mem = Aligned::new(size, align);
+    // SAFETY:
+    // - As above.
+    unsafe {
+        Region::init_in(mem.ptr, size, 4).unwrap();
+        let wrong = E::WrongKind { kind: RegionKind::Breaker, found: KIND };
+        assert_eq!(SharedRegion::attach(mem.ptr, size).unwrap_err(), wrong);
+        assert_eq!(SharedRegion::init_in(mem.ptr, size, BreakerConfig::default()).unwrap_err(), wrong);
+        assert_eq!(wrong.to_string(), "shared region holds a bulkhead, not a breaker: open it as a bulkhead");
+        assert_eq!(Region::attach(mem.ptr, size).unwrap().max(), 4);
+    }
+}
+
+/// The shared header keeps the bytes both kinds wrote before it was
+/// shared (magic, version, the kind's word, size): a bulkhead region laid
+/// out by hand as version 2 was is accepted.
+#[test]
+fn a_region_of_the_layout_before_the_shared_header_is_read_the_same() {
+    let size = Region::size_for(3).unwrap();
+    let mut mem = Mem::new(size);
+    mem.poke(0, b"TWBULKHD");
+    mem.poke(8, &2u32.to_ne_bytes());
+    mem.poke(12, &3u32.to_ne_bytes());
+    mem.poke(16, &(size as u64).to_ne_bytes());
+    mem.poke(Region::HEADER + 8, &holder(7, 1).raw().to_ne_bytes());
+    let b = mem.attach().unwrap();
+    assert_eq!((b.max(), b.held(), b.holder_of(1)), (3, 1, Some(holder(7, 1))));
+    assert_eq!((Region::MAGIC, Region::VERSION), (u64::from_ne_bytes(*b"TWBULKHD"), 2));
+    assert_eq!((SharedRegion::MAGIC, SharedRegion::VERSION), (u64::from_ne_bytes(*b"TRIPWIRE"), 4));
 }

@@ -3,29 +3,38 @@
 
 use core::ffi::c_void;
 
-use tripwire::{Breaker, SharedError, SharedRegion};
+use tripwire::{Breaker, RegionError, SharedRegion};
 
 use crate::config::{core_config, tw_breaker_config};
 use crate::status::{arg, fail, ffi_body, tw_status};
 use crate::tw_breaker;
 
-fn status_of(e: SharedError) -> tw_status {
+/// The status for a region's error, whatever the region's kind (the C
+/// faces of both kinds use it).
+pub(crate) fn status_of(e: RegionError) -> tw_status {
+    use RegionError as E;
     match e {
-        SharedError::Null => tw_status::NullArgument,
-        SharedError::Misaligned { .. } => tw_status::RegionMisaligned,
-        SharedError::TooSmall { .. } => tw_status::RegionTooSmall,
-        SharedError::Uninitialised => tw_status::RegionUninitialised,
-        SharedError::Initialising => tw_status::RegionInitialising,
-        SharedError::AlreadyInitialised => tw_status::RegionAlreadyInitialised,
-        SharedError::NotARegion { .. } | SharedError::NotZeroFilled { .. } => tw_status::RegionInvalid,
-        SharedError::Version { .. } => tw_status::RegionVersionMismatch,
-        SharedError::ConfigMismatch => tw_status::RegionConfigMismatch,
-        SharedError::SizeMismatch { .. }
-        | SharedError::BadConfig(_)
-        | SharedError::BadState
-        | SharedError::BadDeadlines
-        | SharedError::BadWindow
-        | SharedError::BadHotLine => tw_status::RegionCorrupt,
+        E::Null { .. } => tw_status::NullArgument,
+        E::Misaligned { .. } => tw_status::RegionMisaligned,
+        E::TooSmall { .. } => tw_status::RegionTooSmall,
+        E::Uninitialised { .. } => tw_status::RegionUninitialised,
+        E::Initialising { .. } => tw_status::RegionInitialising,
+        E::AlreadyInitialised { .. } => tw_status::RegionAlreadyInitialised,
+        E::NotARegion { .. } | E::WrongKind { .. } | E::NotZeroFilled { .. } => tw_status::RegionInvalid,
+        E::Version { .. } => tw_status::RegionVersionMismatch,
+        E::ConfigMismatch | E::MaxMismatch { .. } => tw_status::RegionConfigMismatch,
+        // The bulkhead's callers check their `max` argument first: a `max`
+        // out of range here is the header's.
+        E::BreakerLayout { .. }
+        | E::BadConfig(_)
+        | E::BadState
+        | E::BadDeadlines
+        | E::BadWindow
+        | E::BadHotLine
+        | E::MaxOutOfRange { .. }
+        | E::BulkheadSize { .. }
+        | E::Reserved { .. }
+        | E::BadSlot { .. } => tw_status::RegionCorrupt,
         // A variant added to the core later: still an error, never OK.
         _ => tw_status::RegionCorrupt,
     }
@@ -39,7 +48,7 @@ fn status_of(e: SharedError) -> tw_status {
 unsafe fn hand_out(
     fn_name: &str,
     mem: *mut u8,
-    result: Result<&Breaker, SharedError>,
+    result: Result<&Breaker, RegionError>,
     out: *mut *const tw_breaker,
 ) -> tw_status {
     match result {

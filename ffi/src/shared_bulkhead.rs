@@ -5,8 +5,9 @@
 
 use core::ffi::c_void;
 
-use tripwire::{Holder, SharedBulkhead, SharedBulkheadError, SharedBulkheadRegion, SharedSlot};
+use tripwire::{Holder, RegionError, SharedBulkhead, SharedBulkheadRegion, SharedSlot};
 
+use crate::shared::status_of;
 use crate::status::{arg, fail, ffi_body, tw_status};
 
 /// A bulkhead in a shared region. Opaque: a `const tw_shared_bulkhead *`
@@ -56,28 +57,6 @@ pub struct tw_shared_bulkhead_stats {
     pub reclaimed: u64,
 }
 
-fn status_of(e: SharedBulkheadError) -> tw_status {
-    use SharedBulkheadError as E;
-    match e {
-        E::Null => tw_status::NullArgument,
-        E::Misaligned { .. } => tw_status::RegionMisaligned,
-        E::TooSmall { .. } => tw_status::RegionTooSmall,
-        E::Uninitialised => tw_status::RegionUninitialised,
-        E::Initialising => tw_status::RegionInitialising,
-        E::AlreadyInitialised => tw_status::RegionAlreadyInitialised,
-        E::NotARegion { .. } | E::NotZeroFilled { .. } => tw_status::RegionInvalid,
-        E::Version { .. } => tw_status::RegionVersionMismatch,
-        E::MaxMismatch { .. } => tw_status::RegionConfigMismatch,
-        // The callers check their `max` argument first: a `max` out of
-        // range here is the header's.
-        E::MaxOutOfRange { .. } | E::SizeMismatch { .. } | E::Reserved { .. } | E::BadSlot { .. } => {
-            tw_status::RegionCorrupt
-        }
-        // A variant added to the core later: still an error, never OK.
-        _ => tw_status::RegionCorrupt,
-    }
-}
-
 /// Refuses a `max` argument out of range, naming it.
 fn check_max(fn_name: &str, max: u32) -> Result<(), tw_status> {
     if max > SharedBulkheadRegion::MAX_SLOTS {
@@ -97,7 +76,7 @@ fn check_max(fn_name: &str, max: u32) -> Result<(), tw_status> {
 unsafe fn hand_out(
     fn_name: &str,
     mem: *mut u8,
-    result: Result<SharedBulkhead<'_>, SharedBulkheadError>,
+    result: Result<SharedBulkhead<'_>, RegionError>,
     out: *mut *const tw_shared_bulkhead,
 ) -> tw_status {
     match result {

@@ -81,7 +81,7 @@ fn check<T: Versioned>(fn_name: &str, size: usize) -> Result<(), tw_status> {
         "smaller than the first layout"
     } else if size < known {
         "between two layouts"
-    } else if size > MAX_STRUCT_SIZE || size % 8 != 0 {
+    } else if size > MAX_STRUCT_SIZE || !size.is_multiple_of(8) {
         "not the size of any layout (at most 4096, a multiple of 8)"
     } else {
         // A newer header's: the caller checks its bytes past ours.

@@ -359,3 +359,30 @@ fn acquire_without_reclaim(
     assert!(available <= s.max);
     if available == 0 { None } else { acquire(b) }
 }
+
+/// Memory that holds a breaker's region (its magic, initialised or being
+/// initialised) is another kind of region: `TW_STATUS_REGION_INVALID`, as
+/// for any region that is not a bulkhead's, with a message that names
+/// the kind it holds, and left as it was.
+#[test]
+fn a_breakers_region_is_refused_as_another_kind() {
+    let size = size_for(2);
+    let mut mem = Mem::new(size);
+    for magic in [b"TRIPWIRE", b"TRIPWIR~"] {
+        mem.bytes()[..8].copy_from_slice(magic);
+        assert_eq!(attach(&mem, size), Err(tw_status::RegionInvalid));
+        assert_eq!(
+            last_error(),
+            "tw_shared_bulkhead_attach: shared bulkhead region holds a breaker, not a bulkhead: \
+             open it as a breaker"
+        );
+        let mut b = null();
+        // SAFETY:
+        // - `mem` holds `size` valid bytes; `b` is writable.
+        let status = unsafe { tw_shared_bulkhead_init_in(mem.void(), size, 2, &mut b) };
+        assert_eq!(status, tw_status::RegionInvalid);
+        assert!(last_error().ends_with("holds a breaker, not a bulkhead: open it as a breaker"));
+        assert!(b.is_null());
+        assert_eq!(&mem.bytes()[..8], magic, "left as it was");
+    }
+}

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use memmap2::{MmapOptions, MmapRaw};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use tripwire::{BreakerConfig, SharedError, SharedRegion};
+use tripwire::{BreakerConfig, RegionError, SharedRegion};
 
 /// How long to wait for another process that is initialising the region.
 const INIT_WAIT: Duration = Duration::from_secs(1);
@@ -75,10 +75,10 @@ impl Mapping {
             let opened = unsafe { SharedRegion::open_in(map.as_mut_ptr(), map.len(), config) };
             match opened {
                 Ok(breaker) => return Ok(Self { breaker: NonNull::from(breaker), _map: map }),
-                Err(SharedError::Initialising) if Instant::now() < deadline => {
+                Err(RegionError::Initialising { .. }) if Instant::now() < deadline => {
                     py.detach(|| std::thread::sleep(Duration::from_millis(1)));
                 }
-                Err(SharedError::ConfigMismatch) => {
+                Err(RegionError::ConfigMismatch) => {
                     return Err(PyValueError::new_err(format!(
                         "{}: the shared breaker there was made with another config",
                         path.display()

@@ -28,6 +28,6 @@ pub use counters::Snapshot;
 pub use hot::HotLine;
 pub use permit::{CallError, Permit};
 #[cfg(not(loom))]
-pub use shared::{SharedError, SharedRegion};
+pub use shared::SharedRegion;
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};

@@ -1,22 +1,21 @@
 //! Breakers in memory shared between processes.
 //!
-//! The layout and the rules are in [`SharedRegion`]'s docs.
+//! The layout and the rules are in [`SharedRegion`]'s docs; the header
+//! protocol and every access to the memory are `region/header.rs`'s.
 
 use core::fmt;
 use core::mem::{align_of, offset_of, size_of};
-use core::ptr::{addr_of, addr_of_mut};
 
 use crate::breaker::circuit::{Breaker, Inconsistent};
-use crate::breaker::config::{BreakerConfig, ConfigError};
-use crate::sync::{AtomicU64, Ordering};
+use crate::breaker::config::BreakerConfig;
+use crate::region::header::{self, Memory};
+use crate::region::{RegionError, RegionKind};
 
-/// The header at the start of a shared region.
+/// The header at the start of a shared region: the one every kind of
+/// region starts with, then the config.
 #[repr(C)]
 struct Header {
-    magic: AtomicU64,
-    version: u32,
-    breaker_offset: u32,
-    size: u64,
+    region: header::Header,
     config: BreakerConfig,
 }
 
@@ -52,8 +51,8 @@ struct Header {
 /// Any number of processes may race to set a region up: [`SharedRegion::init_in`]
 /// claims it with a compare-and-swap of the magic from 0 to
 /// [`SharedRegion::INITIALISING`], so exactly one of them writes it; the
-/// others get [`SharedError::AlreadyInitialised`] or
-/// [`SharedError::Initialising`] and [`attach`](SharedRegion::attach) (or
+/// others get [`RegionError::AlreadyInitialised`] or
+/// [`RegionError::Initialising`] and [`attach`](SharedRegion::attach) (or
 /// call [`open_in`](SharedRegion::open_in), which does all of that). A
 /// freshly created file (`ftruncate`) or anonymous mapping is zero-filled,
 /// which is exactly the unclaimed state. A creator that dies between the
@@ -68,7 +67,7 @@ struct Header {
 /// and copy of the flags, see [`HotLine`](crate::HotLine)), the deadline slots (stamped for the
 /// current generation, or the one before or after it) and the rolling
 /// window's words (each field in range) are checked, and any mismatch is a
-/// [`SharedError`], never undefined behaviour: every bit pattern is a valid
+/// [`RegionError`], never undefined behaviour: every bit pattern is a valid
 /// `Breaker` value, so the checks are about meaning.
 ///
 /// The times in the deadline slots cannot be checked without a clock, and
@@ -84,6 +83,12 @@ struct Header {
 /// [`MonotonicClock`](crate::MonotonicClock) (`CLOCK_MONOTONIC`, absolute
 /// nanoseconds) reads the same in every process on a host.
 ///
+/// The first 24 bytes (magic, version, breaker offset, size) are the header
+/// every kind of region starts with, initialised and checked by one
+/// protocol for all of them: a region holding another kind (a
+/// [`SharedBulkheadRegion`](crate::SharedBulkheadRegion)) is refused with
+/// [`RegionError::WrongKind`].
+///
 /// # Orderings
 /// - `init_in` claims the region with a `Relaxed` CAS of the magic (the
 ///   claim orders no data: the claimant is the only writer until it
@@ -92,6 +97,7 @@ struct Header {
 /// - `attach` loads the magic with `Acquire`, which pairs with that
 ///   `Release` store: a process that sees the magic sees the header and the
 ///   breaker it covers. The breaker's own orderings take over from there.
+///   (Both are the header protocol's, in `region/header.rs`.)
 ///
 /// # Examples
 /// ```
@@ -121,7 +127,7 @@ struct Header {
 /// // - `mem` came from `alloc_zeroed` with this layout; no breaker from it
 /// //   is used after this point.
 /// unsafe { std::alloc::dealloc(mem, layout) };
-/// # Ok::<(), tripwire::SharedError>(())
+/// # Ok::<(), tripwire::RegionError>(())
 /// ```
 ///
 /// # Size and alignment
@@ -139,162 +145,20 @@ impl fmt::Debug for SharedRegion {
     }
 }
 
-/// Why a region could not be initialised or attached to.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[non_exhaustive]
-pub enum SharedError {
-    /// The pointer was null.
-    Null,
-    /// The memory is not aligned as [`SharedRegion::layout`] asks.
-    Misaligned {
-        /// The address given.
-        addr: usize,
-        /// The alignment needed.
-        align: usize,
-    },
-    /// The memory is shorter than [`SharedRegion::layout`] asks.
-    TooSmall {
-        /// The length given.
-        len: usize,
-        /// The length needed.
-        needed: usize,
-    },
-    /// The region is all zeros at its start: nobody has initialised it yet.
-    Uninitialised,
-    /// Another process has claimed the region and not yet published it (or
-    /// died before it could).
-    Initialising,
-    /// `init_in` found a region that already holds a breaker.
-    AlreadyInitialised,
-    /// `init_in` found a byte after the (zero) magic that is not zero: the
-    /// memory is not fresh, and `init_in` leaves it as it found it.
-    NotZeroFilled {
-        /// Where the first such byte is, from the start of the region.
-        offset: usize,
-        /// Its value.
-        byte: u8,
-    },
-    /// The magic number is not tripwire's: not a region, or garbage.
-    NotARegion {
-        /// The magic number found.
-        magic: u64,
-    },
-    /// The region was made by a build with another layout version.
-    Version {
-        /// The version found.
-        found: u32,
-    },
-    /// The header's size or breaker offset disagrees with this build's layout.
-    SizeMismatch {
-        /// The size recorded in the header.
-        size: u64,
-        /// The breaker offset recorded in the header.
-        breaker_offset: u32,
-    },
-    /// A stored config does not validate, or the two copies disagree.
-    BadConfig(Option<ConfigError>),
-    /// The state word does not decode.
-    BadState,
-    /// The deadline slots were not stamped for the state word's generation.
-    BadDeadlines,
-    /// The rolling window's words do not decode.
-    BadWindow,
-    /// The breaker's hot line (see [`HotLine`](crate::HotLine)) has another
-    /// stamp, or a copy of the flags that is not its config's.
-    BadHotLine,
-    /// `open_in` found a breaker made with another config.
-    ConfigMismatch,
-}
-
-impl fmt::Display for SharedError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            SharedError::Null => f.write_str("shared region pointer is null"),
-            SharedError::Misaligned { addr, align } => {
-                write!(f, "shared region at {addr:#x} is not aligned to {align} bytes")
-            }
-            SharedError::TooSmall { len, needed } => {
-                write!(f, "shared region of {len} bytes is too small: a breaker needs {needed}")
-            }
-            SharedError::Uninitialised => {
-                f.write_str("shared region is not initialised (zero magic): initialise it first")
-            }
-            SharedError::Initialising => f.write_str(
-                "shared region is being initialised by another process (or its creator died doing so)",
-            ),
-            SharedError::AlreadyInitialised => {
-                f.write_str("shared region already holds a breaker: attach to it instead")
-            }
-            SharedError::NotZeroFilled { offset, byte } => write!(
-                f,
-                "shared region is not zero-filled (byte {offset} is {byte:#04x}): \
-                 init_in takes fresh, zero-filled memory"
-            ),
-            SharedError::NotARegion { magic } => write!(
-                f,
-                "not a tripwire shared region: magic {magic:#018x}, expected {:#018x}",
-                SharedRegion::MAGIC
-            ),
-            SharedError::Version { found } => write!(
-                f,
-                "shared region has layout version {found}, this build reads version {}",
-                SharedRegion::VERSION
-            ),
-            SharedError::SizeMismatch { size, breaker_offset } => write!(
-                f,
-                "shared region header records {size} bytes with the breaker at {breaker_offset}; \
-                 this build's layout is {} bytes with the breaker at {}",
-                size_of::<SharedRegion>(),
-                BREAKER_OFFSET
-            ),
-            SharedError::BadConfig(Some(e)) => write!(f, "shared region holds a bad config: {e}"),
-            SharedError::BadConfig(None) => {
-                f.write_str("shared region holds two different copies of its config")
-            }
-            SharedError::BadState => f.write_str("shared region holds a state word that does not decode"),
-            SharedError::BadDeadlines => {
-                f.write_str("shared region holds deadline slots that do not belong to its state word")
-            }
-            SharedError::BadWindow => {
-                f.write_str("shared region holds rolling-window words that do not decode")
-            }
-            SharedError::BadHotLine => f.write_str(
-                "shared region holds a breaker whose hot line (layout stamp, flags) does not match its config",
-            ),
-            SharedError::ConfigMismatch => {
-                f.write_str("shared region holds a breaker made with a different config")
-            }
-        }
-    }
-}
-
-impl core::error::Error for SharedError {}
-
-/// The first byte in `from..to` of `mem` that is not zero, with its offset.
-/// Also used by the shared bulkhead's `init_in`.
-///
-/// # Safety
-/// `mem` is valid for reads of `to` bytes, none of them written meanwhile.
-pub(crate) unsafe fn first_set_byte(mem: *const u8, from: usize, to: usize) -> Option<(usize, u8)> {
-    (from..to).find_map(|offset| {
-        // SAFETY:
-        // - `offset < to`: inside the readable bytes (caller); any byte is a `u8`.
-        let byte = unsafe { mem.add(offset).read() };
-        (byte != 0).then_some((offset, byte))
-    })
-}
-
 const BREAKER_OFFSET: usize = SharedRegion::BREAKER_OFFSET;
 const _: () = assert!(BREAKER_OFFSET <= u32::MAX as usize);
+/// Where the header's copy of the config starts: after the shared header.
+const CONFIG_OFFSET: usize = offset_of!(Header, config);
+const _: () = assert!(CONFIG_OFFSET == header::HEADER_SIZE);
 
 impl SharedRegion {
     /// The magic number of an initialised region: `"TRIPWIRE"` in native
     /// byte order.
-    pub const MAGIC: u64 = u64::from_ne_bytes(*b"TRIPWIRE");
+    pub const MAGIC: u64 = RegionKind::Breaker.magic();
     /// The magic number while one process fills the region in.
-    pub const INITIALISING: u64 = u64::from_ne_bytes(*b"TRIPWIR~");
+    pub const INITIALISING: u64 = RegionKind::Breaker.initialising();
     /// The layout version this build reads and writes.
-    pub const VERSION: u32 = 4;
+    pub const VERSION: u32 = RegionKind::Breaker.version();
     /// Where the breaker starts, in bytes from the start of the region: a
     /// multiple of the breaker's alignment, with the header before it.
     pub const BREAKER_OFFSET: usize = offset_of!(SharedRegion, breaker);
@@ -304,32 +168,28 @@ impl SharedRegion {
         (size_of::<SharedRegion>(), align_of::<SharedRegion>())
     }
 
-    /// Checks the memory's address and length; the pointer to the region.
-    fn region(mem: *mut u8, len: usize) -> Result<*mut SharedRegion, SharedError> {
+    /// Checks the memory's address and length.
+    ///
+    /// # Safety
+    /// As for [`init_in`](Self::init_in).
+    unsafe fn memory<'a>(mem: *mut u8, len: usize) -> Result<Memory<'a>, RegionError> {
         let (needed, align) = Self::layout();
-        if mem.is_null() {
-            return Err(SharedError::Null);
-        }
-        if mem.addr() % align != 0 {
-            return Err(SharedError::Misaligned { addr: mem.addr(), align });
-        }
-        if len < needed {
-            return Err(SharedError::TooSmall { len, needed });
-        }
-        Ok(mem.cast())
+        // SAFETY: the caller's guarantees are those `Memory::new` needs.
+        unsafe { Memory::new(RegionKind::Breaker, mem, len, align, needed) }
     }
 
     /// Sets up a Closed breaker with `config` in zero-filled memory, and
     /// returns it. Exactly one of several processes racing to initialise
     /// the same region succeeds; the others get
-    /// [`SharedError::AlreadyInitialised`] or [`SharedError::Initialising`].
+    /// [`RegionError::AlreadyInitialised`] or [`RegionError::Initialising`].
     ///
     /// # Errors
-    /// [`Null`](SharedError::Null), [`Misaligned`](SharedError::Misaligned),
-    /// [`TooSmall`](SharedError::TooSmall); [`AlreadyInitialised`](SharedError::AlreadyInitialised)
-    /// and [`Initialising`](SharedError::Initialising) as above;
-    /// [`NotARegion`](SharedError::NotARegion) if the magic is neither 0 nor
-    /// tripwire's, [`NotZeroFilled`](SharedError::NotZeroFilled) if the
+    /// [`Null`](RegionError::Null), [`Misaligned`](RegionError::Misaligned),
+    /// [`TooSmall`](RegionError::TooSmall); [`AlreadyInitialised`](RegionError::AlreadyInitialised)
+    /// and [`Initialising`](RegionError::Initialising) as above;
+    /// [`WrongKind`](RegionError::WrongKind) if the magic is another kind
+    /// of region's, [`NotARegion`](RegionError::NotARegion) if it is no
+    /// kind's and not 0, [`NotZeroFilled`](RegionError::NotZeroFilled) if the
     /// magic is 0 but a later byte of the region is not (the memory is not
     /// zero-filled either way, and is left as it was).
     ///
@@ -344,125 +204,56 @@ impl SharedRegion {
         mem: *mut u8,
         len: usize,
         config: BreakerConfig,
-    ) -> Result<&'a Breaker, SharedError> {
-        let region = Self::region(mem, len)?;
-        // SAFETY:
-        // - `region` is non-null and aligned for `SharedRegion`, hence for
-        //   the `AtomicU64` at offset 0, and the caller guarantees `len`
-        //   (checked to cover the region) valid bytes for `'a`.
-        // - Any bit pattern is a valid `AtomicU64`; other processes access
-        //   it only atomically (caller's guarantee).
-        let magic = unsafe { &*addr_of!((*region).header.magic) };
-        // Relaxed: see the module's Orderings; the claimant is the only writer.
-        if let Err(found) =
-            magic.compare_exchange(0, Self::INITIALISING, Ordering::Relaxed, Ordering::Relaxed)
-        {
-            return Err(match found {
-                Self::MAGIC => SharedError::AlreadyInitialised,
-                Self::INITIALISING => SharedError::Initialising,
-                magic => SharedError::NotARegion { magic },
-            });
-        }
-        // Is the rest of the region zero, as fresh memory is?
-        // SAFETY:
-        // - The region's bytes lie inside `len` valid bytes (checked); the
-        //   claim makes this process the only writer (as below).
-        let set = unsafe { first_set_byte(mem, size_of::<u64>(), size_of::<SharedRegion>()) };
-        if let Some((offset, byte)) = set {
-            // Relaxed: the claim is given up unused; nothing was written.
-            magic.store(0, Ordering::Relaxed);
-            return Err(SharedError::NotZeroFilled { offset, byte });
-        }
-        // SAFETY:
-        // - Every place written lies inside the region (checked above), is
-        //   aligned (the region is), and is valid for writes (caller).
-        // - The successful claim makes this process the only one touching
-        //   these bytes until the Release store below publishes them: others
-        //   read them only after seeing `MAGIC` (caller's guarantee that all
-        //   access goes through this module).
-        // - The old bytes need no drop: `Breaker` and the header fields have
-        //   no drop glue.
-        unsafe {
-            addr_of_mut!((*region).header.version).write(Self::VERSION);
-            addr_of_mut!((*region).header.breaker_offset).write(BREAKER_OFFSET as u32);
-            addr_of_mut!((*region).header.size).write(size_of::<SharedRegion>() as u64);
-            addr_of_mut!((*region).header.config).write(config);
-            addr_of_mut!((*region).breaker).write(Breaker::new(config));
-        }
-        // Release pairs with the Acquire load in `attach`: see the module's Orderings.
-        magic.store(Self::MAGIC, Ordering::Release);
-        // SAFETY:
-        // - The breaker was just written and published; it lives in memory
-        //   valid for `'a` that only shared references reach (caller).
-        Ok(unsafe { &*addr_of!((*region).breaker) })
+    ) -> Result<&'a Breaker, RegionError> {
+        // SAFETY: the caller's guarantees are those `memory` needs.
+        let mut claim = unsafe { Self::memory(mem, len) }?.claim(size_of::<SharedRegion>())?;
+        claim.write(CONFIG_OFFSET, config);
+        claim.write(BREAKER_OFFSET, Breaker::new(config));
+        Ok(claim.publish(BREAKER_OFFSET as u32).get(BREAKER_OFFSET))
     }
 
     /// Returns the breaker another process (or this one) initialised in
     /// `mem`, after checking that the bytes hold one.
     ///
     /// # Errors
-    /// Every [`SharedError`] but `AlreadyInitialised` and `ConfigMismatch`:
+    /// Every [`RegionError`] but `AlreadyInitialised` and `ConfigMismatch`:
     /// see [`SharedRegion`]'s docs (Validation) for what is checked.
     ///
     /// # Safety
     /// As for [`init_in`](Self::init_in).
-    pub unsafe fn attach<'a>(mem: *mut u8, len: usize) -> Result<&'a Breaker, SharedError> {
-        let region = Self::region(mem, len)?;
-        // SAFETY:
-        // - As in `init_in`: in bounds, aligned, valid for `'a`, any bit
-        //   pattern is an `AtomicU64`, accessed only atomically by others.
-        let magic = unsafe { &*addr_of!((*region).header.magic) };
-        // Acquire pairs with the Release store in `init_in`: see the module's Orderings.
-        match magic.load(Ordering::Acquire) {
-            Self::MAGIC => {}
-            0 => return Err(SharedError::Uninitialised),
-            Self::INITIALISING => return Err(SharedError::Initialising),
-            magic => return Err(SharedError::NotARegion { magic }),
-        }
-        // SAFETY:
-        // - In bounds and aligned (checked), valid for reads (caller).
-        // - The magic seen above means the header and breaker were
-        //   published, and nothing writes the header afterwards; the
-        //   breaker is only written atomically (caller's guarantee), so
-        //   the shared reference below never races a plain write.
-        // - Every bit pattern is a valid `u32`, `u64`, `BreakerConfig`
-        //   (integers and floats) and `Breaker` (atomics, integers and
-        //   floats), so reading garbage is no undefined behaviour: the
-        //   checks below are about meaning.
-        let (version, breaker_offset, size, config, breaker) = unsafe {
-            (
-                addr_of!((*region).header.version).read(),
-                addr_of!((*region).header.breaker_offset).read(),
-                addr_of!((*region).header.size).read(),
-                addr_of!((*region).header.config).read(),
-                &*addr_of!((*region).breaker),
-            )
-        };
-        // Made by a build with the same layout?
-        if version != Self::VERSION {
-            return Err(SharedError::Version { found: version });
-        }
+    pub unsafe fn attach<'a>(mem: *mut u8, len: usize) -> Result<&'a Breaker, RegionError> {
+        // SAFETY: the caller's guarantees are those `memory` needs.
+        let region = unsafe { Self::memory(mem, len) }?.open()?;
+        let (size, breaker_offset) = (region.size(), region.word());
+        // Laid out as this build lays it out?
         if size != size_of::<SharedRegion>() as u64 || breaker_offset as usize != BREAKER_OFFSET {
-            return Err(SharedError::SizeMismatch { size, breaker_offset });
+            return Err(RegionError::BreakerLayout {
+                size,
+                breaker_offset,
+                expected_size: size_of::<SharedRegion>(),
+                expected_offset: BREAKER_OFFSET,
+            });
         }
+        let config: BreakerConfig = region.read(CONFIG_OFFSET);
+        let breaker: &Breaker = region.get(BREAKER_OFFSET);
         // Does the config the breaker runs on make sense, and match the header's copy?
-        config.validate().map_err(|e| SharedError::BadConfig(Some(e)))?;
-        breaker.config().validate().map_err(|e| SharedError::BadConfig(Some(e)))?;
+        config.validate().map_err(|e| RegionError::BadConfig(Some(e)))?;
+        breaker.config().validate().map_err(|e| RegionError::BadConfig(Some(e)))?;
         if *breaker.config() != config {
-            return Err(SharedError::BadConfig(None));
+            return Err(RegionError::BadConfig(None));
         }
         // Does the line that bindings read on their fast path agree with it?
         if !breaker.has_valid_hot_line() {
-            return Err(SharedError::BadHotLine);
+            return Err(RegionError::BadHotLine);
         }
         // Do the state word and the deadline slots decode, and agree?
         breaker.check_consistent().map_err(|e| match e {
-            Inconsistent::Word => SharedError::BadState,
-            Inconsistent::Deadlines => SharedError::BadDeadlines,
+            Inconsistent::Word => RegionError::BadState,
+            Inconsistent::Deadlines => RegionError::BadDeadlines,
         })?;
         // Do the rolling window's words decode?
         if !breaker.has_valid_window() {
-            return Err(SharedError::BadWindow);
+            return Err(RegionError::BadWindow);
         }
         Ok(breaker)
     }
@@ -472,9 +263,9 @@ impl SharedRegion {
     ///
     /// # Errors
     /// As for [`attach`](Self::attach), and
-    /// [`ConfigMismatch`](SharedError::ConfigMismatch) if the region holds a
+    /// [`ConfigMismatch`](RegionError::ConfigMismatch) if the region holds a
     /// breaker made with another config.
-    /// [`Initialising`](SharedError::Initialising) means another process is
+    /// [`Initialising`](RegionError::Initialising) means another process is
     /// between its claim and its publication: try again shortly.
     ///
     /// # Safety
@@ -483,11 +274,11 @@ impl SharedRegion {
         mem: *mut u8,
         len: usize,
         config: BreakerConfig,
-    ) -> Result<&'a Breaker, SharedError> {
+    ) -> Result<&'a Breaker, RegionError> {
         // SAFETY:
         // - The caller's guarantees are those `init_in` needs.
         match unsafe { Self::init_in(mem, len, config) } {
-            Err(SharedError::AlreadyInitialised) => {}
+            Err(RegionError::AlreadyInitialised { .. }) => {}
             done => return done,
         }
         // SAFETY:
@@ -495,7 +286,7 @@ impl SharedRegion {
         let breaker = unsafe { Self::attach(mem, len) }?;
         // Was it made with the config this caller asks for?
         if *breaker.config() != config {
-            return Err(SharedError::ConfigMismatch);
+            return Err(RegionError::ConfigMismatch);
         }
         Ok(breaker)
     }
@@ -507,6 +298,7 @@ mod tests {
     use crate::{FixedClock, HotLine, Outcome, State};
     use core::alloc::Layout;
     use core::ptr;
+    use core::sync::atomic::Ordering;
     use core::time::Duration;
     use std::alloc::{alloc_zeroed, dealloc};
     use std::string::ToString;
@@ -532,14 +324,14 @@ mod tests {
             self.layout.size()
         }
 
-        fn init(&self, config: BreakerConfig) -> Result<&Breaker, SharedError> {
+        fn init(&self, config: BreakerConfig) -> Result<&Breaker, RegionError> {
             // SAFETY:
             // - `ptr` is valid for `len` bytes for as long as `self`, which
             //   the returned reference borrows; only this module touches it.
             unsafe { SharedRegion::init_in(self.ptr, self.len(), config) }
         }
 
-        fn attach(&self) -> Result<&Breaker, SharedError> {
+        fn attach(&self) -> Result<&Breaker, RegionError> {
             // SAFETY:
             // - As in `init`.
             unsafe { SharedRegion::attach(self.ptr, self.len()) }
@@ -595,7 +387,10 @@ mod tests {
     fn initialising_twice_fails_and_open_in_attaches_with_the_same_config_only() {
         let mem = Mem::new(64);
         mem.init(config()).unwrap();
-        assert_eq!(mem.init(config()).unwrap_err(), SharedError::AlreadyInitialised);
+        assert_eq!(
+            mem.init(config()).unwrap_err(),
+            RegionError::AlreadyInitialised { kind: RegionKind::Breaker }
+        );
         // SAFETY:
         // - As in `Mem::init`.
         let again = unsafe { SharedRegion::open_in(mem.ptr, mem.len(), config()) };
@@ -603,7 +398,7 @@ mod tests {
         // SAFETY:
         // - As in `Mem::init`.
         let other = unsafe { SharedRegion::open_in(mem.ptr, mem.len(), BreakerConfig::default()) };
-        assert_eq!(other.unwrap_err(), SharedError::ConfigMismatch);
+        assert_eq!(other.unwrap_err(), RegionError::ConfigMismatch);
     }
 
     #[test]
@@ -614,18 +409,21 @@ mod tests {
         // - Null and misaligned pointers are refused before any access; the
         //   short length is refused before any access.
         unsafe {
-            assert_eq!(SharedRegion::attach(ptr::null_mut(), size).unwrap_err(), SharedError::Null);
+            assert_eq!(
+                SharedRegion::attach(ptr::null_mut(), size).unwrap_err(),
+                RegionError::Null { kind: RegionKind::Breaker }
+            );
             let odd = mem.ptr.add(8);
             assert_eq!(
                 SharedRegion::init_in(odd, size, config()).unwrap_err(),
-                SharedError::Misaligned { addr: odd.addr(), align }
+                RegionError::Misaligned { kind: RegionKind::Breaker, addr: odd.addr(), align }
             );
             assert_eq!(
                 SharedRegion::attach(mem.ptr, size - 1).unwrap_err(),
-                SharedError::TooSmall { len: size - 1, needed: size }
+                RegionError::TooSmall { kind: RegionKind::Breaker, len: size - 1, needed: size }
             );
         }
-        assert_eq!(mem.attach().unwrap_err(), SharedError::Uninitialised);
+        assert_eq!(mem.attach().unwrap_err(), RegionError::Uninitialised { kind: RegionKind::Breaker });
     }
 
     #[test]
@@ -637,19 +435,28 @@ mod tests {
         };
         let mut mem = fresh();
         mem.poke(0, &SharedRegion::INITIALISING.to_ne_bytes());
-        assert_eq!(mem.attach().unwrap_err(), SharedError::Initialising);
+        assert_eq!(mem.attach().unwrap_err(), RegionError::Initialising { kind: RegionKind::Breaker });
         mem.poke(0, &7u64.to_ne_bytes());
-        assert_eq!(mem.attach().unwrap_err(), SharedError::NotARegion { magic: 7 });
-        assert_eq!(mem.init(config()).unwrap_err(), SharedError::NotARegion { magic: 7 });
+        assert_eq!(
+            mem.attach().unwrap_err(),
+            RegionError::NotARegion { kind: RegionKind::Breaker, magic: 7 }
+        );
+        assert_eq!(
+            mem.init(config()).unwrap_err(),
+            RegionError::NotARegion { kind: RegionKind::Breaker, magic: 7 }
+        );
 
         let mut mem = fresh();
         let other = SharedRegion::VERSION + 1;
         mem.poke(8, &other.to_ne_bytes());
-        assert_eq!(mem.attach().unwrap_err(), SharedError::Version { found: other });
+        assert_eq!(
+            mem.attach().unwrap_err(),
+            RegionError::Version { kind: RegionKind::Breaker, found: other }
+        );
 
         let mut mem = fresh();
         mem.poke(16, &1u64.to_ne_bytes());
-        assert!(matches!(mem.attach().unwrap_err(), SharedError::SizeMismatch { size: 1, .. }));
+        assert!(matches!(mem.attach().unwrap_err(), RegionError::BreakerLayout { size: 1, .. }));
 
         // The header's copy of half_open_max set to 0.
         let mut mem = fresh();
@@ -667,21 +474,21 @@ mod tests {
         let config_at = (b.config() as *const BreakerConfig).addr() - mem.ptr.addr();
         let theirs = config_at + offset_of!(BreakerConfig, jitter_seed);
         mem.poke(theirs, &99u64.to_ne_bytes());
-        assert_eq!(mem.attach().unwrap_err(), SharedError::BadConfig(None));
+        assert_eq!(mem.attach().unwrap_err(), RegionError::BadConfig(None));
 
         // A state word of kind 5, then one with the reserved bit set.
         for bad in [5u64, 0b1000] {
             let mut mem = fresh();
             mem.poke(BREAKER_OFFSET, &bad.to_ne_bytes());
-            assert_eq!(mem.attach().unwrap_err(), SharedError::BadState);
+            assert_eq!(mem.attach().unwrap_err(), RegionError::BadState);
         }
 
         // The rolling window's generation word with a reserved bit set.
         let mut mem = fresh();
         mem.poke(BREAKER_OFFSET + Breaker::WINDOW_OFFSET, &(1u64 << 40).to_ne_bytes());
-        assert_eq!(mem.attach().unwrap_err(), SharedError::BadWindow);
+        assert_eq!(mem.attach().unwrap_err(), RegionError::BadWindow);
         assert_eq!(
-            SharedError::BadWindow.to_string(),
+            RegionError::BadWindow.to_string(),
             "shared region holds rolling-window words that do not decode"
         );
 
@@ -690,7 +497,7 @@ mod tests {
         for (at, bad) in [(HotLine::STAMP_OFFSET, HotLine::STAMP + 1), (HotLine::FLAGS_OFFSET, 0)] {
             let mut mem = fresh();
             mem.poke(BREAKER_OFFSET + at, &bad.to_ne_bytes());
-            assert_eq!(mem.attach().unwrap_err(), SharedError::BadHotLine, "offset {at}");
+            assert_eq!(mem.attach().unwrap_err(), RegionError::BadHotLine, "offset {at}");
         }
     }
 
@@ -713,18 +520,18 @@ mod tests {
         // Garbage in the slot the Open state reads.
         let mut mem = tripped();
         mem.poke(slot(0, 1), &u64::MAX.to_ne_bytes());
-        assert_eq!(mem.attach().unwrap_err(), SharedError::BadDeadlines);
+        assert_eq!(mem.attach().unwrap_err(), RegionError::BadDeadlines);
         // In the other slots: tags further behind than any transition leaves them.
         for (array, generation) in [(0, 0u32), (1, 1), (1, 0)] {
             let mut mem = tripped();
             let stale = crate::breaker::deadline::Stamp::new(generation.wrapping_sub(2 * 40), None).raw();
             mem.poke(slot(array, generation), &stale.to_ne_bytes());
-            assert_eq!(mem.attach().unwrap_err(), SharedError::BadDeadlines, "slot {array}/{generation}");
+            assert_eq!(mem.attach().unwrap_err(), RegionError::BadDeadlines, "slot {array}/{generation}");
         }
         // An Open breaker whose slot holds no deadline at all.
         let mut mem = tripped();
         mem.poke(slot(0, 1), &crate::breaker::deadline::Stamp::new(1, None).raw().to_ne_bytes());
-        assert_eq!(mem.attach().unwrap_err(), SharedError::BadDeadlines);
+        assert_eq!(mem.attach().unwrap_err(), RegionError::BadDeadlines);
         // A stamp of the right generation with an absurd time is accepted,
         // and never holds the breaker shut: it lies beyond any cool-down.
         let mut mem = tripped();
@@ -841,12 +648,12 @@ mod tests {
                                 wins.fetch_add(1, Ordering::Relaxed);
                                 break b;
                             }
-                            Err(SharedError::AlreadyInitialised) => {
+                            Err(RegionError::AlreadyInitialised { .. }) => {
                                 // SAFETY:
                                 // - As above.
                                 break unsafe { SharedRegion::attach(ptr, len) }.unwrap();
                             }
-                            Err(SharedError::Initialising) => std::thread::yield_now(),
+                            Err(RegionError::Initialising { .. }) => std::thread::yield_now(),
                             Err(e) => panic!("{e}"),
                         }
                     };

@@ -12,5 +12,5 @@ pub(crate) mod slots;
 
 pub use holder::Holder;
 #[cfg(not(loom))]
-pub use region::{SharedBulkheadError, SharedBulkheadRegion};
+pub use region::SharedBulkheadRegion;
 pub use slots::{SharedBulkhead, SharedBulkheadSnapshot, SharedSlot, SlotTable};
