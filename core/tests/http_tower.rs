@@ -473,3 +473,23 @@ async fn breaker_outside_the_retries_a_429_holds_everyone_at_once_and_nothing_sl
     assert!(r.retry_after.is_some_and(|d| d <= Duration::from_secs(2)), "{r:?}");
     assert_eq!(server.hits(), 1, "the held breaker sent nothing more");
 }
+
+/// The services' own `ready` and `oneshot` (see the tower module's
+/// "Diagnostics") do what tower's do: a ready service takes the call, and
+/// the breaker counts each answer.
+#[tokio::test]
+async fn the_services_own_ready_and_oneshot_call_through_every_layer() {
+    let server = Server::start().await;
+    let breaker = Arc::new(NamedBreaker::new("tower/ready", BreakerConfig::default()));
+    let mut svc = BreakerLayer::new(breaker.clone()).layer(client());
+
+    let ready = svc.ready().await.unwrap();
+    assert_eq!(ready.call(request(&server)).await.unwrap().status(), 200);
+    assert_eq!(svc.oneshot(request(&server)).await.unwrap().status(), 200);
+    server.set(Mode::Unavailable);
+    assert_eq!(svc.oneshot(request(&server)).await.unwrap().status(), 503);
+
+    assert_eq!(server.hits(), 3);
+    let counts = breaker.snapshot();
+    assert_eq!((counts.successes, counts.failures), (2, 1));
+}

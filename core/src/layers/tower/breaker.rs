@@ -13,6 +13,7 @@ use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
 use crate::layers::clock::MonotonicClock;
 use crate::layers::named::{NamedBreaker, OwnedNamedPermit};
+use crate::layers::tower::call_patterns::call_patterns;
 use crate::layers::tower::classify::{ClassifyFn, ClassifyResult, HttpClassifier, ServiceError};
 use crate::refusal::refusal;
 
@@ -201,3 +202,5 @@ where
         }
     }
 }
+
+call_patterns!(BreakerService<S, K, C> where C: Clock);

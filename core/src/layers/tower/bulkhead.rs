@@ -11,6 +11,7 @@ use tower_service::Service;
 
 use crate::bulkhead::{Bulkhead, BulkheadFull};
 use crate::layers::events::{Events, refused};
+use crate::layers::tower::call_patterns::call_patterns;
 
 /// Wraps services in a [`BulkheadService`] sharing one bulkhead.
 ///
@@ -170,3 +171,5 @@ where
         Poll::Ready(result.map_err(BulkheadError::Inner))
     }
 }
+
+call_patterns!(BulkheadService<S>);

@@ -149,7 +149,7 @@ impl<E: core::error::Error + 'static> ServiceError for E {}
 #[diagnostic::on_unimplemented(
     message = "the request `{Self}` cannot be retried: `RetryLayer` sends a clone of it on each attempt",
     label = "a request that is `Clone + Send + 'static` is needed here",
-    note = "a streamed body (hyper's `Incoming`) does not clone: buffer it first (e.g. into `http_body_util::Full<Bytes>`)"
+    note = "a streamed body (hyper's `Incoming`) does not clone: buffer it first (e.g. into `http_body_util::Full<Bytes>`); a `reqwest::Client` takes `reqwest::Request`s, which do not clone either: wrap the client in `tripwire::tower::reqwest_service` (feature `reqwest`), whose `http::Request<B>`s do"
 )]
 pub trait RetryRequest: Clone + Send + 'static {}
 

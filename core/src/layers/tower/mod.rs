@@ -24,9 +24,20 @@
 //! (`Box<dyn Error + Send + Sync>`, which `tower::timeout` yields) is not
 //! an `Error` itself: map it into a type that is, or use [`TimeoutLayer`],
 //! whose [`TimeoutError`] is one.
-//! A stack that misses a bound fails to compile with an error naming it
-//! (`ServiceError`, `RetryRequest`, `ClassifyResult`, `Timer`).
 //!
+//! # Diagnostics
+//! A stack that misses a bound fails to compile with an error naming it
+//! (`ServiceError`, `RetryRequest`, `ClassifyResult`, `Timer`) and the fix,
+//! also through the call patterns of tower's guides: each service here has
+//! inherent `ready` and `oneshot` methods that do what tower's
+//! `ServiceExt::{ready, oneshot}` do. Through tower's own methods rustc
+//! would say only that the method's "trait bounds were not satisfied"
+//! (E0599), naming `Service<_>` and not the bound inside it. `poll_ready`
+//! is `Service`'s own method: there rustc's E0599 lists the bounds that
+//! fail, without their notes. A stack whose outermost service is not one
+//! of these (a `tower::util` wrapper, say) meets tower's methods, and that
+//! E0599, again. `tests/ui/tower/` pins each message.
+
 //! # Clients that fit as they are
 //! hyper-util's `legacy::Client` is a `Service<http::Request<B>>` with an
 //! `std::error::Error`: every layer wraps it as it is (with a body that
@@ -67,6 +78,7 @@
 
 mod breaker;
 mod bulkhead;
+mod call_patterns;
 mod classify;
 #[cfg(feature = "reqwest")]
 mod reqwest;

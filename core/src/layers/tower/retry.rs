@@ -16,6 +16,7 @@ use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Events, RetryCause};
 use crate::layers::retry::answer;
 use crate::layers::timeout::Timer;
+use crate::layers::tower::call_patterns::call_patterns;
 use crate::layers::tower::classify::{
     ClassifyFn, ClassifyResult, HttpClassifier, RetryRequest, ServiceError,
 };
@@ -263,3 +264,5 @@ where
         })
     }
 }
+
+call_patterns!(RetryService<S, K, Tm>);

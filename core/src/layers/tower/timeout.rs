@@ -12,6 +12,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::layers::timeout::{Elapsed, Timeout, Timer, timeout};
+use crate::layers::tower::call_patterns::call_patterns;
 
 /// Wraps services in a [`TimeoutService`]: each call gets at most `after`.
 ///
@@ -145,3 +146,5 @@ where
         })
     }
 }
+
+call_patterns!(TimeoutService<S, Tm>);
