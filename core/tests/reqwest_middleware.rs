@@ -489,3 +489,18 @@ async fn an_attempt_cut_short_by_the_policys_total_time_is_no_failure_of_the_dep
     assert_eq!((s.failures, s.ignored, breaker.state()), (0, 1, State::Closed), "the caller ran out of time");
     assert_eq!(server.hits(), 1, "not retried past the total time");
 }
+
+/// `GuardMiddleware::client` is the client `ClientBuilder::with` makes: the
+/// breaker admits and counts each request.
+#[tokio::test]
+async fn a_client_made_by_the_middleware_is_guarded_by_it() {
+    let server = Server::start().await;
+    let breaker = breaker("reqwest/client", 1);
+    let client =
+        GuardMiddleware::new(breaker.clone()).client(reqwest::Client::builder().no_proxy().build().unwrap());
+    assert_eq!(status(&client, &server).await, 200);
+    server.set(Mode::Unavailable);
+    assert_eq!(status(&client, &server).await, 503);
+    assert!(matches!(refused(&client, &server).await, RefusedBy::Breaker(_)));
+    assert_eq!(server.hits(), 2);
+}

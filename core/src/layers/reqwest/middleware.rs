@@ -305,6 +305,23 @@ where
     }
 }
 
+impl<C: Clock, Tm> GuardMiddleware<C, Tm>
+where
+    Self: reqwest_middleware::Middleware,
+{
+    /// A client whose every request this middleware guards: what
+    /// `ClientBuilder::new(client).with(self).build()` makes. Taking the
+    /// `reqwest::Client` here, it names a version mismatch plainly: a
+    /// client of another reqwest than the 0.13 this middleware is built
+    /// for gets rustc's note that "there are multiple different versions
+    /// of crate `reqwest` in the dependency graph", where
+    /// `.with(self)` on a reqwest-middleware 0.4 builder can only say that
+    /// a `Fn` is not implemented (see the [module docs](super#versions)).
+    pub fn client(self, client: reqwest::Client) -> reqwest_middleware::ClientWithMiddleware {
+        reqwest_middleware::ClientBuilder::new(client).with(self).build()
+    }
+}
+
 #[async_trait::async_trait]
 impl<C, Tm> reqwest_middleware::Middleware for GuardMiddleware<C, Tm>
 where

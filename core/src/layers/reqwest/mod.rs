@@ -45,10 +45,24 @@
 //! default feature: the application's `reqwest` chooses (for instance
 //! `features = ["rustls"]`), and cargo builds the one `reqwest` with it.
 //!
+//! # Versions
+//! Feature `reqwest` is reqwest 0.13 and reqwest-middleware 0.5: an
+//! application must use those versions for the middleware to fit its
+//! client. rustc takes other versions of the two crates for other crates,
+//! and its error does not say "version" everywhere:
+//!
+//! | what the application does | what rustc says |
+//! | --- | --- |
+//! | `GuardMiddleware::client(reqwest_0_12_client)` | E0308 "mismatched types", and a note: "there are multiple different versions of crate `reqwest` in the dependency graph" |
+//! | `reqwest_middleware_0_4::ClientBuilder::new(..).with(guard)` | E0277 "the trait bound `GuardMiddleware: reqwest_middleware::Middleware` is not satisfied", whose help names a `for<'a> Fn(reqwest::Request, ..)` that is "not implemented" (0.4's closures are middleware too); that help means the versions differ |
+//!
+//! [`GuardMiddleware::client`] is the way in that says so plainly.
+//! `tests/ui/reqwest/` pins both messages.
+//!
 //! # Examples
 //! ```
 //! use std::sync::Arc;
-//! use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+//! use reqwest_middleware::ClientWithMiddleware;
 //! use tripwire::reqwest::GuardMiddleware;
 //! use tripwire::{BreakerConfig, Bulkhead, NamedBreaker, RefusedBy, RetryBudget, RetryBudgetConfig, RetryPolicy};
 //!
@@ -57,7 +71,7 @@
 //!     .bulkhead(Arc::new(Bulkhead::new(32)))
 //!     .retry(RetryPolicy::builder().max_attempts(3).build()?)
 //!     .budget(Arc::new(RetryBudget::new(RetryBudgetConfig::default())));
-//! let client = ClientBuilder::new(reqwest::Client::new()).with(guard).build();
+//! let client = guard.client(reqwest::Client::new());
 //!
 //! /// The ticker, or how long to stay away.
 //! async fn ticker(client: &ClientWithMiddleware) -> Result<String, String> {
