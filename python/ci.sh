@@ -21,11 +21,21 @@ rm -rf "$VENV"
 python -m pip install --quiet --disable-pip-version-check \
   maturin==1.16.0 pytest==9.2.0 hypothesis==6.170.17 mypy==2.4.1 pyright==1.1.414 \
   prometheus-client==0.26.0 ccxt==4.5.90 pybreaker==1.4.1 redis==8.1.0 \
-  requests==2.34.2 httpx==0.28.1 aiohttp==3.14.5
+  requests==2.34.2 httpx==0.28.1 aiohttp==3.14.5 twine==7.0.0
 
+# The sdist is what the index serves where no wheel fits: the wheel tested
+# here is built from it by pip, in a folder of pip's own outside the
+# repository, so a source the sdist lacks fails this build. One release
+# build in all; its cache stays in target/ between local runs.
 rm -rf ../target/wheels-ci
-maturin build --release --quiet --out ../target/wheels-ci
-python -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps ../target/wheels-ci/tripwire-*.whl
+maturin sdist --out ../target/wheels-ci
+CARGO_TARGET_DIR="$PWD/../target/python-sdist" python -m pip wheel --quiet --disable-pip-version-check \
+  --no-deps --no-build-isolation --wheel-dir ../target/wheels-ci ../target/wheels-ci/tripwire-*.tar.gz
+python -m twine check --strict ../target/wheels-ci/*
+# The wheel's size, as python/README.md states it.
+wheel=$(ls ../target/wheels-ci/tripwire-*.whl)
+echo "wheel: $(basename "$wheel"), $(( $(stat -c %s "$wheel") / 1024 )) KiB"
+python -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 
 # From a directory without the sources, so that the installed wheel is what
 # is tested, not ./tripwire.
