@@ -34,6 +34,7 @@ pub use error::PipelineError;
 use crate::bulkhead::Bulkhead;
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
+use crate::layers::classify::ClassifyResult;
 use crate::layers::clock::{MonotonicClock, monotonic_at};
 use crate::layers::events::{Events, RetryCause};
 use crate::layers::named::NamedBreaker;
@@ -262,19 +263,18 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
 
 /// A pipeline's calls: the caller's closure (making a result, or a future
 /// of one) and the classifier that judges each result.
-pub(crate) struct Closure<F, A, T, E> {
+pub(crate) struct Closure<F, K, T, E> {
     pub(crate) f: F,
-    pub(crate) assess: A,
+    pub(crate) classifier: K,
     pub(crate) _answer: PhantomData<fn() -> Result<T, E>>,
 }
 
-impl<F, A: Fn(&Result<T, E>) -> Assessment, T, E> Calls for Closure<F, A, T, E> {
+impl<F, K: ClassifyResult<T, E>, T, E> Calls for Closure<F, K, T, E> {
     type Answer = Result<T, E>;
 
-    /// Only a failure of the dependency is retried; a pipeline's calls
-    /// name no pause of their own.
+    /// Only a failure of the dependency is retried.
     fn judge(&self, answer: &Result<T, E>) -> Judged {
-        Judged::of((self.assess)(answer), None)
+        Judged::of(self.classifier.classify(answer), None)
     }
 
     fn cause<'s>(&self, answer: &'s Result<T, E>) -> RetryCause<'s> {
@@ -284,9 +284,7 @@ impl<F, A: Fn(&Result<T, E>) -> Assessment, T, E> Calls for Closure<F, A, T, E> 
     }
 }
 
-impl<F: FnMut() -> Result<T, E>, A: Fn(&Result<T, E>) -> Assessment, T, E> BlockingCalls
-    for Closure<F, A, T, E>
-{
+impl<F: FnMut() -> Result<T, E>, K: ClassifyResult<T, E>, T, E> BlockingCalls for Closure<F, K, T, E> {
     fn call(&mut self, _attempt: u32) -> Result<T, E> {
         (self.f)()
     }
@@ -381,15 +379,17 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         self.call_with(ok_is_success, f)
     }
 
-    /// Runs `f` through the layers, judging each attempt with `assess`
-    /// (e.g. an HTTP status through [`http::assess`](crate::layers::http::assess)).
+    /// Runs `f` through the layers, judging each attempt with `classifier`:
+    /// a [`ClassifyResult`] such as [`HttpClassifier`](crate::HttpClassifier)
+    /// for `http` responses, or a closure with its argument's type written
+    /// out, `|r: &Result<T, E>| -> Assessment`.
     /// A bulkhead with a wait parks the thread; retries sleep it.
     pub fn call_with<T, E>(
         &self,
-        assess: impl Fn(&Result<T, E>) -> Assessment,
+        classifier: impl ClassifyResult<T, E>,
         f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, PipelineError<E>> {
-        self.run_sync(None, assess, f)
+        self.run_sync(None, classifier, f)
     }
 
     /// [`call_with`](Self::call_with) that starts no attempt after
@@ -400,19 +400,19 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     pub fn call_before<T, E>(
         &self,
         deadline: Instant,
-        assess: impl Fn(&Result<T, E>) -> Assessment,
+        classifier: impl ClassifyResult<T, E>,
         f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, PipelineError<E>> {
-        self.run_sync(Some(deadline), assess, f)
+        self.run_sync(Some(deadline), classifier, f)
     }
 
     fn run_sync<T, E>(
         &self,
         deadline: Option<Instant>,
-        assess: impl Fn(&Result<T, E>) -> Assessment,
+        classifier: impl ClassifyResult<T, E>,
         f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, PipelineError<E>> {
-        let mut calls = Closure { f, assess, _answer: PhantomData };
+        let mut calls = Closure { f, classifier, _answer: PhantomData };
         answer(blocking::drive(self.plan(), deadline.map(monotonic_at), None, &mut calls))
     }
 
