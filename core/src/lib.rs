@@ -77,6 +77,10 @@
 //!   [`on_state_change`](NamedBreaker::on_state_change) listeners
 //!   ([`StateChange`], which carries a hold's length); [`NamedPermit`],
 //!   [`OwnedNamedPermit`]; [`Assessment`] for what a classifier decides.
+//! - [`ClassifyResult`] (feature `std`): the classifier every integration
+//!   judges a result with, and reads a 5xx's pause from: any closure
+//!   `Fn(&Result<T, E>) -> Assessment`, [`ClassifyFn`], or
+//!   [`HttpClassifier`] (feature `http`).
 //! - [`Events`] (feature `std`): the bulkhead refusals and waits
 //!   ([`BulkheadEvent`]) and the retries ([`RetryNotice`], with a
 //!   [`RetryCause`]) of the layers it is given, heard by listeners,
@@ -98,9 +102,9 @@
 //!   until `Retry-After`, other 4xx are ignored), [`http::retry_after`].
 //! - `tower` (feature `tower`): [`tower::BreakerLayer`] and
 //!   [`tower::BreakerService`], judging responses with a
-//!   [`tower::ClassifyResult`] ([`tower::HttpClassifier`] by default, a
-//!   closure in a [`tower::ClassifyFn`]) and counting an inner refusal as
-//!   ignored; [`tower::BulkheadLayer`] and [`tower::BulkheadService`];
+//!   [`ClassifyResult`] ([`HttpClassifier`] by default, a closure in a
+//!   [`ClassifyFn`]; also named under `tower::`) and counting an inner
+//!   refusal as ignored; [`tower::BulkheadLayer`] and [`tower::BulkheadService`];
 //!   [`tower::RetryLayer`] and [`tower::RetryService`] (retries with a
 //!   budget, stopping at a refusal); [`tower::TimeoutLayer`] and
 //!   [`tower::TimeoutService`] (per call, on a [`Timer`]). The bounds they ask of the wrapped

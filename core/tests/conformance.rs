@@ -40,8 +40,8 @@ use tower_layer::Layer;
 use tower_service::Service;
 use tripwire::tower::{BreakerLayer, BulkheadLayer, RetryLayer, TimeoutLayer};
 use tripwire::{
-    BackoffConfig, BreakerConfig, Bulkhead, Events, NamedBreaker, Nesting, Pipeline, PipelineBuilder,
-    PipelineError, RefusedBy, RetryPolicy, State, TokioTimer, http, refusal,
+    BackoffConfig, BreakerConfig, Bulkhead, Events, HttpClassifier, NamedBreaker, Nesting, Pipeline,
+    PipelineBuilder, PipelineError, RefusedBy, RetryPolicy, State, TokioTimer, refusal,
 };
 
 /// Each attempt's bound, in every integration.
@@ -171,31 +171,9 @@ const SCENARIOS: [Scenario; 10] = [
 
 const RETRY_AFTER_503: &str = "503 with Retry-After: 1";
 
-/// Why tower and the reqwest middleware pause otherwise than the pipeline.
-const RETRY_AFTER_RULE: &str = "Assessment's table, core/src/layers/assessment.rs: tower and the reqwest \
-     middleware retry a 5xx after its Retry-After, capped at max_retry_after; the pipeline after its backoff";
-
-/// The documented differences between integrations of one nesting.
-const DIFFERENCES: [Difference; 3] = [
-    Difference {
-        row: RETRY_AFTER_503,
-        door: Door::Tower(Nesting::RetryOutsideBreaker),
-        part: "pause",
-        reason: RETRY_AFTER_RULE,
-    },
-    Difference {
-        row: RETRY_AFTER_503,
-        door: Door::ReqwestMiddleware,
-        part: "pause",
-        reason: RETRY_AFTER_RULE,
-    },
-    Difference {
-        row: RETRY_AFTER_503,
-        door: Door::Tower(Nesting::BreakerOutsideRetry),
-        part: "pause",
-        reason: RETRY_AFTER_RULE,
-    },
-];
+/// The documented differences between integrations of one nesting: none,
+/// every integration of a nesting gives the same trace in every row.
+const DIFFERENCES: [Difference; 0] = [];
 
 /// A row of the matrix.
 #[derive(Clone, Copy)]
@@ -353,8 +331,8 @@ fn sync_call(
 ) -> Got {
     let pipeline = pipeline(nesting, breaker, bulkhead, &call).build();
     pipeline_got(match call.deadline {
-        None => pipeline.call_with(http::assess_result, || blocking_get(addr)),
-        Some(deadline) => pipeline.call_before(deadline, http::assess_result, || blocking_get(addr)),
+        None => pipeline.call_with(HttpClassifier, || blocking_get(addr)),
+        Some(deadline) => pipeline.call_before(deadline, HttpClassifier, || blocking_get(addr)),
     })
 }
 
@@ -380,8 +358,8 @@ async fn send_with(
             let (client, uri) = (client(), server.url("/book"));
             let get = || client.get(uri.clone());
             pipeline_got(match call.deadline {
-                None => pipeline.call_async_with(http::assess_result, get).await,
-                Some(deadline) => pipeline.call_async_before(deadline, http::assess_result, get).await,
+                None => pipeline.call_async_with(HttpClassifier, get).await,
+                Some(deadline) => pipeline.call_async_before(deadline, HttpClassifier, get).await,
             })
         }
         Door::Tower(_) => {

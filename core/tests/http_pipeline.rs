@@ -1,5 +1,5 @@
 //! The pipeline against a real HTTP server on 127.0.0.1: timeouts, trips,
-//! recovery, stale fallback and 429 holds.
+//! recovery, stale fallback, 429 holds and a 503's `Retry-After`.
 #![cfg(all(feature = "tokio", feature = "http", not(loom)))]
 
 mod support;
@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use support::{Mode, Server, client, get, get_ok};
 use tripwire::{
-    Assessment, BreakerConfig, ManualClock, NamedBreaker, Pipeline, PipelineError, Served, StaleCache,
-    StalePolicy, State, TokioTimer,
+    Assessment, BreakerConfig, HttpClassifier, ManualClock, NamedBreaker, Pipeline, PipelineError, Served,
+    StaleCache, StalePolicy, State, TokioTimer,
 };
 
 const TIMEOUT: Duration = Duration::from_millis(30);
@@ -206,4 +206,81 @@ async fn a_503_response_is_retried_and_a_400_is_not_judged_once_by_the_same_clas
         },
     );
     assert_eq!((got, n), (Ok(200), 2));
+}
+
+/// Three attempts 1–2 ms apart unless a server names its pause, which is
+/// capped at `cap`.
+fn quick_retries(cap: Duration) -> tripwire::RetryPolicy<'static> {
+    use tripwire::{BackoffConfig, RetryPolicy};
+    let backoff = BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff.build().unwrap());
+    policy.max_retry_after(cap).build().unwrap()
+}
+
+/// A 503 asking for `retry_after`, then 200s.
+fn unavailable_once(server: &Server, retry_after: &str) {
+    let last = server.hits() + 1;
+    server.set(Mode::StatusUntil { status: 503, retry_after: Some(retry_after.into()), last });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_503s_retry_after_is_the_pause_before_its_retry_sync_and_async() {
+    let server = Server::start().await;
+    let client = client();
+    let pipeline =
+        Pipeline::builder().retry(quick_retries(Duration::from_secs(60))).timer(TokioTimer).build();
+
+    unavailable_once(&server, "1");
+    let got = pipeline.call_async_with(HttpClassifier, || get(&client, server.url("/book"))).await;
+    assert_eq!(got.unwrap().status(), 200);
+    assert_eq!(server.hits(), 2, "the 503 was retried once");
+    let gap = server.gap(1, 2).unwrap();
+    assert!(gap >= Duration::from_secs(1), "the async pipeline waited its backoff only: {gap:?}");
+
+    // The sync pipeline, on a thread of its own, sleeps the same pause.
+    unavailable_once(&server, "1");
+    let (runtime, url) = (tokio::runtime::Handle::current(), server.url("/book"));
+    let got = tokio::task::spawn_blocking(move || {
+        pipeline.call_with(HttpClassifier, || runtime.block_on(get(&client, url.clone())))
+    });
+    assert_eq!(got.await.unwrap().unwrap().status(), 200);
+    assert_eq!(server.hits(), 4, "the 503 was retried once");
+    let gap = server.gap(3, 4).unwrap();
+    assert!(gap >= Duration::from_secs(1), "the sync pipeline waited its backoff only: {gap:?}");
+}
+
+#[tokio::test]
+async fn a_503s_pause_above_max_retry_after_is_cut_to_it_and_a_closure_names_none() {
+    use tripwire::{Events, RetryCause, RetryNotice};
+
+    let server = Server::start().await;
+    let client = client();
+    let events = Arc::new(Events::new("pipeline/retry-after"));
+    let pauses = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = pauses.clone();
+    events.on_retry(move |e| {
+        if let RetryNotice::Scheduled { delay, capped_from, cause, .. } = *e {
+            let status = match cause {
+                RetryCause::Response(status) => status,
+                _ => None,
+            };
+            seen.lock().unwrap().push((delay, capped_from, status));
+        }
+    });
+    let cap = Duration::from_millis(300);
+    let pipeline = Pipeline::builder().retry(quick_retries(cap)).events(events).timer(TokioTimer).build();
+
+    unavailable_once(&server, "30");
+    let got = pipeline.call_async_with(HttpClassifier, || get(&client, server.url("/book"))).await;
+    assert_eq!(got.unwrap().status(), 200);
+    assert!(server.gap(1, 2).unwrap() >= cap);
+    let asked = Some(Duration::from_secs(30));
+    assert_eq!(pauses.lock().unwrap().pop(), Some((cap, asked, Some(503))), "the cap, and what was asked");
+
+    // The same verdict from a closure: a failure, retried after the backoff.
+    unavailable_once(&server, "30");
+    let got = pipeline.call_async_with(by_status, || get(&client, server.url("/book"))).await;
+    assert_eq!(got.unwrap().status(), 200);
+    let (delay, capped_from, status) = pauses.lock().unwrap().pop().unwrap();
+    assert!(delay <= Duration::from_millis(2) && capped_from.is_none() && status.is_none(), "{delay:?}");
 }

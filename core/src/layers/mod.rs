@@ -6,6 +6,7 @@
 
 pub(crate) mod assessment;
 pub(crate) mod bulkhead;
+pub(crate) mod classify;
 pub(crate) mod clock;
 pub(crate) mod events;
 pub(crate) mod fallback;
@@ -29,6 +30,9 @@ pub(crate) mod timeout;
 pub mod tower;
 
 pub use assessment::Assessment;
+#[cfg(feature = "http")]
+pub use classify::HttpClassifier;
+pub use classify::{ClassifyFn, ClassifyResult};
 pub use clock::{CachedClock, CoarseClock, MonotonicClock, Upkeep, UpkeepError};
 pub use events::{BulkheadEvent, EventCounts, Events, RetryCause, RetryNotice, StateChange};
 pub use fallback::{Served, StaleCache, StalePolicy, StaleSnapshot, StaleStats};

@@ -7,7 +7,7 @@ use core::marker::PhantomData;
 use std::time::Instant;
 
 use crate::clock::Clock;
-use crate::layers::assessment::Assessment;
+use crate::layers::classify::ClassifyResult;
 use crate::layers::clock::monotonic_at;
 use crate::layers::pipeline::{Closure, Pipeline, PipelineError, answer, ok_is_success};
 use crate::layers::timeout::Timer;
@@ -51,17 +51,18 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     }
 
     /// Runs the future `f` makes through the layers, judging each attempt
-    /// with `assess`; a timeout is a failure.
+    /// with `classifier`, as [`call_with`](Pipeline::call_with) does; a
+    /// timeout is a failure.
     pub async fn call_async_with<T, E, Fut>(
         &self,
-        assess: impl Fn(&Result<T, E>) -> Assessment,
+        classifier: impl ClassifyResult<T, E>,
         f: impl FnMut() -> Fut,
     ) -> Result<T, PipelineError<E>>
     where
         Tm: Timer,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.run_async(None, assess, f).await
+        self.run_async(None, classifier, f).await
     }
 
     /// [`call_async_with`](Self::call_async_with) that stops at `deadline`:
@@ -72,35 +73,35 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     pub async fn call_async_before<T, E, Fut>(
         &self,
         deadline: Instant,
-        assess: impl Fn(&Result<T, E>) -> Assessment,
+        classifier: impl ClassifyResult<T, E>,
         f: impl FnMut() -> Fut,
     ) -> Result<T, PipelineError<E>>
     where
         Tm: Timer,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.run_async(Some(deadline), assess, f).await
+        self.run_async(Some(deadline), classifier, f).await
     }
 
     async fn run_async<T, E, Fut>(
         &self,
         deadline: Option<Instant>,
-        assess: impl Fn(&Result<T, E>) -> Assessment,
+        classifier: impl ClassifyResult<T, E>,
         f: impl FnMut() -> Fut,
     ) -> Result<T, PipelineError<E>>
     where
         Tm: Timer,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut calls = Closure { f, assess, _answer: PhantomData };
+        let mut calls = Closure { f, classifier, _answer: PhantomData };
         answer(future::drive(self.plan(), &self.timer, deadline.map(monotonic_at), &mut calls).await)
     }
 }
 
-impl<F, A, T, E, Fut> AsyncCalls for Closure<F, A, T, E>
+impl<F, K, T, E, Fut> AsyncCalls for Closure<F, K, T, E>
 where
     F: FnMut() -> Fut,
-    A: Fn(&Result<T, E>) -> Assessment,
+    K: ClassifyResult<T, E>,
     Fut: Future<Output = Result<T, E>>,
 {
     fn call(&mut self, _attempt: u32) -> impl Future<Output = Result<T, E>> {

@@ -34,6 +34,7 @@ pub use error::PipelineError;
 use crate::bulkhead::Bulkhead;
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
+use crate::layers::classify::ClassifyResult;
 use crate::layers::clock::{MonotonicClock, monotonic_at};
 use crate::layers::events::{Events, RetryCause};
 use crate::layers::named::NamedBreaker;
@@ -73,9 +74,10 @@ pub enum Nesting {
 /// (the caller's fault, a cancelled call) are neither; backpressure holds
 /// the breaker open ([`NamedBreaker::open_for`]). An `Ok` value the
 /// classifier calls a failure (a 503 response, judged by
-/// [`http::assess_result`](crate::http::assess_result)) is retried like an
-/// error, and is the answer, still `Ok`, once the retries stop: the one
-/// judgement serves the breaker and the retries alike.
+/// [`HttpClassifier`](crate::HttpClassifier)) is retried like an error,
+/// after its `Retry-After` if it names one, and is the answer, still `Ok`,
+/// once the retries stop: the one judgement serves the breaker and the
+/// retries alike.
 ///
 /// Every part is optional and shared (`Arc`), so several pipelines (one per
 /// endpoint, say) can share one breaker, bulkhead or budget. Async calls
@@ -262,31 +264,35 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
 
 /// A pipeline's calls: the caller's closure (making a result, or a future
 /// of one) and the classifier that judges each result.
-pub(crate) struct Closure<F, A, T, E> {
+pub(crate) struct Closure<F, K, T, E> {
     pub(crate) f: F,
-    pub(crate) assess: A,
+    pub(crate) classifier: K,
     pub(crate) _answer: PhantomData<fn() -> Result<T, E>>,
 }
 
-impl<F, A: Fn(&Result<T, E>) -> Assessment, T, E> Calls for Closure<F, A, T, E> {
+impl<F, K: ClassifyResult<T, E>, T, E> Calls for Closure<F, K, T, E> {
     type Answer = Result<T, E>;
 
-    /// Only a failure of the dependency is retried; a pipeline's calls
-    /// name no pause of their own.
+    /// Only a failure of the dependency is retried, after the backoff's
+    /// pause or the one its server named, if the classifier reads it (a
+    /// 503's `Retry-After` for `HttpClassifier`), as the tower retry layer
+    /// and the reqwest middleware do.
     fn judge(&self, answer: &Result<T, E>) -> Judged {
-        Judged::of((self.assess)(answer), None)
+        let after = answer.as_ref().ok().and_then(|value| self.classifier.retry_after(value));
+        Judged::of(self.classifier.classify(answer), after)
     }
 
     fn cause<'s>(&self, answer: &'s Result<T, E>) -> RetryCause<'s> {
-        // A value judged a failure (a 503 response), or an error of a type
-        // the pipeline cannot write.
-        if answer.is_ok() { RetryCause::Response(None) } else { RetryCause::Failed }
+        match answer {
+            // A value judged a failure (a 503 response).
+            Ok(value) => RetryCause::Response(self.classifier.status(value)),
+            // An error of a type the pipeline cannot write.
+            Err(_) => RetryCause::Failed,
+        }
     }
 }
 
-impl<F: FnMut() -> Result<T, E>, A: Fn(&Result<T, E>) -> Assessment, T, E> BlockingCalls
-    for Closure<F, A, T, E>
-{
+impl<F: FnMut() -> Result<T, E>, K: ClassifyResult<T, E>, T, E> BlockingCalls for Closure<F, K, T, E> {
     fn call(&mut self, _attempt: u32) -> Result<T, E> {
         (self.f)()
     }
@@ -381,15 +387,45 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
         self.call_with(ok_is_success, f)
     }
 
-    /// Runs `f` through the layers, judging each attempt with `assess`
-    /// (e.g. an HTTP status through [`http::assess`](crate::layers::http::assess)).
+    /// Runs `f` through the layers, judging each attempt with `classifier`.
     /// A bulkhead with a wait parks the thread; retries sleep it.
+    ///
+    /// [`HttpClassifier`](crate::HttpClassifier) judges `http` responses
+    /// and honours a 5xx's `Retry-After`: the retry waits it instead of the
+    /// backoff, capped at the policy's
+    /// [`max_retry_after`](crate::RetryPolicy::max_retry_after), as the
+    /// tower retry layer and the reqwest middleware do. A closure
+    /// `|r: &Result<T, E>| -> Assessment` (its argument's type written out)
+    /// judges anything and names no pause: its failures wait the backoff.
+    /// Any other [`ClassifyResult`] may name one.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[cfg(feature = "http")] {
+    /// use tripwire::{Assessment, HttpClassifier, Pipeline, RetryPolicy};
+    ///
+    /// let pipeline = Pipeline::builder().retry(RetryPolicy::builder().max_attempts(2).build()?).build();
+    /// let mut sent = 0;
+    /// let busy_then_ok = || {
+    ///     sent += 1;
+    ///     let status = if sent == 1 { 503 } else { 200 };
+    ///     http::Response::builder().status(status).header("retry-after", "0").body(())
+    /// };
+    /// // The 503 is retried after its `Retry-After` (none here), the 200 is the answer.
+    /// assert_eq!(pipeline.call_with(HttpClassifier, busy_then_ok)?.status(), 200);
+    /// // A closure judges any result, and retries after the backoff.
+    /// let even = |r: &Result<u32, ()>| if r == &Ok(2) { Assessment::Success } else { Assessment::Failure };
+    /// let mut n = 0;
+    /// assert_eq!(pipeline.call_with(even, || { n += 1; Ok(n) }), Ok(2));
+    /// # }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn call_with<T, E>(
         &self,
-        assess: impl Fn(&Result<T, E>) -> Assessment,
+        classifier: impl ClassifyResult<T, E>,
         f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, PipelineError<E>> {
-        self.run_sync(None, assess, f)
+        self.run_sync(None, classifier, f)
     }
 
     /// [`call_with`](Self::call_with) that starts no attempt after
@@ -400,19 +436,19 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     pub fn call_before<T, E>(
         &self,
         deadline: Instant,
-        assess: impl Fn(&Result<T, E>) -> Assessment,
+        classifier: impl ClassifyResult<T, E>,
         f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, PipelineError<E>> {
-        self.run_sync(Some(deadline), assess, f)
+        self.run_sync(Some(deadline), classifier, f)
     }
 
     fn run_sync<T, E>(
         &self,
         deadline: Option<Instant>,
-        assess: impl Fn(&Result<T, E>) -> Assessment,
+        classifier: impl ClassifyResult<T, E>,
         f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, PipelineError<E>> {
-        let mut calls = Closure { f, assess, _answer: PhantomData };
+        let mut calls = Closure { f, classifier, _answer: PhantomData };
         answer(blocking::drive(self.plan(), deadline.map(monotonic_at), None, &mut calls))
     }
 

@@ -11,10 +11,11 @@ use tower_service::Service;
 use crate::breaker::permit::CallError;
 use crate::clock::Clock;
 use crate::layers::assessment::Assessment;
+use crate::layers::classify::{ClassifyFn, ClassifyResult, HttpClassifier};
 use crate::layers::clock::MonotonicClock;
 use crate::layers::named::{NamedBreaker, OwnedNamedPermit};
+use crate::layers::tower::bounds::ServiceError;
 use crate::layers::tower::call_patterns::call_patterns;
-use crate::layers::tower::classify::{ClassifyFn, ClassifyResult, HttpClassifier, ServiceError};
 use crate::refusal::refusal;
 
 /// Wraps services in a [`BreakerService`] sharing one breaker.

@@ -76,18 +76,20 @@
 //! | breaker → timeout → call | a timed-out call is the inner [`TimeoutError::Elapsed`], judged by the classifier: a failure with [`HttpClassifier`], retried by a retry layer outside |
 //! | timeout → breaker → call | a timeout outside drops the breaker's future: the call counts as ignored, not as a failure (put timeouts inside the breaker); around a retry layer, it bounds the whole request |
 
+mod bounds;
 mod breaker;
 mod bulkhead;
 mod call_patterns;
-mod classify;
 #[cfg(feature = "reqwest")]
 mod reqwest;
 mod retry;
 mod timeout;
 
+pub use bounds::{RetryRequest, ServiceError};
 pub use breaker::{BreakerLayer, BreakerService, ResponseFuture};
 pub use bulkhead::{BulkheadError, BulkheadFuture, BulkheadLayer, BulkheadService};
-pub use classify::{ClassifyFn, ClassifyResult, HttpClassifier, RetryRequest, ServiceError};
+// The classifier of every integration, also named here for tower stacks.
+pub use crate::layers::classify::{ClassifyFn, ClassifyResult, HttpClassifier};
 #[cfg(feature = "reqwest")]
 pub use reqwest::{ReqwestFuture, ReqwestService, reqwest_service};
 pub use retry::{RetryLayer, RetryService};

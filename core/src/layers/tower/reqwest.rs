@@ -7,17 +7,14 @@ use core::task::{Context, Poll};
 
 use tower_service::Service;
 
-use crate::layers::assessment::Assessment;
-use crate::layers::http::assess;
-use crate::layers::tower::classify::{ClassifyResult, HttpClassifier};
-
 /// A `reqwest::Client` as a `Service<http::Request<B>>` answering
 /// `http::Response<reqwest::Body>`, made by [`reqwest_service`].
 ///
 /// With `http` types on both sides every tripwire layer fits it without a
-/// `map_request` or `map_response`: the default [`HttpClassifier`] judges
-/// its responses (5xx fail, 429/418 push back until `Retry-After`, other
-/// 4xx are ignored, a `reqwest::Error` fails), the error is
+/// `map_request` or `map_response`: the default
+/// [`HttpClassifier`](crate::HttpClassifier) judges its responses (5xx
+/// fail, 429/418 push back until `Retry-After`, other 4xx are ignored, a
+/// `reqwest::Error` fails), the error is
 /// `reqwest::Error` (an `std::error::Error`, as the breaker and the retries
 /// ask), and a request with a cloneable body (`String`, `Vec<u8>`,
 /// `bytes::Bytes`, `&'static str`) can be retried by
@@ -26,9 +23,10 @@ use crate::layers::tower::classify::{ClassifyResult, HttpClassifier};
 /// counts as a failure like any other error.
 ///
 /// A plain `reqwest::Client` is a `Service<reqwest::Request>` already, and
-/// [`HttpClassifier`] judges its `reqwest::Response`s too, so the breaker,
-/// bulkhead and timeout layers wrap it as it is; only retries need this
-/// adapter, since a `reqwest::Request` does not implement `Clone`.
+/// [`HttpClassifier`](crate::HttpClassifier) judges its
+/// `reqwest::Response`s too, so the breaker, bulkhead and timeout layers
+/// wrap it as it is; only retries need this adapter, since a
+/// `reqwest::Request` does not implement `Clone`.
 ///
 /// # Examples
 /// ```
@@ -122,25 +120,5 @@ impl Future for ReqwestFuture {
                 Poll::Ready(Err(error.take().expect("ReqwestFuture polled after completion")))
             }
         }
-    }
-}
-
-/// A `reqwest::Response` judged by its status and headers, as an
-/// `http::Response` is ([`http::assess`](crate::http::assess)); any error
-/// is a failure.
-impl<Err> ClassifyResult<::reqwest::Response, Err> for HttpClassifier {
-    fn classify(&self, result: &Result<::reqwest::Response, Err>) -> Assessment {
-        match result {
-            Ok(response) => assess(response.status(), response.headers()),
-            Err(_) => Assessment::Failure,
-        }
-    }
-
-    fn status(&self, response: &::reqwest::Response) -> Option<u16> {
-        Some(response.status().as_u16())
-    }
-
-    fn retry_after(&self, response: &::reqwest::Response) -> Option<core::time::Duration> {
-        crate::layers::http::retry_after(response.headers())
     }
 }

@@ -12,14 +12,13 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::layers::assessment::Assessment;
+use crate::layers::classify::{ClassifyFn, ClassifyResult, HttpClassifier};
 use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Events, RetryCause};
 use crate::layers::retry::answer;
 use crate::layers::timeout::Timer;
+use crate::layers::tower::bounds::{RetryRequest, ServiceError};
 use crate::layers::tower::call_patterns::call_patterns;
-use crate::layers::tower::classify::{
-    ClassifyFn, ClassifyResult, HttpClassifier, RetryRequest, ServiceError,
-};
 use crate::policy::future::{self, AsyncCalls};
 use crate::policy::{Calls, Judged, Plan};
 use crate::refusal::refusal;
