@@ -46,7 +46,7 @@
 //!   token bucket whose tokens expire; [`RetryBudgetConfig`] and its
 //!   [`RetryBudgetConfigBuilder`].
 //! - [`RetryPolicy`] ([`RetryPolicyBuilder`]): attempts, total time,
-//!   backoff, budget, and a [`Classify`] (any `Fn(&E) -> `[`Verdict`], or
+//!   backoff, budget, and a [`Classify`] (any `Fn(&E) -> `[`Assessment`], or
 //!   [`RetryAll`]); [`RetryPolicy::next`] → [`Next`]. A [`Refusal`] (a
 //!   breaker's [`Rejected`], a [`BulkheadFull`]) is never retried.
 //! - [`refusal`]: the [`RefusedBy`] (breaker, bulkhead, [`DeadlinePassed`])
@@ -170,6 +170,7 @@
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+mod assessment;
 mod breaker;
 mod bulkhead;
 mod clock;
@@ -189,6 +190,7 @@ mod policy;
 #[cfg(feature = "std")]
 pub mod guide;
 
+pub use assessment::Assessment;
 pub use breaker::*;
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, FixedClock, ManualClock, duration_ns};

@@ -6,8 +6,8 @@ use core::time::Duration;
 use std::time::Instant;
 
 use tripwire::{
-    BackoffConfig, Breaker, BreakerConfig, BulkheadFull, CallError, FixedClock, Jitter, Refusal, RetryBudget,
-    RetryBudgetConfig, RetryError, RetryEvent, RetryPolicy, Stop, Verdict, retry, retry_notify,
+    Assessment, BackoffConfig, Breaker, BreakerConfig, BulkheadFull, CallError, FixedClock, Jitter, Refusal,
+    RetryBudget, RetryBudgetConfig, RetryError, RetryEvent, RetryPolicy, Stop, retry, retry_notify,
 };
 
 #[derive(Debug, PartialEq)]
@@ -37,7 +37,7 @@ fn exhausted_carries_the_count_and_the_last_error() {
 #[test]
 fn final_errors_and_refusals_stop_at_once() {
     let p = policy(5, Duration::from_millis(1))
-        .classify(|e: &Http| if e.0 >= 500 { Verdict::Retry } else { Verdict::Final });
+        .classify(|e: &Http| if e.0 >= 500 { Assessment::Failure } else { Assessment::Ignored });
     assert_eq!(
         retry(&p, &Stop::never(), |_| Err::<(), _>(Http(404))),
         Err(RetryError::Final { attempts: 1, error: Http(404) })
@@ -102,10 +102,10 @@ fn cancellation_wakes_a_sleeping_retry_promptly() {
 
 #[test]
 fn retry_after_overrides_the_backoff() {
-    let p =
-        policy(3, Duration::from_secs(60)).classify(|_: &Http| Verdict::RetryAfter(Duration::from_millis(5)));
+    let p = policy(3, Duration::from_secs(60))
+        .classify((|_: &Http| Assessment::Failure, |_: &Http| Some(Duration::from_millis(5))));
     let started = Instant::now();
-    let r = retry(&p, &Stop::never(), |n| if n < 3 { Err(Http(429)) } else { Ok(n) });
+    let r = retry(&p, &Stop::never(), |n| if n < 3 { Err(Http(503)) } else { Ok(n) });
     assert_eq!(r, Ok(3));
     assert!(started.elapsed() < Duration::from_secs(30));
 }
@@ -159,17 +159,16 @@ fn the_hook_hears_each_retry_before_its_pause_and_never_the_last_attempt() {
     assert_eq!(heard, [(1, Duration::from_millis(1), 501), (2, Duration::from_millis(2), 502)]);
 
     // A server's hint is the pause the hook hears; a final error is heard never.
-    let hinted = policy(3, Duration::from_millis(1)).classify(|e: &Http| match e.0 {
-        429 => Verdict::RetryAfter(Duration::from_millis(3)),
-        503 => Verdict::Retry,
-        _ => Verdict::Final,
-    });
+    let hinted = policy(3, Duration::from_millis(1)).classify((
+        |e: &Http| if e.0 >= 500 { Assessment::Failure } else { Assessment::Ignored },
+        |e: &Http| (e.0 == 503).then_some(Duration::from_millis(3)),
+    ));
     let mut heard = Vec::new();
     let r = retry_notify(
         &hinted,
         &Stop::never(),
         |e: RetryEvent<'_, Http>| heard.push((e.attempt, e.delay)),
-        |n| Err::<(), _>(Http(if n == 1 { 429 } else { 404 })),
+        |n| Err::<(), _>(Http(if n == 1 { 503 } else { 404 })),
     );
     assert_eq!(r, Err(RetryError::Final { attempts: 2, error: Http(404) }));
     assert_eq!(heard, [(1, Duration::from_millis(3))]);

@@ -16,7 +16,7 @@ use pyo3::exceptions::{PyTimeoutError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
-use tripwire::{Assessment, ConfigError, Refusal, RetryError, RetryLoop, Verdict};
+use tripwire::{Assessment, Classify, ConfigError, Refusal, RetryError, RetryLoop};
 
 use crate::args::{Secs, seconds};
 use crate::as_given::AsGiven;
@@ -32,8 +32,19 @@ use crate::errors;
 struct Attempt {
     /// A guard's refusal, which the core never retries.
     refusal: bool,
-    /// What `retry_on`, `give_up_on`, `retry_if` and `retry_after` say.
-    verdict: Verdict,
+    /// What `retry_on`, `give_up_on`, `retry_if` and the HTTP statuses
+    /// say: only a failure is retried.
+    assessment: Assessment,
+    /// The pause `retry_after` named for a failure, if any.
+    hint: Option<Duration>,
+}
+
+impl Attempt {
+    /// An attempt no retry follows: the caller's fault or a `give_up_on`
+    /// (ignored), or backpressure that the breaker's hold answers.
+    const fn last(assessment: Assessment) -> Self {
+        Attempt { refusal: false, assessment, hint: None }
+    }
 }
 
 impl Refusal for Attempt {
@@ -42,12 +53,20 @@ impl Refusal for Attempt {
     }
 }
 
-/// The core's classifier for an [`Attempt`]: the verdict reached.
-fn verdict(a: &Attempt) -> Verdict {
-    a.verdict
-}
+/// The core's classifier for an [`Attempt`]: the judgement reached, and
+/// the pause `retry_after` named.
+#[derive(Debug, Clone, Copy)]
+struct Classifier;
 
-type Classifier = fn(&Attempt) -> Verdict;
+impl Classify<Attempt> for Classifier {
+    fn classify(&self, a: &Attempt) -> Assessment {
+        a.assessment
+    }
+
+    fn retry_after(&self, a: &Attempt) -> Option<Duration> {
+        a.hint
+    }
+}
 
 /// A `retry_after` hint in seconds. An infinite one is the longest wait
 /// there is, which the core cuts to `max_retry_after` as it does any wait
@@ -99,19 +118,19 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// The verdict on an attempt that raised `exc`; the user's `retry_if`
-    /// and `retry_after` are asked only when it is not final already.
+    /// The judgement of an attempt that raised `exc`; the user's
+    /// `retry_if` and `retry_after` are asked only of a failure.
     fn judge(&self, exc: &Bound<'_, PyAny>) -> PyResult<Attempt> {
         let py = exc.py();
         if errors::is_refusal(exc)? {
-            return Ok(Attempt { refusal: true, verdict: Verdict::Final });
+            return Ok(Attempt { refusal: true, ..Attempt::last(Assessment::Ignored) });
         }
-        let last = Attempt { refusal: false, verdict: Verdict::Final };
+        let last = Attempt::last(Assessment::Ignored);
         // Backpressure (an HTTP client's own error, or `tripwire.http`'s,
         // for a 429 or 418)? The breaker's hold answers it: never retried,
         // whatever `retry_on` says, and the caller gets it at once.
-        if let Some(Assessment::Backpressure(_)) = crate::http::raised_assessment(exc) {
-            return Ok(last);
+        if let Some(held @ Assessment::Backpressure(_)) = crate::http::raised_assessment(exc) {
+            return Ok(Attempt::last(held));
         }
         // Final, or not among the retryable ones?
         if exc.is_instance(self.give_up_on.bind(py).as_any())?
@@ -135,7 +154,7 @@ impl RetryPolicy {
                 if v.is_none() { None } else { Some(hint_seconds(&v)?) }
             }
         };
-        Ok(Attempt { refusal: false, verdict: hint.map_or(Verdict::Retry, Verdict::RetryAfter) })
+        Ok(Attempt { refusal: false, assessment: Assessment::Failure, hint })
     }
 
     /// The core's policy with the budget, for one step.
@@ -200,7 +219,7 @@ impl RetryPolicy {
         if let Some(v) = given(max_retry_after) {
             b = b.max_retry_after(g.seconds("max_retry_after", v)?);
         }
-        let core = b.build().map_err(|e| policy_error(&g, e))?.classify(verdict as Classifier);
+        let core = b.build().map_err(|e| policy_error(&g, e))?.classify(Classifier);
         let judges_statuses = given(retry_on).is_none();
         let retry_on = match given(retry_on) {
             Some(v) => exception_tuple("retry_on", v)?,

@@ -1,7 +1,7 @@
 //! What a call's result says about the dependency: the one classifier
 //! trait the pipeline, the tower layers and the bindings judge with.
 
-use crate::layers::assessment::Assessment;
+use crate::assessment::Assessment;
 
 /// Judges a call's result, for the [`Pipeline`](crate::Pipeline)'s
 /// `call_with` family and the [`tower`](crate::tower) layers:

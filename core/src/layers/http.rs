@@ -25,7 +25,7 @@ use std::time::SystemTime;
 use http::header::{HeaderMap, RETRY_AFTER};
 use http::{Response, StatusCode};
 
-use crate::layers::assessment::Assessment;
+use crate::assessment::Assessment;
 
 /// How a response with this status and these headers ended, by the
 /// module's table. A status `StatusCode` holds but HTTP does not define

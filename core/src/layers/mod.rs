@@ -4,7 +4,6 @@
 //! assessment, the registry and its exporters, the `tower` layers, the
 //! reqwest middleware, and the fleet's link to Redis.
 
-pub(crate) mod assessment;
 pub(crate) mod bulkhead;
 pub(crate) mod classify;
 pub(crate) mod clock;
@@ -24,12 +23,12 @@ pub(crate) mod registry;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
 pub(crate) mod retry;
+mod settle;
 #[cfg(feature = "async")]
 pub(crate) mod timeout;
 #[cfg(feature = "tower")]
 pub mod tower;
 
-pub use assessment::Assessment;
 #[cfg(feature = "http")]
 pub use classify::HttpClassifier;
 pub use classify::{ClassifyFn, ClassifyResult};

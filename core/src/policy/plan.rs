@@ -3,9 +3,9 @@
 
 use core::time::Duration;
 
+use crate::assessment::Assessment;
 use crate::bulkhead::Bulkhead;
 use crate::clock::Clock;
-use crate::layers::assessment::Assessment;
 use crate::layers::events::{Events, RetryCause};
 use crate::layers::named::NamedBreaker;
 use crate::layers::pipeline::Nesting;
@@ -66,12 +66,7 @@ impl Judged {
     /// retried, after `after` if its server named a pause; success,
     /// the caller's own fault and backpressure are the answer at once.
     pub(crate) fn of(assessment: Assessment, after: Option<Duration>) -> Self {
-        let verdict = match (assessment, after) {
-            (Assessment::Failure, Some(d)) => Verdict::RetryAfter(d),
-            (Assessment::Failure, None) => Verdict::Retry,
-            _ => Verdict::Final,
-        };
-        Judged { assessment, verdict }
+        Judged { assessment, verdict: Verdict::of(assessment, after) }
     }
 }
 

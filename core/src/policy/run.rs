@@ -2,9 +2,9 @@
 
 use core::time::Duration;
 
+use crate::assessment::Assessment;
 use crate::bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit};
 use crate::clock::Clock;
-use crate::layers::assessment::Assessment;
 use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Events, slot_wait};
 use crate::layers::named::{NamedBreaker, NamedPermit};
@@ -244,7 +244,7 @@ impl<'a, C: Clock, R> Run<'a, C, R> {
             Some(budget) => self.policy.budget(budget),
             None => self.policy.limits(),
         };
-        let policy = policy.classify(move |_: &Tried<R>| verdict);
+        let policy = policy.classify(verdict);
         match self.retry.failed(&policy, &MonotonicClock, tried) {
             Ok(delay) => Next::Wait(delay),
             Err(e) => Next::Done(Err(self.end(Ended::Stopped(e)))),

@@ -19,7 +19,6 @@ pub use budget::{
 pub use config::MAX_RETRY_DURATION;
 pub use error::RetryError;
 pub use policy::{
-    Classify, DEFAULT_MAX_RETRY_AFTER, MAX_ATTEMPTS, Next, Refusal, RetryAll, RetryPolicy,
-    RetryPolicyBuilder, Verdict,
+    Classify, DEFAULT_MAX_RETRY_AFTER, MAX_ATTEMPTS, Next, Refusal, RetryAll, RetryPolicy, RetryPolicyBuilder,
 };
 pub use step::RetryLoop;

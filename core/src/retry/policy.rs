@@ -8,6 +8,7 @@
 
 use core::time::Duration;
 
+use crate::assessment::Assessment;
 use crate::breaker::permit::CallError;
 use crate::breaker::ticket::Rejected;
 use crate::bulkhead::BulkheadFull;
@@ -27,54 +28,117 @@ pub const MAX_ATTEMPTS: u32 = 10_000;
 /// the hour sets a longer cap, or stops and reads the hint itself.
 pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
-/// What the caller's classifier makes of a failed attempt.
-///
-/// # Examples
-/// ```
-/// use core::time::Duration;
-/// use tripwire::Verdict;
-/// // An HTTP client's classifier: 5xx retry, 429 when told, the rest never.
-/// fn classify(status: &u16, retry_after: Option<Duration>) -> Verdict {
-///     match (*status, retry_after) {
-///         (429, Some(d)) => Verdict::RetryAfter(d),
-///         (429 | 500.., _) => Verdict::Retry,
-///         _ => Verdict::Final,
-///     }
-/// }
-/// assert_eq!(classify(&404, None), Verdict::Final);
-/// ```
+/// What follows a failed attempt, as the retries decide it from the
+/// attempt's [`Assessment`]: the composition engine's word, not a user's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Worth another attempt after the backoff's delay.
     Retry,
     /// Worth another attempt after exactly this delay (a `Retry-After`
     /// header, a rate-limit reset time).
     RetryAfter(Duration),
-    /// Will fail again however often it is tried (a 4xx, a bad signature).
+    /// Ends the retries: a success, the caller's own fault, backpressure.
     Final,
 }
 
-/// Tells retryable errors from final ones. Any `Fn(&E) -> Verdict` is one;
-/// [`RetryAll`] retries everything.
+impl Verdict {
+    /// The rule of every integration: only a failure of the dependency is
+    /// retried, after `after` if its server named a pause; success, the
+    /// caller's own fault and backpressure (which the breaker's hold
+    /// answers) end the retries.
+    pub(crate) fn of(assessment: Assessment, after: Option<Duration>) -> Self {
+        match (assessment, after) {
+            (Assessment::Failure, Some(d)) => Verdict::RetryAfter(d),
+            (Assessment::Failure, None) => Verdict::Retry,
+            _ => Verdict::Final,
+        }
+    }
+}
+
+/// The engine's verdict, put to the retry loop as a classifier of its own.
+impl<E> Classify<E> for Verdict {
+    fn classify(&self, _: &E) -> Assessment {
+        if *self == Verdict::Final { Assessment::Ignored } else { Assessment::Failure }
+    }
+
+    fn retry_after(&self, _: &E) -> Option<Duration> {
+        match *self {
+            Verdict::RetryAfter(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+/// Judges a failed attempt's error with the one [`Assessment`] every layer
+/// uses: only [`Assessment::Failure`] is worth another attempt, after the
+/// pause [`retry_after`](Self::retry_after) names, else the backoff's.
+/// [`Assessment::Ignored`] (the caller's own fault: a bad signature, a
+/// 404) and [`Assessment::Backpressure`] (a breaker's hold answers it) end
+/// the retries.
+///
+/// Any `Fn(&E) -> Assessment` is one; so is a pair of closures
+/// `(assess, retry_after)`, the second naming a server's pause; [`RetryAll`]
+/// calls every error a failure.
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Classify, RetryAll, Verdict};
+/// use core::time::Duration;
+/// use tripwire::{Assessment, Classify, RetryAll};
+///
 /// let only_timeouts = |e: &std::io::Error| {
-///     if e.kind() == std::io::ErrorKind::TimedOut { Verdict::Retry } else { Verdict::Final }
+///     if e.kind() == std::io::ErrorKind::TimedOut { Assessment::Failure } else { Assessment::Ignored }
 /// };
 /// let refused = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
-/// assert_eq!(only_timeouts.classify(&refused), Verdict::Final);
-/// assert_eq!(RetryAll.classify(&refused), Verdict::Retry);
+/// assert_eq!(only_timeouts.classify(&refused), Assessment::Ignored);
+/// assert_eq!(RetryAll.classify(&refused), Assessment::Failure);
+///
+/// // A 503 that names its pause: retried after it.
+/// struct Status { code: u16, retry_after: Option<Duration> }
+/// let by_status = (
+///     |e: &Status| if e.code >= 500 { Assessment::Failure } else { Assessment::Ignored },
+///     |e: &Status| e.retry_after,
+/// );
+/// let busy = Status { code: 503, retry_after: Some(Duration::from_secs(2)) };
+/// assert_eq!(by_status.retry_after(&busy), Some(Duration::from_secs(2)));
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot judge an error of type `{E}`",
+    label = "the attempts fail with `{E}`",
+    note = "a retry judges each error with a closure `|e: &{E}| -> tripwire::Assessment {{ .. }}` (the argument's type written out), or a pair `(assess, |e: &{E}| -> Option<Duration> {{ .. }})` naming a server's pause"
+)]
 pub trait Classify<E> {
-    /// The verdict on one failed attempt.
-    fn classify(&self, error: &E) -> Verdict;
+    /// The judgement of one failed attempt.
+    fn classify(&self, error: &E) -> Assessment;
+
+    /// The pause the error's server named before another attempt (a 503's
+    /// `Retry-After`), if this classifier reads one; `None` by default:
+    /// the backoff's pause.
+    fn retry_after(&self, error: &E) -> Option<Duration> {
+        let _ = error;
+        None
+    }
 }
 
-impl<E, F: Fn(&E) -> Verdict> Classify<E> for F {
-    fn classify(&self, error: &E) -> Verdict {
+// Not recommended in diagnostics: a type that cannot judge an error is
+// reported with `Classify`'s own note, not as "expected a closure".
+#[diagnostic::do_not_recommend]
+impl<E, F: Fn(&E) -> Assessment> Classify<E> for F {
+    fn classify(&self, error: &E) -> Assessment {
         self(error)
+    }
+}
+
+impl<E, F, P> Classify<E> for (F, P)
+where
+    F: Fn(&E) -> Assessment,
+    P: Fn(&E) -> Option<Duration>,
+{
+    fn classify(&self, error: &E) -> Assessment {
+        (self.0)(error)
+    }
+
+    fn retry_after(&self, error: &E) -> Option<Duration> {
+        (self.1)(error)
     }
 }
 
@@ -92,8 +156,8 @@ impl<E, F: Fn(&E) -> Verdict> Classify<E> for F {
 pub struct RetryAll;
 
 impl<E> Classify<E> for RetryAll {
-    fn classify(&self, _: &E) -> Verdict {
-        Verdict::Retry
+    fn classify(&self, _: &E) -> Assessment {
+        Assessment::Failure
     }
 }
 
@@ -161,10 +225,10 @@ impl Refusal for std::io::Error {}
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{BackoffConfig, RetryPolicy, Verdict};
+/// use tripwire::{Assessment, BackoffConfig, RetryPolicy};
 ///
 /// #[derive(Debug)]
-/// enum HttpError { Status(u16), RateLimited { reset_in: Duration } }
+/// enum HttpError { Status(u16), Unavailable { retry_in: Duration } }
 /// impl tripwire::Refusal for HttpError {}
 ///
 /// let policy = RetryPolicy::builder()
@@ -172,11 +236,17 @@ impl Refusal for std::io::Error {}
 ///     .max_total(Duration::from_secs(10))
 ///     .backoff(BackoffConfig::builder().base(Duration::from_millis(50)).build()?)
 ///     .build()?
-///     .classify(|e: &HttpError| match e {
-///         HttpError::Status(500..) => Verdict::Retry,
-///         HttpError::RateLimited { reset_in } => Verdict::RetryAfter(*reset_in),
-///         HttpError::Status(_) => Verdict::Final,
-///     });
+///     .classify((
+///         |e: &HttpError| match e {
+///             HttpError::Status(500..) | HttpError::Unavailable { .. } => Assessment::Failure,
+///             HttpError::Status(_) => Assessment::Ignored,
+///         },
+///         // The pause the server named, in place of the backoff's.
+///         |e: &HttpError| match e {
+///             HttpError::Unavailable { retry_in } => Some(*retry_in),
+///             HttpError::Status(_) => None,
+///         },
+///     ));
 /// assert_eq!(policy.max_attempts(), 4);
 /// # Ok::<(), tripwire::ConfigError>(())
 /// ```
@@ -281,7 +351,7 @@ impl<'a, K> RetryPolicy<'a, K> {
         (self.max_total_ns != 0).then(|| Duration::from_nanos(self.max_total_ns))
     }
 
-    /// The longest pause a server's hint ([`Verdict::RetryAfter`]: a
+    /// The longest pause a server's hint ([`Classify::retry_after`]: a
     /// `Retry-After` header, a rate-limit reset) may impose between two
     /// attempts: a longer hint waits this long instead.
     /// [`DEFAULT_MAX_RETRY_AFTER`] (one minute) unless set
@@ -320,7 +390,8 @@ impl<'a, K> RetryPolicy<'a, K> {
         if error.is_refusal() {
             return Next::Final;
         }
-        let after = match self.classifier.classify(error) {
+        // A failure of the dependency, the one thing another attempt may mend?
+        let after = match Verdict::of(self.classifier.classify(error), self.classifier.retry_after(error)) {
             Verdict::Final => return Next::Final,
             Verdict::Retry => None,
             Verdict::RetryAfter(d) => Some(d),
@@ -422,21 +493,30 @@ mod tests {
     struct Code(u16);
     impl Refusal for Code {}
 
-    fn by_code(e: &Code) -> Verdict {
+    fn by_code(e: &Code) -> Assessment {
         match e.0 {
-            429 => Verdict::RetryAfter(Duration::from_secs(2)),
-            500.. => Verdict::Retry,
-            _ => Verdict::Final,
+            429 => Assessment::Backpressure(Some(Duration::from_secs(2))),
+            500.. => Assessment::Failure,
+            _ => Assessment::Ignored,
         }
+    }
+
+    /// A 503 names its pause: two seconds.
+    fn pause(e: &Code) -> Option<Duration> {
+        (e.0 == 503).then_some(Duration::from_secs(2))
     }
 
     #[test]
     fn the_classifier_decides_until_the_attempts_run_out() {
         let p = RetryPolicy::builder().max_attempts(3).build().unwrap().classify(by_code);
         assert_eq!(p.next(1, &Code(503)), Next::Retry(None));
-        assert_eq!(p.next(2, &Code(429)), Next::Retry(Some(Duration::from_secs(2))));
+        // Backpressure ends the retries: the breaker's hold answers it.
+        assert_eq!(p.next(1, &Code(429)), Next::Final);
         assert_eq!(p.next(3, &Code(503)), Next::Exhausted);
         assert_eq!(p.next(1, &Code(404)), Next::Final);
+        let p = p.classify((by_code, pause));
+        assert_eq!(p.next(1, &Code(503)), Next::Retry(Some(Duration::from_secs(2))));
+        assert_eq!(p.next(1, &Code(500)), Next::Retry(None));
         // A final error is final even on the last attempt.
         assert_eq!(p.next(3, &Code(400)), Next::Final);
     }
@@ -449,7 +529,7 @@ mod tests {
         assert_eq!(p.next(1, &CallError::<Code>::Rejected(rejected)), Next::Final);
         assert_eq!(p.next(1, &CallError::Inner(Code(500))), Next::Retry(None));
         assert_eq!(p.next(1, &BulkheadFull { max: 1 }), Next::Final);
-        let p = p.classify(|_: &BulkheadFull| Verdict::Retry);
+        let p = p.classify(|_: &BulkheadFull| Assessment::Failure);
         assert_eq!(p.next(1, &BulkheadFull { max: 1 }), Next::Final);
     }
 

@@ -25,9 +25,9 @@ use crate::retry::policy::{Classify, Next, Refusal, RetryPolicy};
 /// before the next attempt or the [`RetryError`] that ends the loop:
 ///
 /// - a guard's [`Refusal`] (a breaker's rejection, a full bulkhead) or an
-///   error the classifier calls final ends it at once;
-/// - a classifier's [`Verdict::RetryAfter`](crate::Verdict::RetryAfter)
-///   (a server's `Retry-After`) is the wait, not jittered, up to the
+///   error the classifier does not call a failure ends it at once;
+/// - a failure's pause its server named ([`Classify::retry_after`]: a
+///   `Retry-After`) is the wait, not jittered, up to the
 ///   policy's [`max_retry_after`](RetryPolicy::max_retry_after) (one
 ///   minute unless set): a longer hint, up to `u64::MAX` seconds,
 ///   waits that long instead, and [`capped_hint`](Self::capped_hint) says
@@ -46,17 +46,20 @@ use crate::retry::policy::{Classify, Next, Refusal, RetryPolicy};
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{BackoffConfig, Jitter, ManualClock, RetryError, RetryLoop, RetryPolicy, Verdict};
+/// use tripwire::{Assessment, BackoffConfig, Jitter, ManualClock, RetryError, RetryLoop, RetryPolicy};
 ///
 /// #[derive(Debug)]
-/// enum Error { Unavailable, RateLimited(Duration) }
+/// enum Error { Unavailable, UnavailableFor(Duration) }
 /// impl tripwire::Refusal for Error {}
 ///
 /// let backoff = BackoffConfig::builder().base(Duration::from_millis(100)).jitter(Jitter::None).build()?;
-/// let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff).build()?.classify(|e: &Error| match e {
-///     Error::Unavailable => Verdict::Retry,
-///     Error::RateLimited(after) => Verdict::RetryAfter(*after),
-/// });
+/// let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff).build()?.classify((
+///     |_: &Error| Assessment::Failure,
+///     |e: &Error| match e {
+///         Error::Unavailable => None,
+///         Error::UnavailableFor(after) => Some(*after),
+///     },
+/// ));
 /// let clock = ManualClock::new(0);
 /// let mut run = RetryLoop::new(&policy, &clock, None);
 ///
@@ -67,7 +70,7 @@ use crate::retry::policy::{Classify, Next, Refusal, RetryPolicy};
 /// assert_eq!(run.start(&clock).unwrap(), 2);
 /// // The server says when to come back: that is the wait, up to the
 /// // policy's `max_retry_after` (a minute by default).
-/// let wait = run.failed(&policy, &clock, Error::RateLimited(Duration::from_secs(2))).unwrap();
+/// let wait = run.failed(&policy, &clock, Error::UnavailableFor(Duration::from_secs(2))).unwrap();
 /// assert_eq!((wait, run.capped_hint()), (Duration::from_secs(2), None));
 /// clock.advance(wait);
 /// assert_eq!(run.start(&clock).unwrap(), 3);
@@ -236,8 +239,8 @@ impl<E> RetryLoop<E> {
 mod tests {
     use super::*;
     use crate::{
-        BackoffConfig, BulkheadFull, Jitter, MAX_ATTEMPTS, ManualClock, RetryBudget, RetryBudgetConfig,
-        Verdict,
+        Assessment, BackoffConfig, BulkheadFull, Jitter, MAX_ATTEMPTS, ManualClock, RetryBudget,
+        RetryBudgetConfig,
     };
 
     #[derive(Debug, PartialEq)]
@@ -252,14 +255,17 @@ mod tests {
         }
     }
 
-    fn verdict(e: &Error) -> Verdict {
-        match e {
-            Error::After(d) => Verdict::RetryAfter(*d),
-            _ => Verdict::Retry,
-        }
-    }
+    /// Every error a failure; `After` names its pause.
+    type Judge = (fn(&Error) -> Assessment, fn(&Error) -> Option<Duration>);
+    const JUDGE: Judge = (
+        |_| Assessment::Failure,
+        |e| match e {
+            Error::After(d) => Some(*d),
+            _ => None,
+        },
+    );
 
-    fn policy(attempts: u32) -> RetryPolicy<'static, fn(&Error) -> Verdict> {
+    fn policy(attempts: u32) -> RetryPolicy<'static, Judge> {
         let backoff = BackoffConfig::builder()
             .base(Duration::from_secs(1))
             .cap(Duration::from_secs(4))
@@ -267,7 +273,7 @@ mod tests {
             .build()
             .unwrap();
         let p = RetryPolicy::builder().max_attempts(attempts).backoff(backoff).build().unwrap();
-        p.classify(verdict as fn(&Error) -> Verdict)
+        p.classify(JUDGE)
     }
 
     #[test]
@@ -331,7 +337,7 @@ mod tests {
             .max_attempts(10)
             .backoff(backoff)
             .max_retry_after(crate::MAX_RETRY_DURATION);
-        let long = long.build().unwrap().classify(verdict as fn(&Error) -> Verdict);
+        let long = long.build().unwrap().classify(JUDGE);
         let mut run = RetryLoop::new(&long, &clock, Some(u64::MAX));
         run.start(&clock).unwrap();
         let err = run.failed(&long, &clock, Error::After(Duration::MAX)).unwrap_err();
@@ -346,7 +352,7 @@ mod tests {
         let clock = ManualClock::new(0);
         let cap = Duration::from_secs(5);
         let p = RetryPolicy::builder().max_attempts(MAX_ATTEMPTS).max_retry_after(cap).build().unwrap();
-        let p = p.classify(verdict as fn(&Error) -> Verdict);
+        let p = p.classify(JUDGE);
         assert_eq!(p.max_retry_after(), cap);
         let mut run = RetryLoop::new(&p, &clock, None);
         for hint in [
@@ -421,7 +427,7 @@ mod tests {
     #[test]
     fn a_seeded_loop_replays_its_delays() {
         let backoff = BackoffConfig::builder().jitter(Jitter::Full).build().unwrap();
-        let p = RetryPolicy::builder().max_attempts(20).backoff(backoff).build().unwrap().classify(verdict);
+        let p = RetryPolicy::builder().max_attempts(20).backoff(backoff).build().unwrap().classify(JUDGE);
         let clock = ManualClock::new(0);
         let delays = |seed| {
             let mut run = RetryLoop::new(&p, &clock, None).seeded(seed);

@@ -31,9 +31,9 @@ use std::time::Instant;
 
 pub use error::PipelineError;
 
+use crate::assessment::Assessment;
 use crate::bulkhead::Bulkhead;
 use crate::clock::Clock;
-use crate::layers::assessment::Assessment;
 use crate::layers::classify::ClassifyResult;
 use crate::layers::clock::{MonotonicClock, monotonic_at};
 use crate::layers::events::{Events, RetryCause};

@@ -11,9 +11,9 @@ use ::reqwest::{Request, Response};
 use http::Extensions;
 use reqwest_middleware::{Error, Next, Result};
 
+use crate::assessment::Assessment;
 use crate::bulkhead::Bulkhead;
 use crate::clock::Clock;
-use crate::layers::assessment::Assessment;
 use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Events, RetryCause};
 use crate::layers::http::{assess, retry_after};

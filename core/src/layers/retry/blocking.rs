@@ -69,7 +69,7 @@ impl<'a> Stop<'a> {
 /// the policy, the budget, the deadline or the cancel flag stops it.
 ///
 /// Between attempts it sleeps the backoff's delay (a classifier's
-/// [`Verdict::RetryAfter`](crate::Verdict::RetryAfter) overrides it); a wait
+/// [`Classify::retry_after`](crate::Classify::retry_after) overrides it); a wait
 /// that would end past the deadline is not started: the loop stops at once
 /// with [`RetryError::Deadline`]. The budget, if the policy has one, gets
 /// one deposit per call and one withdrawal per retry, read against

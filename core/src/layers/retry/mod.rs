@@ -13,7 +13,7 @@ pub use future::{retry_async, retry_async_notify};
 use core::marker::PhantomData;
 use core::time::Duration;
 
-use crate::layers::assessment::Assessment;
+use crate::assessment::Assessment;
 use crate::policy::{Calls, Ended, Judged, Tried};
 use crate::retry::error::RetryError;
 use crate::retry::policy::{Classify, Refusal, Verdict};
@@ -41,7 +41,7 @@ where
         match answer {
             Ok(_) => Judged { assessment: Assessment::Success, verdict: Verdict::Final },
             Err(e) if e.is_refusal() => Judged { assessment: Assessment::Ignored, verdict: Verdict::Final },
-            Err(e) => Judged { assessment: Assessment::Failure, verdict: self.classify.classify(e) },
+            Err(e) => Judged::of(self.classify.classify(e), self.classify.retry_after(e)),
         }
     }
 

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use crate::assessment::Assessment;
 use crate::breaker::permit::CallError;
 use crate::clock::Clock;
-use crate::layers::assessment::Assessment;
 use crate::layers::classify::{ClassifyFn, ClassifyResult, HttpClassifier};
 use crate::layers::clock::MonotonicClock;
 use crate::layers::named::{NamedBreaker, OwnedNamedPermit};

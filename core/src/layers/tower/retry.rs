@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::layers::assessment::Assessment;
+use crate::assessment::Assessment;
 use crate::layers::classify::{ClassifyFn, ClassifyResult, HttpClassifier};
 use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Events, RetryCause};

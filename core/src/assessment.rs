@@ -1,13 +1,14 @@
-//! What a classifier makes of a call's result, richer than an [`Outcome`]:
-//! a dependency may also push back ("too many requests, come back in 30 s").
+//! The one judgement of a call's result, richer than an [`Outcome`]: a
+//! dependency may also push back ("too many requests, come back in 30 s").
+//! The breaker records it (holding for backpressure) and the retries act
+//! on it (only a failure is worth another attempt).
 
 use core::time::Duration;
 
-use crate::breaker::ticket::{Outcome, Ticket, Transition};
-use crate::clock::Clock;
-use crate::layers::named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
+use crate::breaker::ticket::Outcome;
 
-/// How a call ended, as a classifier sees it (feature `std`).
+/// How a call ended, as a classifier sees it: the one judgement of a
+/// result that the breaker records and the retries act on.
 ///
 /// # One rule in every integration
 /// The [`Pipeline`](crate::Pipeline) (sync and async, in both nestings),
@@ -36,7 +37,7 @@ use crate::layers::named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
 /// this table is its output (`python/tests/test_conformance.py` holds the
 /// Python integrations to the same cells):
 ///
-#[doc = include_str!("conformance.md")]
+#[doc = include_str!("layers/conformance.md")]
 ///
 /// # Examples
 /// ```
@@ -80,37 +81,5 @@ impl From<Outcome> for Assessment {
             Outcome::Failure => Assessment::Failure,
             Outcome::Ignored => Assessment::Ignored,
         }
-    }
-}
-
-impl<C: Clock> NamedBreaker<C> {
-    /// Records an admitted call's assessment: its outcome, and for
-    /// backpressure a hold ([`open_for`](Self::open_for)). Returns the last
-    /// transition this caused, if any.
-    pub fn settle(&self, ticket: Ticket, assessment: Assessment) -> Option<Transition> {
-        let recorded = self.record(ticket, assessment.outcome());
-        match assessment {
-            Assessment::Backpressure(hold) => {
-                let d = hold.unwrap_or_else(|| self.breaker().config().open_timeout());
-                self.open_for(d).or(recorded)
-            }
-            _ => recorded,
-        }
-    }
-}
-
-impl<C: Clock> NamedPermit<'_, C> {
-    /// Records the call's assessment (see [`NamedBreaker::settle`]).
-    pub fn settle(mut self, assessment: Assessment) -> Option<Transition> {
-        let ticket = self.ticket.take()?;
-        self.breaker.settle(ticket, assessment)
-    }
-}
-
-impl<C: Clock> OwnedNamedPermit<C> {
-    /// Records the call's assessment (see [`NamedBreaker::settle`]).
-    pub fn settle(mut self, assessment: Assessment) -> Option<Transition> {
-        let ticket = self.ticket.take()?;
-        self.breaker.settle(ticket, assessment)
     }
 }
