@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple};
@@ -11,17 +11,17 @@ use pyo3::{PyTraverseError, PyVisit, intern};
 use tripwire::{Outcome, Transition};
 
 use crate::aio::aio;
-use crate::args::{Secs, seconds};
+use crate::args::Secs;
 use crate::classify::{Classifier, Judgement};
 use crate::clock::{ClockSource, ManualClock, clock_arg};
-use crate::config::ConfigArgs;
+use crate::config::BreakerArgs;
 use crate::core_breaker::CoreBreaker;
 use crate::errors;
 // `Guarded` calls back into `Breaker::guard`: a decorator and the breaker
 // it decorates with are one pair, kept in two files because `Guarded` is a
 // Python class of its own (`@breaker` returns it).
 use crate::guarded::Guarded;
-use crate::listeners::{self, Listeners, listener};
+use crate::listeners::{self, Listeners};
 use crate::registry;
 use crate::shared::Mapping;
 use crate::snapshot::Snapshot;
@@ -200,109 +200,16 @@ impl Breaker {
         Self::notify(slf, t);
     }
 
-    /// Builds a breaker from the keyword arguments; in the file at
-    /// `shared` if given.
-    #[allow(clippy::too_many_arguments, reason = "keyword arguments of a Python constructor")]
-    fn make(
-        py: Python<'_>,
-        failure_threshold: Option<&Bound<'_, PyAny>>,
-        open_timeout: Option<&Bound<'_, PyAny>>,
-        open_timeout_max: Option<&Bound<'_, PyAny>>,
-        open_timeout_growth: Option<&Bound<'_, PyAny>>,
-        open_timeout_jitter: Option<&Bound<'_, PyAny>>,
-        half_open_max: Option<&Bound<'_, PyAny>>,
-        half_open_successes: Option<&Bound<'_, PyAny>>,
-        window: Option<&Bound<'_, PyAny>>,
-        count_window: Option<&Bound<'_, PyAny>>,
-        min_calls: Option<&Bound<'_, PyAny>>,
-        failure_rate: Option<&Bound<'_, PyAny>>,
-        slow_call: Option<&Bound<'_, PyAny>>,
-        slow_rate: Option<&Bound<'_, PyAny>>,
-        probe_timeout: Option<&Bound<'_, PyAny>>,
-        max_hold: Option<&Bound<'_, PyAny>>,
-        timeout: Option<&Bound<'_, PyAny>>,
-        name: Option<&Bound<'_, PyAny>>,
-        failure_on: Option<&Bound<'_, PyAny>>,
-        ignore_on: Option<&Bound<'_, PyAny>>,
-        failure_if: Option<&Bound<'_, PyAny>>,
-        on_state_change: Option<&Bound<'_, PyAny>>,
-        listeners: Option<&Bound<'_, PyAny>>,
-        clock: Option<&Bound<'_, PyAny>>,
-        shared: Option<&std::path::Path>,
-    ) -> PyResult<Self> {
-        let timeout = timeout.filter(|t| !t.is_none());
-        let timeout_secs = match timeout {
-            None => None,
-            Some(t) => match seconds("timeout", t)? {
-                d if d.is_zero() => {
-                    return Err(PyValueError::new_err(
-                        "timeout must be more than 0 seconds, or None for no timeout",
-                    ));
-                }
-                d => Some(d.secs()),
-            },
-        };
-        // A sync call cannot be cut short: one that outlasts the timeout
-        // counts as slow (and `slow_rate` trips on those), unless
-        // `slow_call` says otherwise.
-        let given_slow_call = slow_call.filter(|s| !s.is_none());
-        let slow_call_arg =
-            if given_slow_call.is_none() && timeout.is_some() { "timeout" } else { "slow_call" };
-        let slow_call = given_slow_call.or(timeout);
-        let config = ConfigArgs {
-            failure_threshold,
-            open_timeout,
-            open_timeout_max,
-            open_timeout_growth,
-            open_timeout_jitter,
-            half_open_max,
-            half_open_successes,
-            window,
-            count_window,
-            min_calls,
-            failure_rate,
-            slow_call,
-            slow_rate,
-            probe_timeout,
-            max_hold,
-            slow_call_arg,
-        }
-        .build()?;
-
-        let name: Bound<'_, PyAny> = match name {
-            None => py.None().into_bound(py),
-            Some(n) if n.is_none() => n.clone(),
-            Some(n) => match n.cast::<PyString>() {
-                Ok(s) if !s.to_cow()?.is_empty() => s.clone().into_any(),
-                _ => {
-                    return Err(PyTypeError::new_err(format!(
-                        "name must be a non-empty str or None, got {}",
-                        n.repr()?
-                    )));
-                }
-            },
-        };
-
-        let mut all_listeners = Vec::new();
-        if let Some(f) = on_state_change.filter(|f| !f.is_none()) {
-            all_listeners.push(listener("on_state_change", f)?);
-        }
-        if let Some(ls) = listeners.filter(|l| !l.is_none()) {
-            let bad = || {
-                PyTypeError::new_err("listeners must be an iterable of callables taking (breaker, from, to)")
-            };
-            for l in ls.try_iter().map_err(|_| bad())? {
-                let l = l?;
-                if !l.is_callable() {
-                    return Err(bad());
-                }
-                all_listeners.push(l.unbind());
-            }
-        }
-
-        let (clock, manual_clock) = clock_arg(clock)?;
-
-        let classifier = Classifier::new(py, failure_on, ignore_on, failure_if)?;
+    /// Builds a breaker from its keyword arguments; in the file at `shared`
+    /// if given.
+    fn make(py: Python<'_>, args: BreakerArgs<'_>, shared: Option<&std::path::Path>) -> PyResult<Self> {
+        let timeout = args.timeout()?;
+        let config = args.config()?;
+        let name = args.name(py)?;
+        let listeners = args.listeners()?;
+        let (clock, manual_clock) = clock_arg(args.clock.as_ref())?;
+        let classifier =
+            Classifier::new(py, args.failure_on.as_ref(), args.ignore_on.as_ref(), args.failure_if.as_ref())?;
         let with_stack = WithStack::new(py)?;
 
         let core = Arc::new(match shared {
@@ -317,97 +224,21 @@ impl Breaker {
             clock,
             manual_clock,
             classifier,
-            listeners: Listeners::new(all_listeners),
+            listeners: Listeners::new(listeners),
             name: name.unbind(),
             with_stack,
-            timeout: timeout_secs,
+            timeout,
         })
     }
 }
 
 #[pymethods]
 impl Breaker {
+    // Keyword-only: `BreakerArgs` reads them (its macro says why `**kwargs`).
     #[new]
-    #[pyo3(signature = (
-        *,
-        failure_threshold = None,
-        open_timeout = None,
-        open_timeout_max = None,
-        open_timeout_growth = None,
-        open_timeout_jitter = None,
-        half_open_max = None,
-        half_open_successes = None,
-        window = None,
-        count_window = None,
-        min_calls = None,
-        failure_rate = None,
-        slow_call = None,
-        slow_rate = None,
-        probe_timeout = None,
-        max_hold = None,
-        timeout = None,
-        name = None,
-        failure_on = None,
-        ignore_on = None,
-        failure_if = None,
-        on_state_change = None,
-        listeners = None,
-        clock = None,
-    ))]
-    #[allow(clippy::too_many_arguments, reason = "keyword arguments of a Python constructor")]
-    fn new(
-        py: Python<'_>,
-        failure_threshold: Option<&Bound<'_, PyAny>>,
-        open_timeout: Option<&Bound<'_, PyAny>>,
-        open_timeout_max: Option<&Bound<'_, PyAny>>,
-        open_timeout_growth: Option<&Bound<'_, PyAny>>,
-        open_timeout_jitter: Option<&Bound<'_, PyAny>>,
-        half_open_max: Option<&Bound<'_, PyAny>>,
-        half_open_successes: Option<&Bound<'_, PyAny>>,
-        window: Option<&Bound<'_, PyAny>>,
-        count_window: Option<&Bound<'_, PyAny>>,
-        min_calls: Option<&Bound<'_, PyAny>>,
-        failure_rate: Option<&Bound<'_, PyAny>>,
-        slow_call: Option<&Bound<'_, PyAny>>,
-        slow_rate: Option<&Bound<'_, PyAny>>,
-        probe_timeout: Option<&Bound<'_, PyAny>>,
-        max_hold: Option<&Bound<'_, PyAny>>,
-        timeout: Option<&Bound<'_, PyAny>>,
-        name: Option<&Bound<'_, PyAny>>,
-        failure_on: Option<&Bound<'_, PyAny>>,
-        ignore_on: Option<&Bound<'_, PyAny>>,
-        failure_if: Option<&Bound<'_, PyAny>>,
-        on_state_change: Option<&Bound<'_, PyAny>>,
-        listeners: Option<&Bound<'_, PyAny>>,
-        clock: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        Self::make(
-            py,
-            failure_threshold,
-            open_timeout,
-            open_timeout_max,
-            open_timeout_growth,
-            open_timeout_jitter,
-            half_open_max,
-            half_open_successes,
-            window,
-            count_window,
-            min_calls,
-            failure_rate,
-            slow_call,
-            slow_rate,
-            probe_timeout,
-            max_hold,
-            timeout,
-            name,
-            failure_on,
-            ignore_on,
-            failure_if,
-            on_state_change,
-            listeners,
-            clock,
-            None,
-        )
+    #[pyo3(signature = (**kwargs))]
+    fn new(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        Self::make(py, BreakerArgs::from_kwargs("Breaker.__new__()", kwargs)?, None)
     }
 
     /// A breaker in the memory-mapped file at `path`, shared by every
@@ -425,99 +256,16 @@ impl Breaker {
         path: std::path::PathBuf,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        let py = cls.py();
-        const KEYS: [&str; 22] = [
-            "failure_threshold",
-            "open_timeout",
-            "open_timeout_max",
-            "open_timeout_growth",
-            "open_timeout_jitter",
-            "half_open_max",
-            "half_open_successes",
-            "window",
-            "count_window",
-            "min_calls",
-            "failure_rate",
-            "slow_call",
-            "slow_rate",
-            "probe_timeout",
-            "max_hold",
-            "timeout",
-            "name",
-            "failure_on",
-            "ignore_on",
-            "failure_if",
-            "on_state_change",
-            "listeners",
-        ];
-        let mut args: [Option<Bound<'_, PyAny>>; 22] = Default::default();
-        if let Some(kwargs) = kwargs {
-            for (key, value) in kwargs.iter() {
-                let key: String = key.extract()?;
-                if key == "clock" {
-                    return Err(PyTypeError::new_err(
-                        "a shared breaker reads the host's monotonic clock: clock is not accepted",
-                    ));
-                }
-                let Some(i) = KEYS.iter().position(|k| *k == key) else {
-                    return Err(PyTypeError::new_err(format!(
-                        "Breaker.shared() got an unexpected keyword argument '{key}'"
-                    )));
-                };
-                args[i] = Some(value);
-            }
+        // Refused even as None: the stub has no `clock` here.
+        if let Some(kwargs) = kwargs
+            && kwargs.contains("clock")?
+        {
+            return Err(PyTypeError::new_err(
+                "a shared breaker reads the host's monotonic clock: clock is not accepted",
+            ));
         }
-        let [
-            failure_threshold,
-            open_timeout,
-            open_timeout_max,
-            open_timeout_growth,
-            open_timeout_jitter,
-            half_open_max,
-            half_open_successes,
-            window,
-            count_window,
-            min_calls,
-            failure_rate,
-            slow_call,
-            slow_rate,
-            probe_timeout,
-            max_hold,
-            timeout,
-            name,
-            failure_on,
-            ignore_on,
-            failure_if,
-            on_state_change,
-            listeners,
-        ] = &args;
-        Self::make(
-            py,
-            failure_threshold.as_ref(),
-            open_timeout.as_ref(),
-            open_timeout_max.as_ref(),
-            open_timeout_growth.as_ref(),
-            open_timeout_jitter.as_ref(),
-            half_open_max.as_ref(),
-            half_open_successes.as_ref(),
-            window.as_ref(),
-            count_window.as_ref(),
-            min_calls.as_ref(),
-            failure_rate.as_ref(),
-            slow_call.as_ref(),
-            slow_rate.as_ref(),
-            probe_timeout.as_ref(),
-            max_hold.as_ref(),
-            timeout.as_ref(),
-            name.as_ref(),
-            failure_on.as_ref(),
-            ignore_on.as_ref(),
-            failure_if.as_ref(),
-            on_state_change.as_ref(),
-            listeners.as_ref(),
-            None,
-            Some(&path),
-        )
+        let args = BreakerArgs::from_kwargs("Breaker.shared()", kwargs)?;
+        Self::make(cls.py(), args, Some(&path))
     }
 
     /// The breaker's name, or None.

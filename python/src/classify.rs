@@ -84,6 +84,8 @@ pub(crate) fn exception_tuple(arg: &str, value: &Bound<'_, PyAny>) -> PyResult<P
 }
 
 impl Classifier {
+    /// From a breaker's arguments; `None` for one not given (`BreakerArgs`
+    /// reads Python's `None` as not given).
     pub(crate) fn new(
         py: Python<'_>,
         failure_on: Option<&Bound<'_, PyAny>>,
@@ -91,10 +93,6 @@ impl Classifier {
         failure_if: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         neutral(py)?;
-        // None is the default, given or not (`Breaker.shared` passes on
-        // what its caller wrote, None included).
-        let (failure_on, ignore_on) =
-            (failure_on.filter(|v| !v.is_none()), ignore_on.filter(|v| !v.is_none()));
         let judges_statuses = failure_on.is_none();
         let failure_on = match failure_on {
             Some(v) => exception_tuple("failure_on", v)?,
@@ -105,7 +103,6 @@ impl Classifier {
             None => None,
         };
         let failure_if = match failure_if {
-            Some(f) if f.is_none() => None,
             Some(f) if !f.is_callable() => {
                 return Err(PyTypeError::new_err(format!(
                     "failure_if must be a callable taking the result, got {}",

@@ -6,7 +6,8 @@
 //! - [`guarded::Guarded`]: what decorating a plain function returns; its
 //!   `__call__` is the whole hot path, in Rust. [`with_stack`]: the
 //!   tickets of open `with breaker:` blocks, per thread.
-//! - [`config`]: a breaker's keyword arguments → the core's
+//! - [`config::BreakerArgs`]: a breaker's keyword arguments, read once
+//!   for `Breaker(...)` and `Breaker.shared`, → the core's
 //!   `BreakerConfig`; [`classify`]: which exceptions and results count as
 //!   failures; [`listeners`]: the callables told of each transition;
 //!   [`snapshot`]: a breaker's counters as a frozen object.
@@ -75,6 +76,8 @@ use pyo3::prelude::*;
 fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<breaker::Breaker>()?;
+    // The names a `(**kwargs)` signature hides, for `help()` and stubtest.
+    py.get_type::<breaker::Breaker>().setattr("__signature__", config::BreakerArgs::signature(py)?)?;
     m.add_class::<guarded::Guarded>()?;
     m.add_class::<clock::ManualClock>()?;
     m.add_class::<snapshot::Snapshot>()?;
@@ -98,7 +101,6 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(http::assess_response, m)?)?;
     m.add_function(wrap_pyfunction!(http::settle, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    let _ = py;
     Ok(())
 }
 

@@ -3,6 +3,7 @@ process that opens the same path."""
 
 from __future__ import annotations
 
+import inspect
 import multiprocessing
 import os
 
@@ -114,10 +115,7 @@ def test_shared_arguments(tmp_path):
 def test_every_keyword_argument_of_shared_takes_none_as_breaker_does(tmp_path):
     # The stub gives each a None default: passing it explicitly (a wrapper
     # forwarding its own defaults) must mean the same as leaving it out.
-    keys = ["failure_threshold", "open_timeout", "open_timeout_max", "open_timeout_growth",
-            "open_timeout_jitter", "half_open_max", "half_open_successes", "window", "count_window",
-            "min_calls", "failure_rate", "slow_call", "slow_rate", "timeout", "name", "failure_on",
-            "ignore_on", "failure_if", "on_state_change", "listeners"]
+    keys = [k for k in inspect.signature(tripwire.Breaker).parameters if k != "clock"]
     breaker = tripwire.Breaker.shared(tmp_path / "b", **dict.fromkeys(keys))
     assert breaker.failure_threshold == tripwire.Breaker().failure_threshold
     with breaker:

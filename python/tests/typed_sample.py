@@ -190,6 +190,20 @@ def wrong_calls() -> None:
     tripwire.http.guard(api)(fetch_ticker)  # type: ignore[arg-type]
 
 
+def shared_breaker(path: str) -> None:
+    """Checked, not run: `Breaker.shared` takes the keyword arguments of
+    `Breaker(...)` but `clock`, typed alike."""
+    assert_type(tripwire.Breaker.shared(path, name="typed-sample-shared", timeout=2.0), tripwire.Breaker)
+
+
+def wrong_breakers(path: str) -> None:
+    """Each line must be an error: the keyword arguments are typed by name."""
+    tripwire.Breaker(fail_max=3)  # type: ignore[call-arg]
+    tripwire.Breaker(failure_threshold="3")  # type: ignore[arg-type]
+    tripwire.Breaker.shared(path, clock=tripwire.ManualClock())  # type: ignore[call-arg]
+    tripwire.Breaker.shared(path, open_timeout="30")  # type: ignore[arg-type]
+
+
 def main() -> None:
     sync_calls()
     asyncio.run(async_calls())

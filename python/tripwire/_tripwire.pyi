@@ -5,9 +5,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from os import PathLike
 from types import TracebackType
-from typing import Any, Generic, Literal, TypeVar, final, overload
+from typing import Any, Generic, Literal, TypedDict, TypeVar, final, overload
 
-from typing_extensions import Concatenate, ParamSpec, Self
+from typing_extensions import Concatenate, ParamSpec, Self, Unpack
 
 from ._types import ExceptionClasses, Seconds, StateName
 
@@ -103,6 +103,38 @@ class Guarded(Generic[_P, _R]):
     @property
     def breaker(self) -> Breaker: ...
 
+class _SharedBreakerKeywords(TypedDict, total=False):
+    """The keyword arguments of ``Breaker.shared``: those of ``Breaker(...)``
+    but ``clock``. None for any of them is its default."""
+
+    failure_threshold: int | None
+    open_timeout: Seconds | None
+    open_timeout_max: Seconds | None
+    open_timeout_growth: float | None
+    open_timeout_jitter: float | None
+    half_open_max: int | None
+    half_open_successes: int | None
+    window: tuple[int, Seconds] | None
+    count_window: int | None
+    min_calls: int | None
+    failure_rate: float | None
+    slow_call: Seconds | None
+    slow_rate: float | None
+    probe_timeout: Seconds | None
+    max_hold: Seconds | None
+    timeout: Seconds | None
+    name: str | None
+    failure_on: ExceptionClasses | None
+    ignore_on: ExceptionClasses | None
+    failure_if: Callable[[Any], object] | None
+    on_state_change: _Listener | None
+    listeners: Iterable[_Listener] | None
+
+class _BreakerKeywords(_SharedBreakerKeywords, total=False):
+    """The keyword arguments of ``Breaker(...)``, all keyword-only."""
+
+    clock: ManualClock | None
+
 @final
 class Breaker:
     """A circuit breaker: a decorator, a context manager, or ``call``.
@@ -117,62 +149,9 @@ class Breaker:
     timeout) but counts as slow when it outlasts ``timeout``.
     """
 
-    def __new__(
-        cls,
-        *,
-        failure_threshold: int | None = None,
-        open_timeout: Seconds | None = None,
-        open_timeout_max: Seconds | None = None,
-        open_timeout_growth: float | None = None,
-        open_timeout_jitter: float | None = None,
-        half_open_max: int | None = None,
-        half_open_successes: int | None = None,
-        window: tuple[int, Seconds] | None = None,
-        count_window: int | None = None,
-        min_calls: int | None = None,
-        failure_rate: float | None = None,
-        slow_call: Seconds | None = None,
-        slow_rate: float | None = None,
-        probe_timeout: Seconds | None = None,
-        max_hold: Seconds | None = None,
-        timeout: Seconds | None = None,
-        name: str | None = None,
-        failure_on: ExceptionClasses | None = None,
-        ignore_on: ExceptionClasses | None = None,
-        failure_if: Callable[[Any], object] | None = None,
-        on_state_change: _Listener | None = None,
-        listeners: Iterable[_Listener] | None = None,
-        clock: ManualClock | None = None,
-    ) -> Self: ...
+    def __new__(cls, **kwargs: Unpack[_BreakerKeywords]) -> Self: ...
     @classmethod
-    def shared(
-        cls,
-        path: str | PathLike[str],
-        /,
-        *,
-        failure_threshold: int | None = None,
-        open_timeout: Seconds | None = None,
-        open_timeout_max: Seconds | None = None,
-        open_timeout_growth: float | None = None,
-        open_timeout_jitter: float | None = None,
-        half_open_max: int | None = None,
-        half_open_successes: int | None = None,
-        window: tuple[int, Seconds] | None = None,
-        count_window: int | None = None,
-        min_calls: int | None = None,
-        failure_rate: float | None = None,
-        slow_call: Seconds | None = None,
-        slow_rate: float | None = None,
-        probe_timeout: Seconds | None = None,
-        max_hold: Seconds | None = None,
-        timeout: Seconds | None = None,
-        name: str | None = None,
-        failure_on: ExceptionClasses | None = None,
-        ignore_on: ExceptionClasses | None = None,
-        failure_if: Callable[[Any], object] | None = None,
-        on_state_change: _Listener | None = None,
-        listeners: Iterable[_Listener] | None = None,
-    ) -> Self: ...
+    def shared(cls, path: str | PathLike[str], /, **kwargs: Unpack[_SharedBreakerKeywords]) -> Self: ...
     @property
     def name(self) -> str | None: ...
     @property
