@@ -15,7 +15,8 @@
 //!   the last N calls ([`RollingWindow`]).
 //! - Holds: [`Breaker::open_for`] keeps the breaker Open for the time a
 //!   server's backpressure asks (capped by the config's `max_hold`), and
-//!   every refusal meanwhile says when it ends; [`Breaker::hold_left`].
+//!   every refusal meanwhile says when it ends; [`Breaker::hold_left`];
+//!   [`Breaker::open_left`], the wait before the next probe, cool-down or hold.
 //! - Manual modes: [`Breaker::force_open`], [`Breaker::disable`],
 //!   [`Breaker::reset`]. Counters: [`Breaker::snapshot`] → [`Snapshot`].
 //! - For bindings that inline the fast paths (the C header does):

@@ -176,3 +176,69 @@ fn the_links_of_joined_fleets_reach_the_recorder_as_in_the_text_export() {
         got.into_iter().filter(|(k, _)| k.starts_with("tripwire_fleet_")).collect();
     assert_eq!(published, want);
 }
+
+/// The breakers whose rows [`Rejections`] writes, by address.
+static REPORTED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// Another crate's rows: a gauge and a counter per reported breaker.
+struct Rejections;
+
+impl tripwire::prometheus::RowSource for Rejections {
+    fn write_rows(
+        &self,
+        breakers: &[&tripwire::Breaker],
+        out: &mut dyn tripwire::prometheus::Sink,
+    ) -> std::fmt::Result {
+        use tripwire::prometheus::Kind;
+        let reported = REPORTED.lock().unwrap().clone();
+        let mine: Vec<(String, u64)> = breakers
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| reported.contains(&(std::ptr::from_ref(**b) as usize)))
+            .map(|(i, b)| (i.to_string(), b.snapshot().rejected))
+            .collect();
+        if mine.is_empty() {
+            return Ok(());
+        }
+        out.family("test_source_up", Kind::Gauge, "Up.")?;
+        for (i, _) in &mine {
+            out.sample(&[("at", i), ("kind", "test")], 1)?;
+        }
+        out.family("test_source_rejected_total", Kind::Counter, "Refusals.")?;
+        for (i, n) in &mine {
+            out.sample(&[("at", i)], *n)?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn an_added_sources_rows_reach_the_recorder_as_in_the_text_export() {
+    static SOURCE: Rejections = Rejections;
+    tripwire::prometheus::add_source(&SOURCE);
+    let registry = Registry::new();
+    let b =
+        registry.breaker("kraken/book", || BreakerConfig::builder().failure_threshold(1).build().unwrap());
+    REPORTED.lock().unwrap().push(std::ptr::from_ref(b.breaker()) as usize);
+    let t = b.try_acquire().unwrap();
+    b.record(t, Outcome::Failure);
+    let _ = b.try_acquire();
+    let _ = b.try_acquire();
+
+    let want: BTreeMap<String, f64> = registry
+        .prometheus()
+        .lines()
+        .filter(|l| l.starts_with("test_source_"))
+        .map(|l| {
+            let (series, value) = l.rsplit_once(' ').unwrap();
+            (series.replace('"', ""), value.parse().unwrap())
+        })
+        .collect();
+    let values = Values::default();
+    metrics::with_local_recorder(&values, || registry.publish_metrics());
+    let got: BTreeMap<String, f64> =
+        values.0.lock().unwrap().clone().into_iter().filter(|(k, _)| k.starts_with("test_source_")).collect();
+    assert_eq!(want.get("test_source_rejected_total{at=0}"), Some(&2.0), "{want:#?}");
+    assert_eq!(want.get("test_source_up{at=0,kind=test}"), Some(&1.0), "{want:#?}");
+    assert_eq!(got, want);
+}

@@ -7,20 +7,25 @@
 //! handler or a periodic task. Names and labels match
 //! [`Registry::prometheus`].
 
+use core::fmt;
 use std::borrow::ToOwned;
 use std::string::String;
+use std::vec::Vec;
 
 use crate::breaker::state::State;
 use crate::layers::prometheus::{
     BREAKER_CALLS, BREAKER_REJECTED, BREAKER_SLOW, BREAKER_STATE, BREAKER_TRANSITIONS, BULKHEAD_ACQUIRED,
-    BULKHEAD_IN_FLIGHT, BULKHEAD_MAX, BULKHEAD_PEAK, BULKHEAD_REJECTED, FALLBACK, outcomes, results,
+    BULKHEAD_IN_FLIGHT, BULKHEAD_MAX, BULKHEAD_PEAK, BULKHEAD_REJECTED, FALLBACK, Kind, Sink, outcomes,
+    results, sources,
 };
 use crate::layers::registry::Registry;
 
 impl Registry {
     /// Copies every counter and state to the `metrics` recorder: breakers,
     /// bulkheads, stale caches and, with the feature `fleet`, the links of
-    /// the fleets its breakers joined.
+    /// the fleets its breakers joined; then the rows every added
+    /// [`RowSource`](crate::prometheus::RowSource) writes for its breakers,
+    /// as [`prometheus`](Registry::prometheus) writes them.
     ///
     /// # Examples
     /// ```
@@ -61,6 +66,13 @@ impl Registry {
         }
         #[cfg(feature = "fleet")]
         self.publish_fleets();
+        let named = self.breakers();
+        let cores: Vec<&crate::breaker::Breaker> = named.iter().map(|b| b.breaker()).collect();
+        let mut recorder = Recorder { family: "", kind: Kind::Counter };
+        for source in sources() {
+            // The recorder never fails.
+            let _ = source.write_rows(&cores, &mut recorder);
+        }
     }
 
     /// The links of the fleets its breakers joined, as
@@ -88,5 +100,31 @@ impl Registry {
                 .absolute(snap.leases_won);
             metrics::counter!(FLEET_LEASES, "fleet" => ns, "result" => "lost").absolute(snap.leases_lost);
         }
+    }
+}
+
+/// A [`Sink`] that hands each sample to the installed `metrics` recorder:
+/// a gauge is set to the value, a counter given it as its absolute value.
+struct Recorder {
+    /// The family begun last, and its kind.
+    family: &'static str,
+    kind: Kind,
+}
+
+impl Sink for Recorder {
+    fn family(&mut self, name: &'static str, kind: Kind, _help: &'static str) -> fmt::Result {
+        (self.family, self.kind) = (name, kind);
+        Ok(())
+    }
+
+    fn sample(&mut self, labels: &[(&str, &str)], value: u64) -> fmt::Result {
+        let labels: Vec<metrics::Label> =
+            labels.iter().map(|&(k, v)| metrics::Label::new(k.to_owned(), v.to_owned())).collect();
+        match self.kind {
+            // A gauge is an f64: exact up to 2^53, beyond any gauge's value.
+            Kind::Gauge => metrics::gauge!(self.family, labels).set(value as f64),
+            Kind::Counter => metrics::counter!(self.family, labels).absolute(value),
+        }
+        Ok(())
     }
 }

@@ -9,6 +9,11 @@
 //! with no rows is left out. The writers allocate nothing; they write into any
 //! [`fmt::Write`], e.g. a `String`.
 //!
+//! Other crates add rows of their own to every export of breakers: a
+//! [`RowSource`], added once with [`add_source`], writes its families to a
+//! [`Sink`] ([`Text`] for this format), and [`write_sources`] writes every
+//! source's rows for a list of breakers (see `source.rs`).
+//!
 //! # Examples
 //! ```
 //! use tripwire::{Breaker, BreakerConfig, prometheus};
@@ -30,6 +35,12 @@ use crate::breaker::state::State;
 use crate::bulkhead::BulkheadSnapshot;
 use crate::layers::fallback::StaleSnapshot;
 use crate::layers::registry::Registry;
+
+mod source;
+
+#[cfg(feature = "metrics")]
+pub(crate) use source::sources;
+pub use source::{Kind, RowSource, Sink, Text, add_source, write_sources};
 
 /// A breaker's row: its name, its state and its counters.
 pub type BreakerRow<'a> = (&'a str, State, Snapshot);
@@ -228,7 +239,8 @@ impl Registry {
     /// Every breaker's, bulkhead's and stale cache's counters and states in
     /// the Prometheus text exposition format (see [`prometheus`](crate::layers::prometheus));
     /// with the feature `fleet`, the counters of the fleet links its
-    /// breakers joined too ([`write_joined_fleets`]).
+    /// breakers joined too ([`write_joined_fleets`]); then the rows every
+    /// added [`RowSource`] writes for its breakers ([`write_sources`]).
     pub fn prometheus(&self) -> String {
         let named = self.breakers();
         let breakers: Vec<BreakerRow<'_>> =
@@ -243,22 +255,22 @@ impl Registry {
         let _ = write_breakers(&mut out, &breakers)
             .and_then(|()| write_bulkheads(&mut out, &bulkheads))
             .and_then(|()| write_stale_caches(&mut out, &stale));
+        let cores: Vec<&crate::breaker::Breaker> = named.iter().map(|b| b.breaker()).collect();
         #[cfg(feature = "fleet")]
-        {
-            let cores: Vec<&crate::breaker::Breaker> = named.iter().map(|b| b.breaker()).collect();
-            let _ = write_joined_fleets(&mut out, &cores);
-        }
+        let _ = write_joined_fleets(&mut out, &cores);
+        let _ = write_sources(&mut out, &cores);
         out
     }
 }
 
 /// The HELP and TYPE lines of a family.
-fn head(out: &mut impl Write, name: &str, kind: &str, help: &str) -> fmt::Result {
+fn head(out: &mut (impl Write + ?Sized), name: &str, kind: &str, help: &str) -> fmt::Result {
     writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}")
 }
 
-/// One sample: `name{k="v",…} value`, the label values escaped.
-fn series(out: &mut impl Write, name: &str, labels: &[(&str, &str)], value: u64) -> fmt::Result {
+/// One sample: `name{k="v",…} value`, the label values escaped; `name
+/// value` without labels.
+fn series(out: &mut (impl Write + ?Sized), name: &str, labels: &[(&str, &str)], value: u64) -> fmt::Result {
     out.write_str(name)?;
     for (i, (k, v)) in labels.iter().enumerate() {
         let open = if i == 0 { '{' } else { ',' };
@@ -266,12 +278,13 @@ fn series(out: &mut impl Write, name: &str, labels: &[(&str, &str)], value: u64)
         escape_label(out, v)?;
         out.write_char('"')?;
     }
-    writeln!(out, "}} {value}")
+    let close = if labels.is_empty() { "" } else { "}" };
+    writeln!(out, "{close} {value}")
 }
 
 /// A label value escaped as the format asks: `\` → `\\`, `"` → `\"`,
 /// newline → `\n`.
-fn escape_label(out: &mut impl Write, v: &str) -> fmt::Result {
+fn escape_label(out: &mut (impl Write + ?Sized), v: &str) -> fmt::Result {
     for c in v.chars() {
         match c {
             '\\' => out.write_str("\\\\")?,
@@ -308,6 +321,16 @@ mod tests {
         ] {
             assert!(s.lines().any(|l| l == line), "{line} in\n{s}");
         }
+    }
+
+    #[test]
+    fn a_sample_without_labels_has_no_braces() {
+        let mut s = String::new();
+        let mut text = Text::new(&mut s);
+        text.family("up", Kind::Gauge, "Up.").unwrap();
+        text.sample(&[], 1).unwrap();
+        text.sample(&[("a", "b")], 0).unwrap();
+        assert_eq!(s, "# HELP up Up.\n# TYPE up gauge\nup 1\nup{a=\"b\"} 0\n");
     }
 
     #[test]
