@@ -98,9 +98,17 @@ impl<W: Write + ?Sized> Sink for Text<'_, W> {
     }
 }
 
-/// Rows another crate adds to every export of breakers (see the
-/// [module](self) docs): `tripwire-fleet` adds the counters of the fleet
-/// links those breakers joined.
+/// Rows another crate adds to every export of breakers: `tripwire-fleet`
+/// adds the counters of the fleet links those breakers joined.
+///
+/// Added once with [`add_source`], a source is asked for its rows by every
+/// export from then on: a [`Registry`](crate::Registry)'s
+/// [`prometheus`](crate::Registry::prometheus) and `publish_metrics`
+/// (feature `metrics`), after the registry's own families, and a binding's
+/// [`write_sources`]; each passes the breakers it exports, and the source
+/// writes the rows that concern them. It writes each family once, to a
+/// [`Sink`]: the text export and the `metrics` recorder then carry the same
+/// names, labels and values.
 ///
 /// # Examples
 /// ```
