@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use tripwire::fleet::{Fleet, FleetConfig};
 use tripwire::{BreakerConfig, NamedBreaker, Outcome};
 use tripwire_benches::guarded;
 use tripwire_benches::redis::Redis;
+use tripwire_fleet::{Fleet, FleetConfig};
 
 const LONG: Duration = Duration::from_secs(3600);
 

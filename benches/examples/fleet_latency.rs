@@ -13,9 +13,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tripwire::fleet::{Fleet, FleetConfig};
 use tripwire::{BreakerConfig, Clock, MonotonicClock, NamedBreaker, Outcome, State};
 use tripwire_benches::redis::Redis;
+use tripwire_fleet::{Fleet, FleetConfig};
 
 const FOLLOWERS: usize = 2;
 

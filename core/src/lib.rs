@@ -15,7 +15,8 @@
 //!   the last N calls ([`RollingWindow`]).
 //! - Holds: [`Breaker::open_for`] keeps the breaker Open for the time a
 //!   server's backpressure asks (capped by the config's `max_hold`), and
-//!   every refusal meanwhile says when it ends; [`Breaker::hold_left`].
+//!   every refusal meanwhile says when it ends; [`Breaker::hold_left`];
+//!   [`Breaker::open_left`], the wait before the next probe, cool-down or hold.
 //! - Manual modes: [`Breaker::force_open`], [`Breaker::disable`],
 //!   [`Breaker::reset`]. Counters: [`Breaker::snapshot`] → [`Snapshot`].
 //! - For bindings that inline the fast paths (the C header does):
@@ -117,15 +118,15 @@
 //!   bulkhead, retries with a budget (for requests that can be cloned) and
 //!   `Retry-After` holds, judging each response once with [`http::assess`];
 //!   its refusals ([`reqwest::Refused`]) are read with [`refusal`].
-//! - Fleet (feature `fleet`): [`fleet::Fleet`] shares joined breakers'
-//!   trips, holds and closes with the other hosts of a fleet through Redis,
-//!   in the background, with one probe for the whole fleet under a lease;
-//!   messages signed with HMAC-SHA256.
 //! - Metrics: [`Registry`] of named breakers, exported by
 //!   [`Registry::prometheus`] (text format, written by [`prometheus`]'s
 //!   row writers, which bindings call too) and `Registry::publish_metrics`
-//!   (feature `metrics`, to the `metrics` crate's recorder); `tracing`
-//!   events on every state change (feature `tracing`).
+//!   (feature `metrics`, to the `metrics` crate's recorder), with the rows
+//!   other crates add ([`prometheus::RowSource`]); `tracing` events on every
+//!   state change (feature `tracing`).
+//! - Fleet: breakers of many hosts sharing one outage through Redis are
+//!   the `tripwire-fleet` crate's ([`guide::fleet`]); a registry's exports
+//!   carry the links its breakers joined.
 //!
 //! # Example
 //! ```
@@ -154,13 +155,7 @@
 // those links have nothing to point at. The all-features build (CI's
 // rustdoc step, docs.rs) still checks every link.
 #![cfg_attr(
-    not(all(
-        feature = "reqwest",
-        feature = "tower",
-        feature = "fleet",
-        feature = "metrics",
-        feature = "tracing"
-    )),
+    not(all(feature = "reqwest", feature = "tower", feature = "metrics", feature = "tracing")),
     allow(rustdoc::broken_intra_doc_links)
 )]
 #![warn(missing_docs)]

@@ -130,49 +130,68 @@ fn bulkhead_and_retry_events_reach_the_recorder_by_kind() {
     }
 }
 
-/// The fleet rows of `Registry::prometheus`, as `name{label=value,…}` →
-/// value, the recorder's keys.
-#[cfg(feature = "fleet")]
-fn fleet_series(text: &str) -> BTreeMap<String, f64> {
-    text.lines()
-        .filter(|l| l.starts_with("tripwire_fleet_"))
+/// The breakers whose rows [`Rejections`] writes, by address.
+static REPORTED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// Another crate's rows: a gauge and a counter per reported breaker.
+struct Rejections;
+
+impl tripwire::prometheus::RowSource for Rejections {
+    fn write_rows(
+        &self,
+        breakers: &[&tripwire::Breaker],
+        out: &mut dyn tripwire::prometheus::Sink,
+    ) -> std::fmt::Result {
+        use tripwire::prometheus::Kind;
+        let reported = REPORTED.lock().unwrap().clone();
+        let mine: Vec<(String, u64)> = breakers
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| reported.contains(&(std::ptr::from_ref(**b) as usize)))
+            .map(|(i, b)| (i.to_string(), b.snapshot().rejected))
+            .collect();
+        if mine.is_empty() {
+            return Ok(());
+        }
+        out.family("test_source_up", Kind::Gauge, "Up.")?;
+        for (i, _) in &mine {
+            out.sample(&[("at", i), ("kind", "test")], 1)?;
+        }
+        out.family("test_source_rejected_total", Kind::Counter, "Refusals.")?;
+        for (i, n) in &mine {
+            out.sample(&[("at", i)], *n)?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn an_added_sources_rows_reach_the_recorder_as_in_the_text_export() {
+    static SOURCE: Rejections = Rejections;
+    tripwire::prometheus::add_source(&SOURCE);
+    let registry = Registry::new();
+    let b =
+        registry.breaker("kraken/book", || BreakerConfig::builder().failure_threshold(1).build().unwrap());
+    REPORTED.lock().unwrap().push(std::ptr::from_ref(b.breaker()) as usize);
+    let t = b.try_acquire().unwrap();
+    b.record(t, Outcome::Failure);
+    let _ = b.try_acquire();
+    let _ = b.try_acquire();
+
+    let want: BTreeMap<String, f64> = registry
+        .prometheus()
+        .lines()
+        .filter(|l| l.starts_with("test_source_"))
         .map(|l| {
             let (series, value) = l.rsplit_once(' ').unwrap();
             (series.replace('"', ""), value.parse().unwrap())
         })
-        .collect()
-}
-
-#[test]
-#[cfg(feature = "fleet")]
-fn the_links_of_joined_fleets_reach_the_recorder_as_in_the_text_export() {
-    use std::time::Duration;
-    use tripwire::fleet::{Fleet, FleetConfig};
-    // No Redis needed: a link that cannot connect is down, and exported so.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let url = format!("redis://127.0.0.1:{port}");
-    let config = FleetConfig::builder(&url, "metrics-export", *b"0123456789abcdef0123456789abcdef")
-        .connect_timeout(Duration::from_millis(50))
-        .build()
-        .unwrap();
-    let fleet = Fleet::new(config).unwrap();
-    let registry = Registry::new();
-    let book = registry.breaker("binance/orderbook", BreakerConfig::default);
-    fleet.join(&book).unwrap();
-
-    // The link thread may move a counter between two reads: compare a
-    // publication with a text export that reads the same before and after it.
-    let (got, want) = loop {
-        let before = fleet_series(&registry.prometheus());
-        let values = Values::default();
-        metrics::with_local_recorder(&values, || registry.publish_metrics());
-        if fleet_series(&registry.prometheus()) == before {
-            break (values.0.lock().unwrap().clone(), before);
-        }
-    };
-    assert!(want.contains_key("tripwire_fleet_link_state{fleet=metrics-export,state=down}"), "{want:#?}");
-    assert!(want.contains_key("tripwire_fleet_leases_total{fleet=metrics-export,result=won}"), "{want:#?}");
-    let published: BTreeMap<String, f64> =
-        got.into_iter().filter(|(k, _)| k.starts_with("tripwire_fleet_")).collect();
-    assert_eq!(published, want);
+        .collect();
+    let values = Values::default();
+    metrics::with_local_recorder(&values, || registry.publish_metrics());
+    let got: BTreeMap<String, f64> =
+        values.0.lock().unwrap().clone().into_iter().filter(|(k, _)| k.starts_with("test_source_")).collect();
+    assert_eq!(want.get("test_source_rejected_total{at=0}"), Some(&2.0), "{want:#?}");
+    assert_eq!(want.get("test_source_up{at=0,kind=test}"), Some(&1.0), "{want:#?}");
+    assert_eq!(got, want);
 }

@@ -1,12 +1,12 @@
-//! `tw_fleet_*`: the core's fleet link (Rust `tripwire::fleet`) for C
+//! `tw_fleet_*`: the fleet link of the Rust `tripwire-fleet` crate for C
 //! breakers. Everything it does is the Rust implementation's; this file
 //! checks pointers and strings, and turns counters into a C struct.
 
 use core::ffi::{CStr, c_char};
 use core::time::Duration;
 
-use tripwire::fleet::{AsBreaker, Fleet, FleetConfig, FleetError, RejectReason};
 use tripwire::{Breaker, MonotonicClock};
+use tripwire_fleet::{AsBreaker, Fleet, FleetConfig, FleetError, RejectReason};
 
 use crate::breaker::tw_breaker;
 use crate::status::{arg, fail, ffi_body, tw_status};
@@ -268,7 +268,7 @@ fn c_setting(field: &str, ns: &str, key: &[u8], o: &tw_fleet_options) -> Option<
         "namespace" => return Some(("ns", format!("{ns:?}"))),
         // Too short: its length; long enough, its bytes are the matter
         // (one byte repeated), told without the key itself.
-        "key" if key.len() < tripwire::fleet::MIN_KEY_LEN => return Some(("key_len", key.len().to_string())),
+        "key" if key.len() < tripwire_fleet::MIN_KEY_LEN => return Some(("key_len", key.len().to_string())),
         "key" => return Some(("key", format!("{} bytes of 0x{:02x}", key.len(), key[0]))),
         "lease_lead" => ("options.lease_lead_ns", o.lease_lead_ns),
         "probe_timeout" => ("options.probe_timeout_ns", o.probe_timeout_ns),

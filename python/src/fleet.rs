@@ -1,4 +1,4 @@
-//! `tripwire.Fleet`: the core's fleet link (Rust `tripwire::fleet`), for
+//! `tripwire.Fleet`: the fleet link of the Rust `tripwire-fleet` crate, for
 //! Python breakers. Everything it does is the Rust implementation's: this
 //! file turns arguments into its settings and its counters into a dict.
 
@@ -7,7 +7,7 @@ use core::mem::ManuallyDrop;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
-use tripwire::fleet::{AsBreaker, FleetConfig, RejectReason};
+use tripwire_fleet::{AsBreaker, FleetConfig, RejectReason};
 
 use crate::args::seconds;
 use crate::breaker::Breaker;
@@ -24,7 +24,7 @@ impl AsBreaker for CoreBreaker {
 #[pyclass(module = "tripwire", frozen)]
 pub struct Fleet {
     /// Taken out only by `drop`, to be dropped without the GIL.
-    inner: ManuallyDrop<tripwire::fleet::Fleet>,
+    inner: ManuallyDrop<tripwire_fleet::Fleet>,
 }
 
 impl Drop for Fleet {
@@ -47,7 +47,7 @@ impl Drop for Fleet {
     }
 }
 
-fn config_error(e: tripwire::fleet::FleetError) -> PyErr {
+fn config_error(e: tripwire_fleet::FleetError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
@@ -105,7 +105,7 @@ impl Fleet {
         if let Some(d) = given("io_timeout", io_timeout)? {
             b = b.io_timeout(d);
         }
-        let inner = tripwire::fleet::Fleet::new(b.build().map_err(config_error)?).map_err(config_error)?;
+        let inner = tripwire_fleet::Fleet::new(b.build().map_err(config_error)?).map_err(config_error)?;
         Ok(Self { inner: ManuallyDrop::new(inner) })
     }
 

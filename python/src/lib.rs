@@ -28,7 +28,7 @@
 //! - [`bulkhead::Bulkhead`]: a cap on calls in flight;
 //!   [`bulkhead_wait::BulkheadWait`]: a coroutine's wait for a slot, woken
 //!   by a release.
-//! - [`fleet::Fleet`]: the core's fleet link over Redis, for named breakers.
+//! - [`fleet::Fleet`]: the fleet link over Redis (`tripwire-fleet`), for named breakers.
 //! - [`budget::RetryBudget`], [`backoff::Backoff`]: the core's retry budget
 //!   and backoff; [`retry::RetryPolicy`] and [`retry::RetryRun`]: the
 //!   core's retry loop, whose decisions `tripwire.retry`

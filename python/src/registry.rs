@@ -92,8 +92,10 @@ pub(crate) fn prometheus_text(py: Python<'_>) -> String {
     let _ = tripwire::prometheus::write_breakers(&mut out, &breakers)
         .and_then(|()| tripwire::prometheus::write_bulkheads(&mut out, &bulkheads))
         .and_then(|()| tripwire::prometheus::write_stale_caches(&mut out, &stale));
-    // The fleet links those breakers joined: found and written by the core.
+    // The rows other crates add for those breakers (the fleet links they
+    // joined, which `tripwire-fleet` adds), written as a Rust registry
+    // writes them.
     let cores: Vec<&tripwire::Breaker> = cores.iter().map(|(_, c)| c.breaker()).collect();
-    let _ = tripwire::prometheus::write_joined_fleets(&mut out, &cores);
+    let _ = tripwire::prometheus::write_sources(&mut out, &cores);
     out
 }

@@ -661,12 +661,34 @@ impl Breaker {
 
     /// The time left until an Open breaker lets its next call through as a
     /// probe (the end of its cool-down or of its hold), and whether a hold
-    /// sets it; `None` when the breaker is not Open, or its wait has ended.
-    /// Reads what a refusal would say, without counting one. What the fleet
-    /// publishes of a trip and when it asks for a probe lease: unlike
+    /// sets it (`true`) or a cool-down (`false`); `None` when the breaker is
+    /// not Open, or its wait has ended.
+    ///
+    /// It reads what a refusal's `retry_after` would say, without counting
+    /// a refusal and without moving the breaker: for code that tells others
+    /// about the breaker (the `tripwire-fleet` crate publishes a trip's wait
+    /// with it, and asks for a probe lease before it ends). Unlike
     /// [`hold_left`](Self::hold_left), it sees a cool-down too.
-    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
-    pub(crate) fn open_left(&self, clock: &impl Clock) -> Option<(Duration, bool)> {
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use tripwire::{Breaker, BreakerConfig, ManualClock, Outcome};
+    ///
+    /// let config = BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_secs(5)).build()?;
+    /// let breaker = Breaker::new(config);
+    /// let clock = ManualClock::new(0);
+    /// assert_eq!(breaker.open_left(&clock), None, "closed");
+    /// let ticket = breaker.try_acquire(&clock).expect("closed");
+    /// breaker.record(ticket, Outcome::Failure, &clock);
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(breaker.open_left(&clock), Some((Duration::from_secs(4), false)), "a cool-down");
+    /// breaker.open_for(Duration::from_secs(30), &clock);
+    /// assert_eq!(breaker.open_left(&clock), Some((Duration::from_secs(30), true)), "a hold");
+    /// assert_eq!(breaker.snapshot().rejected, 0, "no refusal counted");
+    /// # Ok::<(), tripwire::ConfigError>(())
+    /// ```
+    pub fn open_left(&self, clock: &impl Clock) -> Option<(Duration, bool)> {
         let now = clock.now();
         // Acquire: as in `try_acquire`, for the deadline read below.
         let w = Word(self.hot.word.load(Ordering::Acquire));

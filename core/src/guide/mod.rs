@@ -10,7 +10,7 @@
 //! | [`composition`] | bulkhead, retries and their budget, the pipeline, nesting, stale data, events |
 //! | [`tower`] | the tower layers, and a reqwest or hyper client inside them |
 //! | [`reqwest`] | the `reqwest-middleware` middleware |
-//! | [`fleet`] | breakers of many hosts sharing one outage through Redis |
+//! | [`fleet`] | breakers of many hosts sharing one outage through Redis: the `tripwire-fleet` crate |
 //! | [`other_languages`] | the C ABI and the Python wheel |
 //! | [`performance`] | what each path costs, next to peers, and the commands that measure it |
 //!

@@ -7,20 +7,25 @@
 //! handler or a periodic task. Names and labels match
 //! [`Registry::prometheus`].
 
+use core::fmt;
 use std::borrow::ToOwned;
 use std::string::String;
+use std::vec::Vec;
 
 use crate::breaker::state::State;
 use crate::layers::prometheus::{
     BREAKER_CALLS, BREAKER_REJECTED, BREAKER_SLOW, BREAKER_STATE, BREAKER_TRANSITIONS, BULKHEAD_ACQUIRED,
-    BULKHEAD_IN_FLIGHT, BULKHEAD_MAX, BULKHEAD_PEAK, BULKHEAD_REJECTED, FALLBACK, outcomes, results,
+    BULKHEAD_IN_FLIGHT, BULKHEAD_MAX, BULKHEAD_PEAK, BULKHEAD_REJECTED, FALLBACK, Kind, Sink, outcomes,
+    results, sources,
 };
 use crate::layers::registry::Registry;
 
 impl Registry {
     /// Copies every counter and state to the `metrics` recorder: breakers,
-    /// bulkheads, stale caches and, with the feature `fleet`, the links of
-    /// the fleets its breakers joined.
+    /// bulkheads, stale caches; then the rows every added
+    /// [`RowSource`](crate::prometheus::RowSource) writes for its breakers
+    /// (the links of the fleets they joined, with the `tripwire-fleet`
+    /// crate), as [`prometheus`](Registry::prometheus) writes them.
     ///
     /// # Examples
     /// ```
@@ -59,34 +64,38 @@ impl Registry {
                 metrics::counter!(FALLBACK, "cache" => name.clone(), "result" => result).absolute(v);
             }
         }
-        #[cfg(feature = "fleet")]
-        self.publish_fleets();
+        let named = self.breakers();
+        let cores: Vec<&crate::breaker::Breaker> = named.iter().map(|b| b.breaker()).collect();
+        let mut recorder = Recorder { family: "", kind: Kind::Counter };
+        for source in sources() {
+            // The recorder never fails.
+            let _ = source.write_rows(&cores, &mut recorder);
+        }
+    }
+}
+
+/// A [`Sink`] that hands each sample to the installed `metrics` recorder:
+/// a gauge is set to the value, a counter given it as its absolute value.
+struct Recorder {
+    /// The family begun last, and its kind.
+    family: &'static str,
+    kind: Kind,
+}
+
+impl Sink for Recorder {
+    fn family(&mut self, name: &'static str, kind: Kind, _help: &'static str) -> fmt::Result {
+        (self.family, self.kind) = (name, kind);
+        Ok(())
     }
 
-    /// The links of the fleets its breakers joined, as
-    /// [`write_joined_fleets`](crate::layers::prometheus::write_joined_fleets)
-    /// writes them.
-    #[cfg(feature = "fleet")]
-    fn publish_fleets(&self) {
-        use crate::layers::fleet::{LinkState, RejectReason, joined_by};
-        use crate::layers::prometheus::{FLEET_COUNTERS, FLEET_LEASES, FLEET_LINK, FLEET_REJECTED};
-        let named = self.breakers();
-        let cores: std::vec::Vec<&crate::breaker::Breaker> = named.iter().map(|b| b.breaker()).collect();
-        for (ns, snap) in joined_by(&cores) {
-            for s in LinkState::ALL {
-                let v = if snap.link_state() == s { 1.0 } else { 0.0 };
-                metrics::gauge!(FLEET_LINK, "fleet" => ns.clone(), "state" => s.as_str()).set(v);
-            }
-            for (metric, _, get) in FLEET_COUNTERS {
-                metrics::counter!(metric, "fleet" => ns.clone()).absolute(get(&snap));
-            }
-            for r in RejectReason::ALL {
-                metrics::counter!(FLEET_REJECTED, "fleet" => ns.clone(), "reason" => r.as_str())
-                    .absolute(snap.rejected(r));
-            }
-            metrics::counter!(FLEET_LEASES, "fleet" => ns.clone(), "result" => "won")
-                .absolute(snap.leases_won);
-            metrics::counter!(FLEET_LEASES, "fleet" => ns, "result" => "lost").absolute(snap.leases_lost);
+    fn sample(&mut self, labels: &[(&str, &str)], value: u64) -> fmt::Result {
+        let labels: Vec<metrics::Label> =
+            labels.iter().map(|&(k, v)| metrics::Label::new(k.to_owned(), v.to_owned())).collect();
+        match self.kind {
+            // A gauge is an f64: exact up to 2^53, beyond any gauge's value.
+            Kind::Gauge => metrics::gauge!(self.family, labels).set(value as f64),
+            Kind::Counter => metrics::counter!(self.family, labels).absolute(value),
         }
+        Ok(())
     }
 }

@@ -1,16 +1,14 @@
 //! Everything that needs `std`, behind the one `std` gate: the host's
 //! clocks (read per call or cached by an upkeep thread), named breakers and their events, waits for a bulkhead slot,
 //! the retry executors, timeouts, stale fallback, the pipeline, HTTP
-//! assessment, the registry and its exporters, the `tower` layers, the
-//! reqwest middleware, and the fleet's link to Redis.
+//! assessment, the registry and its exporters, the `tower` layers and the
+//! reqwest middleware.
 
 pub(crate) mod bulkhead;
 pub(crate) mod classify;
 pub(crate) mod clock;
 pub(crate) mod events;
 pub(crate) mod fallback;
-#[cfg(feature = "fleet")]
-pub mod fleet;
 #[cfg(feature = "http")]
 pub mod http;
 pub(crate) mod liveness;
@@ -35,8 +33,6 @@ pub use classify::{ClassifyFn, ClassifyResult};
 pub use clock::{CachedClock, CoarseClock, MonotonicClock, Upkeep, UpkeepError};
 pub use events::{BulkheadEvent, EventCounts, Events, RetryCause, RetryNotice, StateChange};
 pub use fallback::{Served, StaleCache, StalePolicy, StaleSnapshot, StaleStats};
-#[cfg(feature = "fleet")]
-pub use fleet::{Fleet, FleetConfig};
 pub use liveness::RECLAIM_EVERY;
 pub use named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
 pub use pipeline::{Nesting, Pipeline, PipelineBuilder, PipelineError};

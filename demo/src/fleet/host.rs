@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use tripwire::fleet::{Fleet, FleetConfig};
 use tripwire::{BreakerConfig, NamedBreaker, Outcome};
+use tripwire_fleet::{Fleet, FleetConfig};
 
 use super::exchange;
 

@@ -3,7 +3,7 @@
 //!
 //! Two groups of `hosts` processes poll the same [`exchange`] at the same
 //! rate, each through its own breaker: one group's breakers are joined to
-//! one [`Fleet`](tripwire::fleet::Fleet) over Redis, the other's are alone
+//! one [`Fleet`](tripwire_fleet::Fleet) over Redis, the other's are alone
 //! (each host trips on its own and probes on its own). The exchange logs
 //! who called it while it was down; the [`Report`] gives, per process and
 //! in total, the calls that reached the dead exchange, and the probes per

@@ -1,15 +1,14 @@
 //! A registry's Prometheus export carries the counters of the fleet links
 //! its breakers joined, and only theirs.
-#![cfg(feature = "fleet")]
 
-mod fleet_support;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleet_support::{KEY, free_port, namespace, redis_url, wait_for};
-use tripwire::fleet::{Fleet, FleetConfig};
+use support::{KEY, free_port, namespace, redis_url, wait_for};
 use tripwire::{BreakerConfig, NamedBreaker, Outcome, Registry};
+use tripwire_fleet::{Fleet, FleetConfig};
 
 fn config() -> BreakerConfig {
     BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_secs(5)).build().unwrap()

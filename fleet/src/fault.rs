@@ -12,7 +12,7 @@
 use std::string::String;
 use std::sync::{Mutex, PoisonError};
 
-use super::counters::Conn;
+use crate::counters::Conn;
 
 /// The last error of one link.
 #[derive(Debug, Default)]

@@ -7,8 +7,8 @@ use core::time::Duration;
 use std::string::String;
 use std::vec::Vec;
 
-use super::message::MAX_NAME;
-use super::sign::MIN_KEY_LEN;
+use crate::message::MAX_NAME;
+use crate::sign::MIN_KEY_LEN;
 
 /// The longest namespace, in bytes.
 pub const MAX_NAMESPACE: usize = 64;
@@ -65,7 +65,7 @@ pub struct FleetConfig {
     pub(crate) lease_lead: Duration,
     pub(crate) probe_timeout: Duration,
     pub(crate) max_skew: Duration,
-    #[cfg(feature = "fleet-tls")]
+    #[cfg(feature = "tls")]
     pub(crate) tls_root_cert: Option<Vec<u8>>,
 }
 
@@ -88,7 +88,7 @@ impl fmt::Debug for FleetConfig {
 impl FleetConfig {
     /// Settings for the fleet `namespace` on the Redis at `url`
     /// (`redis://[user:password@]host:port[/db]`, or `rediss://` with the
-    /// feature `fleet-tls`), signing with `key`, which every host of the
+    /// feature `tls`), signing with `key`, which every host of the
     /// fleet shares (at least 16 bytes, and not one byte repeated, as 16
     /// zero bytes are; 32 random bytes are right).
     pub fn builder(
@@ -110,7 +110,7 @@ impl FleetConfig {
                 lease_lead: Duration::from_millis(100),
                 probe_timeout: Duration::from_secs(10),
                 max_skew: Duration::from_secs(5),
-                #[cfg(feature = "fleet-tls")]
+                #[cfg(feature = "tls")]
                 tls_root_cert: None,
             },
         }
@@ -170,7 +170,7 @@ impl FleetConfig {
         }
         // A PEM of no certificate (garbage, an empty file) is an empty root
         // store to the client: every handshake would fail, in silence.
-        #[cfg(feature = "fleet-tls")]
+        #[cfg(feature = "tls")]
         if let Some(pem) = &self.tls_root_cert {
             use rustls::pki_types::CertificateDer;
             use rustls::pki_types::pem::PemObject;
@@ -255,10 +255,10 @@ impl FleetConfigBuilder {
     }
 
     /// The root certificate (PEM) that the server's certificate must chain
-    /// to, in place of the system's (feature `fleet-tls`, `rediss://`).
+    /// to, in place of the system's (feature `tls`, `rediss://`).
     /// One that holds no certificate (garbage, an empty file) is an error
     /// of [`build`](Self::build) naming `tls_root_cert`.
-    #[cfg(feature = "fleet-tls")]
+    #[cfg(feature = "tls")]
     pub fn tls_root_cert(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.config.tls_root_cert = Some(pem.into());
         self
@@ -333,7 +333,7 @@ mod tests {
     }
 
     #[test]
-    #[cfg(feature = "fleet-tls")]
+    #[cfg(feature = "tls")]
     fn a_root_certificate_that_holds_none_is_refused() {
         for pem in [&b"garbage"[..], b"", b"-----BEGIN CERTIFICATE-----\nno end"] {
             match builder().tls_root_cert(pem).build() {

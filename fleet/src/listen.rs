@@ -18,14 +18,14 @@ use std::time::Instant;
 
 use redis::{Connection, RedisResult};
 
-use crate::retry::backoff::Backoff;
+use tripwire::Backoff;
 
-use super::connect;
-use super::counters::{Conn, Count, RejectReason};
-use super::handle::Shared;
-use super::message::{self, Kind};
-use super::publish::reconnect_backoff;
-use super::replay::{ReplayGuard, Unfresh};
+use crate::connect;
+use crate::counters::{Conn, Count, RejectReason};
+use crate::handle::Shared;
+use crate::message::{self, Kind};
+use crate::publish::reconnect_backoff;
+use crate::replay::{ReplayGuard, Unfresh};
 
 /// How often a blocked read gives up to look at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
@@ -137,7 +137,7 @@ pub(crate) fn receive(shared: &Shared, guard: &mut ReplayGuard, subscribed_at: u
     if msg.sender == shared.id {
         return;
     }
-    let skew = super::lease::ttl_ms(shared.config.max_skew);
+    let skew = crate::lease::ttl_ms(shared.config.max_skew);
     let now = shared.clock.now_ms();
     if let Err(u) = guard.take(msg.sender, msg.seq, msg.sent_at_ms, (now, skew), subscribed_at) {
         let reason = match u {

@@ -1,15 +1,14 @@
 //! The fleet's link in one process: several `Fleet` handles (each its own
 //! host, with its own id and connections) on one Redis.
-#![cfg(feature = "fleet")]
 
-mod fleet_support;
+mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fleet_support::{AclUser, KEY, PrivateRedis, SilentServer, free_port, namespace, redis_url, wait_for};
-use tripwire::fleet::{Fleet, FleetConfig, FleetConfigBuilder, LinkState};
+use support::{AclUser, KEY, PrivateRedis, SilentServer, free_port, namespace, redis_url, wait_for};
 use tripwire::{BreakerConfig, NamedBreaker, Outcome, State};
+use tripwire_fleet::{Fleet, FleetConfig, FleetConfigBuilder, LinkState};
 
 fn breaker(open_timeout: Duration) -> Arc<NamedBreaker> {
     let config = BreakerConfig::builder().failure_threshold(1).open_timeout(open_timeout).build().unwrap();

@@ -2,19 +2,19 @@
 //! `tripwire` target naming the fleet and the reason: once per new
 //! reason, not once per attempt. The link's threads log, so the
 //! subscriber is the process's global one: this file holds one test.
-#![cfg(all(feature = "fleet", feature = "tracing"))]
+#![cfg(feature = "tracing")]
 
-mod fleet_support;
+mod support;
 
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fleet_support::{KEY, free_port, namespace, redis_url, wait_for};
+use support::{KEY, free_port, namespace, redis_url, wait_for};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
-use tripwire::fleet::{Fleet, FleetConfig};
+use tripwire_fleet::{Fleet, FleetConfig};
 
 /// Keeps each event's level and fields.
 #[derive(Clone, Default)]

@@ -1,5 +1,6 @@
-//! Breakers that share what they learn across hosts, through Redis
-//! (feature `fleet`).
+//! Breakers of [`tripwire`](https://docs.rs/tripwire-breaker) (the
+//! `tripwire-breaker` package) that share what they learn across hosts,
+//! through Redis.
 //!
 //! Decisions stay local: a joined breaker admits and refuses calls with the
 //! same lock-free core, and no call touches a socket or a lock. News travels
@@ -27,7 +28,7 @@
 //!   are counted ([`FleetSnapshot::connect_failures`]): a misconfigured
 //!   link is never silent.
 //! - **Security**: AUTH and ACL user and password, TLS (feature
-//!   `fleet-tls`); every message and lease is signed with HMAC-SHA256 over
+//!   `tls`); every message and lease is signed with HMAC-SHA256 over
 //!   a shared key; malformed, unsigned, stale, replayed and future messages
 //!   are dropped and counted ([`RejectReason`]). Hosts whose keys differ
 //!   link, and refuse each other's messages: each says so in its
@@ -36,8 +37,25 @@
 //!   one byte repeated, is refused when the config is built.
 //!
 //! Counters: [`Fleet::snapshot`] → [`FleetSnapshot`], and
-//! [`Fleet::prometheus`]; a [`Registry`](crate::Registry) whose breakers
-//! joined a fleet exports its counters too ([`joined_by`]).
+//! [`Fleet::prometheus`]; a [`Registry`](tripwire::Registry) whose breakers
+//! joined a fleet exports its counters too ([`joined_by`], [`prometheus`]).
+//!
+//! The [`guide`] shows a fleet set up, what it does when Redis fails, and
+//! what it costs.
+//!
+//! # Example
+//! ```no_run
+//! use std::sync::Arc;
+//! use tripwire::{BreakerConfig, NamedBreaker};
+//! use tripwire_fleet::{Fleet, FleetConfig};
+//!
+//! let key = std::env::var("TRIPWIRE_FLEET_KEY")?; // the same random 32 bytes on every host
+//! let config = FleetConfig::builder("redis://10.0.0.5:6379", "prod", key).build()?;
+//! let fleet = Fleet::new(config)?; // returns at once; connects in the background
+//! let binance = Arc::new(NamedBreaker::new("binance", BreakerConfig::default()));
+//! fleet.join(&binance)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! # Clocks
 //! A receiver holds its breaker for the wait a message carries, from when
@@ -50,6 +68,10 @@
 //! a message stamped before a host's subscription began is refused there
 //! (the bound: one round trip to Redis, plus 1 ms). The link's ACL user
 //! needs `TIME` (in `@fast`).
+
+// Feature gates show in the docs (docs.rs builds with `--cfg docsrs`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(missing_docs)]
 
 mod clock;
 mod config;
@@ -66,6 +88,14 @@ mod message;
 mod publish;
 mod replay;
 mod sign;
+mod sync;
+
+pub mod prometheus;
+
+// The guide: a fleet set up, what it does when Redis fails, what it
+// costs, and several client processes on one fleet. Documentation only.
+#[doc = include_str!("guide.md")]
+pub mod guide {}
 
 pub use config::{FleetConfig, FleetConfigBuilder, FleetError, MAX_NAMESPACE};
 pub use counters::{FleetSnapshot, LinkState, RejectReason};
@@ -73,3 +103,8 @@ pub use handle::Fleet;
 pub use live::joined_by;
 pub use member::AsBreaker;
 pub use sign::MIN_KEY_LEN;
+
+/// The README's example, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

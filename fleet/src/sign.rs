@@ -10,7 +10,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use std::vec::Vec;
 
-use super::message::TAG;
+use crate::message::TAG;
 
 type HmacSha256 = Hmac<Sha256>;
 

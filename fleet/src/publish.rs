@@ -16,24 +16,24 @@ use std::vec::Vec;
 
 use redis::{Connection, RedisResult, Value};
 
-use crate::breaker::state::State;
-use crate::retry::backoff::Backoff;
-use crate::retry::backoff_config::{BackoffConfig, Jitter};
+use tripwire::Backoff;
+use tripwire::State;
+use tripwire::{BackoffConfig, Jitter};
 
-use super::connect;
-use super::counters::{Conn, Count, RejectReason};
-use super::handle::Shared;
-use super::lease::{self, ACQUIRE, RELEASE};
-use super::member::Member;
-use super::message::{self, Kind};
-use super::replay::{self, Unfresh};
+use crate::connect;
+use crate::counters::{Conn, Count, RejectReason};
+use crate::handle::Shared;
+use crate::lease::{self, ACQUIRE, RELEASE};
+use crate::member::Member;
+use crate::message::{self, Kind};
+use crate::replay::{self, Unfresh};
 
 /// The longest sleep: lease deadlines and new members are looked at once a
 /// second at least.
 const IDLE: Duration = Duration::from_secs(1);
 
 /// The longest sleep while a breaker without listeners is joined
-/// ([`Fleet::join_core`](super::Fleet::join_core)): how late its
+/// ([`Fleet::join_core`](crate::Fleet::join_core)): how late its
 /// transitions may be seen, on top of the link's own latency.
 pub(crate) const POLL: Duration = Duration::from_millis(5);
 

@@ -9,7 +9,7 @@
 
 use crate::sync::{AtomicU64, Ordering};
 
-/// The link to Redis, as [`Fleet::link_state`](super::Fleet::link_state)
+/// The link to Redis, as [`Fleet::link_state`](crate::Fleet::link_state)
 /// reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinkState {
@@ -93,7 +93,7 @@ pub struct FleetSnapshot {
     pub reconnects: u64,
     /// Attempts to connect that failed (refused, timed out, a log-in,
     /// `SELECT` or TLS handshake refused), by either connection:
-    /// [`Fleet::last_error`](super::Fleet::last_error) says why.
+    /// [`Fleet::last_error`](crate::Fleet::last_error) says why.
     pub connect_failures: u64,
     /// Whether the publishing connection is up (1) or not (0).
     pub publisher_up: u64,

@@ -74,7 +74,7 @@ impl FleetClock {
         // Relaxed: see the module's Orderings.
         let offset = self.offset_us.load(Ordering::Relaxed);
         if offset == 0 {
-            return super::replay::wall_ms();
+            return crate::replay::wall_ms();
         }
         self.mono_us().saturating_add(offset).div_ceil(1000).saturating_add(MARGIN_MS)
     }
@@ -87,8 +87,7 @@ mod tests {
     #[test]
     fn before_a_reading_the_wall_clock_serves() {
         let c = FleetClock::default();
-        let (before, now, after) =
-            (super::super::replay::wall_ms(), c.now_ms(), super::super::replay::wall_ms());
+        let (before, now, after) = (crate::replay::wall_ms(), c.now_ms(), crate::replay::wall_ms());
         assert!(before <= now && now <= after);
     }
 

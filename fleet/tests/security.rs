@@ -5,19 +5,18 @@
 //!
 //! The messages are written here from the format documented in the fleet's
 //! `message` module, so that the test checks the documentation too.
-#![cfg(feature = "fleet")]
 
-mod fleet_support;
+mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fleet_support::{KEY, PrivateRedis, namespace, redis_url, wait_for};
 use hmac::{Hmac, KeyInit, Mac};
 use redis::Commands;
 use sha2::Sha256;
-use tripwire::fleet::{Fleet, FleetConfig, FleetSnapshot, RejectReason};
+use support::{KEY, PrivateRedis, namespace, redis_url, wait_for};
 use tripwire::{BreakerConfig, NamedBreaker, Outcome, State};
+use tripwire_fleet::{Fleet, FleetConfig, FleetSnapshot, RejectReason};
 
 const OPENED: u8 = 1;
 

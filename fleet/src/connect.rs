@@ -1,5 +1,5 @@
 //! Opening connections to Redis: the URL, the ACL user and password that
-//! override it, TLS (feature `fleet-tls`), and the timeouts that keep every
+//! override it, TLS (feature `tls`), and the timeouts that keep every
 //! command of the link bounded.
 //!
 //! The log-in (`AUTH`, `SELECT`) is sent here, one command at a time,
@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use redis::{Client, Connection, ErrorKind, IntoConnectionInfo, RedisError, RedisResult, Value};
 
-use super::clock::FleetClock;
-use super::config::{FleetConfig, FleetError};
+use crate::clock::FleetClock;
+use crate::config::{FleetConfig, FleetError};
 
 /// How to reach the configured server: a client that connects without a
 /// set-up of its own, and the log-in sent once connected.
@@ -40,7 +40,7 @@ pub(crate) fn link(config: &FleetConfig) -> Result<Link, FleetError> {
     let bare =
         redis::RedisConnectionInfo::default().set_protocol(settings.protocol()).set_skip_set_lib_name();
     let info = info.set_redis_settings(bare);
-    #[cfg(feature = "fleet-tls")]
+    #[cfg(feature = "tls")]
     if let Some(pem) = &config.tls_root_cert {
         let certs = redis::TlsCertificates { client_tls: None, root_cert: Some(pem.clone()) };
         let client = Client::build_with_tls(info, certs).map_err(redis_err)?;
@@ -99,7 +99,7 @@ pub(crate) fn open(
 /// words for it are "Resource temporarily unavailable".
 fn why(step: &str, handshake: bool) -> impl Fn(RedisError) -> String + '_ {
     move |e| {
-        #[cfg(feature = "fleet-tls")]
+        #[cfg(feature = "tls")]
         if let Some(tls) = tls_error(&e) {
             return std::format!("TLS handshake: {tls}");
         }
@@ -117,7 +117,7 @@ fn why(step: &str, handshake: bool) -> impl Fn(RedisError) -> String + '_ {
 
 /// The TLS error under a Redis error, if it is one: a rustls error, or an
 /// I/O error that carries one.
-#[cfg(feature = "fleet-tls")]
+#[cfg(feature = "tls")]
 fn tls_error(e: &RedisError) -> Option<std::string::String> {
     let mut source = core::error::Error::source(e);
     while let Some(s) = source {

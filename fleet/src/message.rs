@@ -9,7 +9,7 @@
 //! | 0 | 2 | magic `tw` |
 //! | 2 | 1 | format version, 1 |
 //! | 3 | 1 | kind: 1 opened, 2 held, 3 closed, 4 lease |
-//! | 4 | 8 | sender: a random id per [`Fleet`](super::Fleet) |
+//! | 4 | 8 | sender: a random id per [`Fleet`](crate::Fleet) |
 //! | 12 | 8 | sequence number, from 1, per sender |
 //! | 20 | 8 | sent at: milliseconds since the Unix epoch on Redis's clock, as the sender reads it (rounded up, see `clock`) |
 //! | 28 | 8 | wait: microseconds from sending until a probe may go (a lease: until it ends); 0 when closed |

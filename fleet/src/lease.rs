@@ -11,7 +11,7 @@
 //! does), or else is held on for twice the lead and looked at again, so
 //! that it never probes without a lease while the link is up; a caller
 //! refused meanwhile makes it ask next time (each such hold is a
-//! transition, which a [`NamedBreaker`](crate::NamedBreaker)'s listeners
+//! transition, which a [`NamedBreaker`](tripwire::NamedBreaker)'s listeners
 //! hear, a lead apart). Asked, then:
 //! - **won**: nothing changes locally; when the wait ends, the next call is
 //!   the probe (the core's Half-Open admission, as on a lone host). Once the

@@ -3,17 +3,16 @@
 //! port nothing listens on. Each shows as the fleet's last error, naming
 //! the reason, within a few seconds, and the failed attempts are counted.
 //! Hosts of one namespace whose keys differ are linked, and say so too.
-#![cfg(feature = "fleet")]
 
-mod fleet_support;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleet_support::{KEY, PrivateRedis, free_port, namespace, redis_url, wait_for};
-use tripwire::fleet::RejectReason;
-use tripwire::fleet::{Fleet, FleetConfig, FleetConfigBuilder, LinkState};
+use support::{KEY, PrivateRedis, free_port, namespace, redis_url, wait_for};
 use tripwire::{BreakerConfig, NamedBreaker, Outcome};
+use tripwire_fleet::RejectReason;
+use tripwire_fleet::{Fleet, FleetConfig, FleetConfigBuilder, LinkState};
 
 /// A joined fleet of `b`'s settings, never linked.
 fn unlinked(b: FleetConfigBuilder) -> Fleet {
@@ -90,7 +89,7 @@ fn a_port_nothing_listens_on_is_the_last_error() {
 }
 
 #[test]
-#[cfg(feature = "fleet-tls")]
+#[cfg(feature = "tls")]
 fn tls_to_a_plain_server_is_the_last_error() {
     let Some(url) = redis_url("tls_to_a_plain_server_is_the_last_error") else { return };
     let fleet =

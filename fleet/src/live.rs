@@ -1,9 +1,11 @@
 //! The fleets alive in this process, so that an export of breakers finds
-//! the links they are joined to: a [`Registry`](crate::Registry) (or a
+//! the links they are joined to: a [`Registry`](tripwire::Registry) (or a
 //! binding's registry) whose breakers joined a fleet exports that fleet's
-//! counters next to theirs, with nothing to add by hand.
+//! counters next to theirs, with nothing to add by hand: the first fleet
+//! made adds the fleet's rows to the core's exports
+//! ([`prometheus`](crate::prometheus)), which ask this list for them.
 //!
-//! The list holds weak references: a dropped [`Fleet`](super::Fleet)
+//! The list holds weak references: a dropped [`Fleet`](crate::Fleet)
 //! leaves it, and its counters the exports. Its mutex is taken when a
 //! fleet is made and when an export runs, never on a call's path.
 
@@ -11,15 +13,16 @@ use std::string::String;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::vec::Vec;
 
-use crate::breaker::Breaker;
+use tripwire::Breaker;
 
-use super::counters::FleetSnapshot;
-use super::handle::Shared;
+use crate::counters::FleetSnapshot;
+use crate::handle::Shared;
 
 static LIVE: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
 
 /// Adds a new fleet's state to the list (and clears out the dropped ones).
 pub(crate) fn register(shared: &Arc<Shared>) {
+    crate::prometheus::add_source();
     // A panic while holding the lock cannot leave the list inconsistent
     // (every change is one retain or push), so a poisoned lock is usable.
     let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
@@ -28,10 +31,11 @@ pub(crate) fn register(shared: &Arc<Shared>) {
 }
 
 /// The counters of every fleet alive in this process that one of
-/// `breakers` is joined to (by [`Fleet::join`](super::Fleet::join) or
-/// [`Fleet::join_core`](super::Fleet::join_core)), with its namespace,
+/// `breakers` is joined to (by [`Fleet::join`](crate::Fleet::join) or
+/// [`Fleet::join_core`](crate::Fleet::join_core)), with its namespace,
 /// sorted by namespace: the rows of
-/// [`prometheus::write_fleets`](crate::layers::prometheus::write_fleets).
+/// [`prometheus::write_fleets`](crate::prometheus::write_fleets), which
+/// every export of breakers writes ([`prometheus`](crate::prometheus)).
 ///
 /// Breakers are matched by address, not by name: a breaker that shares a
 /// name with a joined one, but is another, brings in no fleet.
@@ -98,6 +102,6 @@ mod tests {
         assert_eq!((m.sent, m.rejected, m.reconnects), (7, [1, 4, 0, 0, 4], u64::MAX));
         assert_eq!((m.publisher_up, m.subscriber_up), (1, 1));
         let c = FleetSnapshot { subscriber_up: 0, ..b };
-        assert_eq!(merged(&a, &c).link_state(), super::super::LinkState::Partial);
+        assert_eq!(merged(&a, &c).link_state(), crate::LinkState::Partial);
     }
 }

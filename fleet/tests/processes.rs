@@ -1,20 +1,19 @@
 //! The fleet across processes: each host is this test binary run again as
 //! `fleet_host` (a test ignored in normal runs), with a joined breaker
 //! guarding calls to a loopback "exchange" that the parent runs and logs.
-#![cfg(feature = "fleet")]
 
-mod fleet_support;
+mod support;
 
 use std::io::BufRead;
 use std::sync::Arc;
 use std::sync::mpsc::{TryRecvError, channel};
 use std::time::{Duration, Instant};
 
-use fleet_support::{
+use support::{
     Exchange, Host, KEY, Mode, PrivateRedis, call_exchange, field, namespace, redis_url, wait_for,
 };
-use tripwire::fleet::{Fleet, FleetConfig};
 use tripwire::{BreakerConfig, Clock, MonotonicClock, NamedBreaker, Outcome, State};
+use tripwire_fleet::{Fleet, FleetConfig};
 
 /// Settings of one run of hosts.
 struct Run {

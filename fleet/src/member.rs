@@ -31,12 +31,12 @@ use std::thread::Thread;
 
 use std::boxed::Box;
 
-use crate::breaker::Breaker;
-use crate::breaker::state::State;
-use crate::breaker::ticket::Transition;
-use crate::clock::Clock;
-use crate::layers::named::NamedBreaker;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use tripwire::Breaker;
+use tripwire::Clock;
+use tripwire::NamedBreaker;
+use tripwire::State;
+use tripwire::Transition;
 
 std::thread_local! {
     /// Set while this thread applies a state the fleet sent.
@@ -122,7 +122,7 @@ impl<C: Clock + Send + Sync + 'static> Joined for NamedBreaker<C> {
 
 /// A core [`Breaker`] kept in a handle of its owner's, as bindings keep
 /// theirs (in this process's memory, or in a shared mapping): what
-/// [`Fleet::join_core`](super::Fleet::join_core) takes.
+/// [`Fleet::join_core`](crate::Fleet::join_core) takes.
 pub trait AsBreaker: Send + Sync + 'static {
     /// The breaker.
     fn as_breaker(&self) -> &Breaker;

@@ -4,10 +4,15 @@
 //! families, labels and help texts.
 //!
 //! Each `write_*` function takes rows (a name and the counters read from
-//! one breaker, bulkhead, stale cache or fleet link) and writes one family
+//! one breaker, bulkhead or stale cache) and writes one family
 //! at a time, HELP and TYPE lines first, label values escaped. A family
 //! with no rows is left out. The writers allocate nothing; they write into any
 //! [`fmt::Write`], e.g. a `String`.
+//!
+//! Other crates add rows of their own to every export of breakers: a
+//! [`RowSource`], added once with [`add_source`], writes its families to a
+//! [`Sink`] ([`Text`] for this format), and [`write_sources`] writes every
+//! source's rows for a list of breakers (see `source.rs`).
 //!
 //! # Examples
 //! ```
@@ -31,15 +36,18 @@ use crate::bulkhead::BulkheadSnapshot;
 use crate::layers::fallback::StaleSnapshot;
 use crate::layers::registry::Registry;
 
+mod source;
+
+#[cfg(feature = "metrics")]
+pub(crate) use source::sources;
+pub use source::{Kind, RowSource, Sink, Text, add_source, write_sources};
+
 /// A breaker's row: its name, its state and its counters.
 pub type BreakerRow<'a> = (&'a str, State, Snapshot);
 /// A bulkhead's row: its name, its cap on calls in flight and its counters.
 pub type BulkheadRow<'a> = (&'a str, u32, BulkheadSnapshot);
 /// A stale cache's row: its name and its counters.
 pub type StaleRow<'a> = (&'a str, StaleSnapshot);
-/// A fleet link's row: its namespace and its counters.
-#[cfg(feature = "fleet")]
-pub type FleetRow<'a> = (&'a str, crate::layers::fleet::FleetSnapshot);
 
 // The metric names, shared with the `metrics` export.
 pub(crate) const BREAKER_STATE: &str = "tripwire_breaker_state";
@@ -146,89 +154,12 @@ pub fn write_stale_caches(out: &mut impl Write, rows: &[StaleRow<'_>]) -> fmt::R
     Ok(())
 }
 
-#[cfg(feature = "fleet")]
-pub(crate) const FLEET_LINK: &str = "tripwire_fleet_link_state";
-#[cfg(feature = "fleet")]
-pub(crate) const FLEET_REJECTED: &str = "tripwire_fleet_rejected_total";
-#[cfg(feature = "fleet")]
-pub(crate) const FLEET_LEASES: &str = "tripwire_fleet_leases_total";
-
-/// A per-fleet counter: name, help, where it is in a snapshot.
-#[cfg(feature = "fleet")]
-type FleetCounter = (&'static str, &'static str, fn(&crate::layers::fleet::FleetSnapshot) -> u64);
-
-#[cfg(feature = "fleet")]
-pub(crate) const FLEET_COUNTERS: [FleetCounter; 5] = [
-    ("tripwire_fleet_sent_total", "Messages published to the fleet.", |s| s.sent),
-    ("tripwire_fleet_received_total", "Messages from other hosts, checked and taken.", |s| s.received),
-    ("tripwire_fleet_dropped_total", "Messages that could not be published (the link was down).", |s| {
-        s.dropped
-    }),
-    ("tripwire_fleet_applied_total", "States of the fleet put into a local breaker.", |s| s.applied),
-    ("tripwire_fleet_reconnects_total", "Connections to Redis made again.", |s| s.reconnects),
-];
-
-/// Every fleet link's counters, each labelled `fleet="<namespace>"`:
-/// `tripwire_fleet_sent_total`, `tripwire_fleet_received_total`,
-/// `tripwire_fleet_dropped_total`, `tripwire_fleet_applied_total`,
-/// `tripwire_fleet_reconnects_total`; `tripwire_fleet_rejected_total` by
-/// `reason` (`malformed`, `signature`, `stale`, `future`, `replayed`);
-/// `tripwire_fleet_leases_total` by `result` (`won`, `lost`); and
-/// `tripwire_fleet_link_state`, a gauge per state (`down`, `partial`,
-/// `up`): 1 for the current one.
-#[cfg(feature = "fleet")]
-pub fn write_fleets(out: &mut impl Write, rows: &[FleetRow<'_>]) -> fmt::Result {
-    use crate::layers::fleet::{LinkState, RejectReason};
-    if rows.is_empty() {
-        return Ok(());
-    }
-    head(out, FLEET_LINK, "gauge", "The link to Redis: 1 for the current state, 0 for the others.")?;
-    for (ns, snap) in rows {
-        for s in LinkState::ALL {
-            series(
-                out,
-                FLEET_LINK,
-                &[("fleet", ns), ("state", s.as_str())],
-                u64::from(snap.link_state() == s),
-            )?;
-        }
-    }
-    for (metric, help, get) in FLEET_COUNTERS {
-        head(out, metric, "counter", help)?;
-        for (ns, snap) in rows {
-            series(out, metric, &[("fleet", ns)], get(snap))?;
-        }
-    }
-    head(out, FLEET_REJECTED, "counter", "Messages refused, by reason.")?;
-    for (ns, snap) in rows {
-        for r in RejectReason::ALL {
-            series(out, FLEET_REJECTED, &[("fleet", ns), ("reason", r.as_str())], snap.rejected(r))?;
-        }
-    }
-    head(out, FLEET_LEASES, "counter", "Probe leases asked for, by result.")?;
-    for (ns, snap) in rows {
-        series(out, FLEET_LEASES, &[("fleet", ns), ("result", "won")], snap.leases_won)?;
-        series(out, FLEET_LEASES, &[("fleet", ns), ("result", "lost")], snap.leases_lost)?;
-    }
-    Ok(())
-}
-
-/// The counters of every fleet link that one of `breakers` joined
-/// ([`fleet::joined_by`](crate::layers::fleet::joined_by)), as
-/// [`write_fleets`] writes them: what a registry of breakers adds to its
-/// export, so that a scrape of any process of a fleet shows its link.
-#[cfg(feature = "fleet")]
-pub fn write_joined_fleets(out: &mut impl Write, breakers: &[&crate::breaker::Breaker]) -> fmt::Result {
-    let rows = crate::layers::fleet::joined_by(breakers);
-    let rows: Vec<FleetRow<'_>> = rows.iter().map(|(ns, snap)| (ns.as_str(), *snap)).collect();
-    write_fleets(out, &rows)
-}
-
 impl Registry {
     /// Every breaker's, bulkhead's and stale cache's counters and states in
     /// the Prometheus text exposition format (see [`prometheus`](crate::layers::prometheus));
-    /// with the feature `fleet`, the counters of the fleet links its
-    /// breakers joined too ([`write_joined_fleets`]).
+    /// then the rows every added [`RowSource`] writes for its breakers
+    /// ([`write_sources`]): the counters of the fleet links they joined,
+    /// with the `tripwire-fleet` crate.
     pub fn prometheus(&self) -> String {
         let named = self.breakers();
         let breakers: Vec<BreakerRow<'_>> =
@@ -243,22 +174,20 @@ impl Registry {
         let _ = write_breakers(&mut out, &breakers)
             .and_then(|()| write_bulkheads(&mut out, &bulkheads))
             .and_then(|()| write_stale_caches(&mut out, &stale));
-        #[cfg(feature = "fleet")]
-        {
-            let cores: Vec<&crate::breaker::Breaker> = named.iter().map(|b| b.breaker()).collect();
-            let _ = write_joined_fleets(&mut out, &cores);
-        }
+        let cores: Vec<&crate::breaker::Breaker> = named.iter().map(|b| b.breaker()).collect();
+        let _ = write_sources(&mut out, &cores);
         out
     }
 }
 
 /// The HELP and TYPE lines of a family.
-fn head(out: &mut impl Write, name: &str, kind: &str, help: &str) -> fmt::Result {
+fn head(out: &mut (impl Write + ?Sized), name: &str, kind: &str, help: &str) -> fmt::Result {
     writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}")
 }
 
-/// One sample: `name{k="v",…} value`, the label values escaped.
-fn series(out: &mut impl Write, name: &str, labels: &[(&str, &str)], value: u64) -> fmt::Result {
+/// One sample: `name{k="v",…} value`, the label values escaped; `name
+/// value` without labels.
+fn series(out: &mut (impl Write + ?Sized), name: &str, labels: &[(&str, &str)], value: u64) -> fmt::Result {
     out.write_str(name)?;
     for (i, (k, v)) in labels.iter().enumerate() {
         let open = if i == 0 { '{' } else { ',' };
@@ -266,12 +195,13 @@ fn series(out: &mut impl Write, name: &str, labels: &[(&str, &str)], value: u64)
         escape_label(out, v)?;
         out.write_char('"')?;
     }
-    writeln!(out, "}} {value}")
+    let close = if labels.is_empty() { "" } else { "}" };
+    writeln!(out, "{close} {value}")
 }
 
 /// A label value escaped as the format asks: `\` → `\\`, `"` → `\"`,
 /// newline → `\n`.
-fn escape_label(out: &mut impl Write, v: &str) -> fmt::Result {
+fn escape_label(out: &mut (impl Write + ?Sized), v: &str) -> fmt::Result {
     for c in v.chars() {
         match c {
             '\\' => out.write_str("\\\\")?,
@@ -288,26 +218,14 @@ mod tests {
     use super::*;
     use crate::{BreakerConfig, Outcome};
 
-    #[cfg(feature = "fleet")]
     #[test]
-    fn fleet_families() {
+    fn a_sample_without_labels_has_no_braces() {
         let mut s = String::new();
-        write_fleets(&mut s, &[]).unwrap();
-        assert_eq!(s, "");
-        let snap = crate::layers::fleet::FleetSnapshot::default();
-        write_fleets(&mut s, &[("prod", snap)]).unwrap();
-        for line in [
-            "# TYPE tripwire_fleet_link_state gauge",
-            r#"tripwire_fleet_link_state{fleet="prod",state="down"} 1"#,
-            r#"tripwire_fleet_link_state{fleet="prod",state="up"} 0"#,
-            "# TYPE tripwire_fleet_sent_total counter",
-            r#"tripwire_fleet_sent_total{fleet="prod"} 0"#,
-            r#"tripwire_fleet_reconnects_total{fleet="prod"} 0"#,
-            r#"tripwire_fleet_rejected_total{fleet="prod",reason="replayed"} 0"#,
-            r#"tripwire_fleet_leases_total{fleet="prod",result="won"} 0"#,
-        ] {
-            assert!(s.lines().any(|l| l == line), "{line} in\n{s}");
-        }
+        let mut text = Text::new(&mut s);
+        text.family("up", Kind::Gauge, "Up.").unwrap();
+        text.sample(&[], 1).unwrap();
+        text.sample(&[("a", "b")], 0).unwrap();
+        assert_eq!(s, "# HELP up Up.\n# TYPE up gauge\nup 1\nup{a=\"b\"} 0\n");
     }
 
     #[test]

@@ -9,21 +9,21 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::thread::{JoinHandle, Thread};
 use std::vec::Vec;
 
-use crate::clock::Clock;
-use crate::layers::clock::MonotonicClock;
-use crate::layers::named::NamedBreaker;
 use crate::sync::{AtomicU32, Ordering};
+use tripwire::Clock;
+use tripwire::MonotonicClock;
+use tripwire::NamedBreaker;
 
-use super::clock::FleetClock;
+use crate::clock::FleetClock;
 #[cfg(doc)]
-use super::config::FleetConfigBuilder;
-use super::config::{FleetConfig, FleetError, check_name};
-use super::counters::{Conn, Count, Counters, FleetSnapshot, LinkState, RejectReason};
-use super::fault::LastError;
-use super::keys::Keys;
-use super::member::{AsBreaker, Core, Joined, Member, Signal};
-use super::sign::Signer;
-use super::{connect, listen, publish};
+use crate::config::FleetConfigBuilder;
+use crate::config::{FleetConfig, FleetError, check_name};
+use crate::counters::{Conn, Count, Counters, FleetSnapshot, LinkState, RejectReason};
+use crate::fault::LastError;
+use crate::keys::Keys;
+use crate::member::{AsBreaker, Core, Joined, Member, Signal};
+use crate::sign::Signer;
+use crate::{connect, listen, publish};
 
 /// What the handle and the link's threads share.
 ///
@@ -132,7 +132,7 @@ impl Shared {
 /// ```no_run
 /// use std::sync::Arc;
 /// use tripwire::{BreakerConfig, NamedBreaker};
-/// use tripwire::fleet::{Fleet, FleetConfig};
+/// use tripwire_fleet::{Fleet, FleetConfig};
 ///
 /// let key = std::env::var("FLEET_KEY")?; // shared by every host, 32 random bytes
 /// let fleet = Fleet::new(FleetConfig::builder("redis://10.0.0.5:6379", "prod", key).build()?)?;
@@ -176,7 +176,7 @@ impl Fleet {
             stop: AtomicU32::new(0),
             resync: AtomicU32::new(0),
         });
-        super::live::register(&shared);
+        crate::live::register(&shared);
         let spawn = |s: Arc<Shared>, name: &str, run: fn(Arc<Shared>)| {
             std::thread::Builder::new()
                 .name(String::from(name))
@@ -211,7 +211,7 @@ impl Fleet {
         })
     }
 
-    /// Joins a core [`Breaker`](crate::Breaker) kept in a handle of its
+    /// Joins a core [`Breaker`](tripwire::Breaker) kept in a handle of its
     /// owner's (as the Python and C bindings keep theirs) under `name`,
     /// read on `clock` (the clock its callers pass; it must be the host's
     /// monotonic time, or advance as fast). As [`join`](Self::join), but with
@@ -307,11 +307,11 @@ impl Fleet {
     }
 
     /// The counters in the Prometheus text format, labelled
-    /// `fleet="<namespace>"` (see [`prometheus::write_fleets`](crate::layers::prometheus::write_fleets)).
+    /// `fleet="<namespace>"` (see [`prometheus::write_fleets`](crate::prometheus::write_fleets)).
     pub fn prometheus(&self) -> String {
         let mut out = String::new();
         // Writing to a `String` cannot fail.
-        let _ = crate::layers::prometheus::write_fleets(
+        let _ = crate::prometheus::write_fleets(
             &mut out,
             &[(self.shared.config.namespace.as_str(), self.snapshot())],
         );
@@ -341,7 +341,7 @@ impl Drop for Fleet {
 fn random_id() -> u64 {
     use core::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(super::replay::wall_ms());
+    h.write_u64(crate::replay::wall_ms());
     h.write_u64(MonotonicClock.now());
     h.write_u32(std::process::id());
     h.finish()

@@ -1,16 +1,16 @@
-//! The fleet's link over TLS (`rediss://`, feature `fleet-tls`), to a
+//! The fleet's link over TLS (`rediss://`, feature `tls`), to a
 //! redis-server whose certificate chains to a root of the test's own.
-#![cfg(feature = "fleet-tls")]
+#![cfg(feature = "tls")]
 
-mod fleet_support;
+mod support;
 
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleet_support::{KEY, PrivateRedis, namespace, redis_url, wait_for};
-use tripwire::fleet::{Fleet, FleetConfig, LinkState};
+use support::{KEY, PrivateRedis, namespace, redis_url, wait_for};
 use tripwire::{BreakerConfig, NamedBreaker, Outcome, State};
+use tripwire_fleet::{Fleet, FleetConfig, LinkState};
 
 /// A root and a server certificate for 127.0.0.1, made with openssl in `dir`.
 fn certificates(dir: &std::path::Path) {
@@ -80,7 +80,7 @@ fn the_link_runs_over_tls_and_refuses_an_unknown_root() {
     std::fs::create_dir_all(&dir).unwrap();
     certificates(&dir);
     let path = |f: &str| dir.join(f).to_str().unwrap().to_string();
-    let tls_port = fleet_support::free_port().to_string();
+    let tls_port = support::free_port().to_string();
     let redis = PrivateRedis::start_on(
         tls_port.parse().unwrap(),
         &[

@@ -1,0 +1,103 @@
+//! A registry's export to a `metrics` recorder carries the links of the
+//! fleets its breakers joined, with the names, labels and values of its
+//! Prometheus text.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use metrics::{
+    Counter, CounterFn, Gauge, GaugeFn, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+};
+use tripwire::{BreakerConfig, Registry};
+use tripwire_fleet::{Fleet, FleetConfig};
+
+/// Every value set, by `name{label=value,…}`.
+#[derive(Default, Clone)]
+struct Values(Arc<Mutex<BTreeMap<String, f64>>>);
+
+struct Handle(Values, String);
+
+impl CounterFn for Handle {
+    fn increment(&self, v: u64) {
+        *self.0.0.lock().unwrap().entry(self.1.clone()).or_default() += v as f64;
+    }
+    fn absolute(&self, v: u64) {
+        self.0.0.lock().unwrap().insert(self.1.clone(), v as f64);
+    }
+}
+
+impl GaugeFn for Handle {
+    fn increment(&self, v: f64) {
+        *self.0.0.lock().unwrap().entry(self.1.clone()).or_default() += v;
+    }
+    fn decrement(&self, v: f64) {
+        *self.0.0.lock().unwrap().entry(self.1.clone()).or_default() -= v;
+    }
+    fn set(&self, v: f64) {
+        self.0.0.lock().unwrap().insert(self.1.clone(), v);
+    }
+}
+
+fn name(key: &Key) -> String {
+    let labels: Vec<_> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+    format!("{}{{{}}}", key.name(), labels.join(","))
+}
+
+impl Recorder for Values {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(Arc::new(Handle(self.clone(), name(key))))
+    }
+    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::from_arc(Arc::new(Handle(self.clone(), name(key))))
+    }
+    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::noop()
+    }
+}
+
+/// The fleet rows of `Registry::prometheus`, as `name{label=value,…}` →
+/// value, the recorder's keys.
+fn fleet_series(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| l.starts_with("tripwire_fleet_"))
+        .map(|l| {
+            let (series, value) = l.rsplit_once(' ').unwrap();
+            (series.replace('"', ""), value.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn the_links_of_joined_fleets_reach_the_recorder_as_in_the_text_export() {
+    // No Redis needed: a link that cannot connect is down, and exported so.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let config = FleetConfig::builder(&url, "metrics-export", *b"0123456789abcdef0123456789abcdef")
+        .connect_timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let fleet = Fleet::new(config).unwrap();
+    let registry = Registry::new();
+    let book = registry.breaker("binance/orderbook", BreakerConfig::default);
+    fleet.join(&book).unwrap();
+
+    // The link thread may move a counter between two reads: compare a
+    // publication with a text export that reads the same before and after it.
+    let (got, want) = loop {
+        let before = fleet_series(&registry.prometheus());
+        let values = Values::default();
+        metrics::with_local_recorder(&values, || registry.publish_metrics());
+        if fleet_series(&registry.prometheus()) == before {
+            break (values.0.lock().unwrap().clone(), before);
+        }
+    };
+    assert!(want.contains_key("tripwire_fleet_link_state{fleet=metrics-export,state=down}"), "{want:#?}");
+    assert!(want.contains_key("tripwire_fleet_leases_total{fleet=metrics-export,result=won}"), "{want:#?}");
+    let published: BTreeMap<String, f64> =
+        got.into_iter().filter(|(k, _)| k.starts_with("tripwire_fleet_")).collect();
+    assert_eq!(published, want);
+}
