@@ -8,6 +8,12 @@ from typing import Literal, Tuple, Type, Union
 #: A breaker's state, as `Breaker.state`, snapshots and listeners name it.
 StateName = Literal["closed", "open", "half_open", "forced_open", "disabled"]
 
+#: The one judgement of a result, the core's `Assessment`: a success, a
+#: failure, ignored (the caller's fault, or not the dependency's), or
+#: backpressure (the dependency is up and asks for less traffic: the
+#: breaker holds for its wait), as `tripwire.http.assess` gives it.
+Verdict = Literal["success", "failure", "ignored", "backpressure"]
+
 #: A duration in seconds.
 Seconds = Union[float, int, timedelta]
 
