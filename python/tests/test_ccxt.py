@@ -4,8 +4,9 @@ the Binance-shaped fake exchange on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
-from typing import Any, Callable, Iterator, List
+from typing import Any, Callable, Iterator, List, get_args
 
 import pytest
 
@@ -13,8 +14,12 @@ ccxt = pytest.importorskip("ccxt")
 import ccxt.async_support as ccxt_async  # noqa: E402
 
 import tripwire  # noqa: E402
+import tripwire.ccxt  # noqa: E402
+import tripwire.http  # noqa: E402
 from tripwire import _fake_exchange as fx  # noqa: E402
 from tripwire.ccxt import (  # noqa: E402
+    BACKPRESSURE,
+    DEFAULT_RULES,
     ExchangeCircuitOpen,
     GuardedExchange,
     group_of,
@@ -363,8 +368,8 @@ def test_the_most_specific_rule_wins(fake: fx.FakeExchange) -> None:
         (ccxt.ExchangeNotAvailable(), "failure"),
         (ccxt.OnMaintenance(), "failure"),
         (ccxt.BadResponse(), "failure"),
-        (ccxt.RateLimitExceeded(), "hold"),  # a NetworkError, held
-        (ccxt.DDoSProtection(), "hold"),
+        (ccxt.RateLimitExceeded(), "backpressure"),  # a NetworkError, held
+        (ccxt.DDoSProtection(), "backpressure"),
         (ccxt.InvalidNonce(), "ignored"),  # a NetworkError: the local clock is off
         (ccxt.AuthenticationError(), "ignored"),
         (ccxt.PermissionDenied(), "ignored"),
@@ -390,6 +395,22 @@ def test_the_most_specific_rule_wins(fake: fx.FakeExchange) -> None:
     assert custom.verdict(Slow()) == "failure", "RequestTimeout's own rule is more specific"
     assert custom.verdict(ccxt.ExchangeError()) == "failure"
     assert custom.verdict(ccxt.InvalidOrder()) == "ignored"
+
+
+def test_a_rule_speaks_the_one_verdict_vocabulary_and_hold_or_success_is_refused(fake: fx.FakeExchange) -> None:
+    # One Verdict for the package: a response's, as tripwire.http assesses
+    # it, and a ccxt exception's, as its rules judge it.
+    assert tripwire.http.Verdict is tripwire.Verdict
+    assert tripwire.ccxt.Verdict is tripwire.Verdict
+    assert set(DEFAULT_RULES.values()) == {"failure", "backpressure", "ignored"} < set(get_args(tripwire.Verdict))
+    assert DEFAULT_RULES[ccxt.RateLimitExceeded] == BACKPRESSURE == "backpressure"
+    exchange = fake.point(ccxt.binance())
+    # "hold" was this module's old word for backpressure; an exception is
+    # never a success.
+    for word in ("hold", "success"):
+        expected = f"rules[RateLimitExceeded] must be one of ('failure', 'backpressure', 'ignored'), got '{word}'"
+        with pytest.raises(ValueError, match=re.escape(expected)):
+            guard(exchange, rules={ccxt.RateLimitExceeded: word})
 
 
 def test_endpoint_groups() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import tripwire
-from tripwire.ccxt import GuardedExchange
+from tripwire.ccxt import BACKPRESSURE, GuardedExchange
 
 
 async def order_book(binance: GuardedExchange, pair: str) -> tripwire.Cached[Any]:
@@ -32,3 +32,12 @@ def not_a_number(binance: GuardedExchange) -> None:
     # --strict reports, if the read were typed Any).
     n: int = binance.stale.fetch_order_book("BTC/USDT")  # type: ignore[assignment]
     del n
+
+
+def judged(binance: GuardedExchange, exc: Exception) -> tripwire.Verdict:
+    # A rule's verdict is a tripwire.Verdict, in the words tripwire.http
+    # gives a response: "hold" is not one of them.
+    verdict = binance.verdict(exc)
+    if verdict == "hold":  # type: ignore[comparison-overlap]
+        return BACKPRESSURE
+    return verdict

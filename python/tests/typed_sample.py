@@ -121,6 +121,7 @@ def http_calls() -> None:
     assert_type(tripwire.http.guard(api).call(http_client.get, "/api/v3/ping"), httpx.Response)
     assessment = tripwire.http.assess_response(get_depth("ETHUSDT"))
     assert_type(assessment.verdict, tripwire.http.Verdict)
+    assert_type(assessment.verdict, tripwire.Verdict)
     assert_type(assessment.retry_after, "float | None")
     try:
         http_client.get("/busy")

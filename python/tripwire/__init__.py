@@ -32,7 +32,7 @@ from ._tripwire import (
     breaker_names,
     prometheus_text,
 )
-from ._types import ExceptionClasses, Seconds, StateName
+from ._types import ExceptionClasses, Seconds, StateName, Verdict
 
 __all__ = [
     "Backoff",
@@ -55,6 +55,7 @@ __all__ = [
     "StateName",
     "Ticket",
     "TripwireError",
+    "Verdict",
     "__version__",
     "breaker_names",
     "prometheus_text",

@@ -8,6 +8,13 @@ from typing import Literal, Tuple, Type, Union
 #: A breaker's state, as `Breaker.state`, snapshots and listeners name it.
 StateName = Literal["closed", "open", "half_open", "forced_open", "disabled"]
 
+#: The one judgement of a result, the core's `Assessment`: a success, a
+#: failure, ignored (the caller's fault, or not the dependency's), or
+#: backpressure (the dependency is up and asks for less traffic: the
+#: breaker holds for its wait). `tripwire.http.assess` gives one of the four;
+#: a `tripwire.ccxt` rule one of the last three.
+Verdict = Literal["success", "failure", "ignored", "backpressure"]
+
 #: A duration in seconds.
 Seconds = Union[float, int, timedelta]
 

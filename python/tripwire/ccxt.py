@@ -37,12 +37,15 @@ that matches (the exception's class first, then its bases in order):
 | ccxt exception | verdict | retried |
 | --- | --- | --- |
 | ``NetworkError``, ``RequestTimeout``, ``ExchangeNotAvailable``, ``OnMaintenance``, other ``OperationFailed`` | failure | yes |
-| ``RateLimitExceeded``, ``DDoSProtection`` (429, 418) | hold: the breaker refuses every call for the server's ``Retry-After`` (its ``open_timeout`` when none is sent), and the error's ``retry_after`` says how long | never: the caller gets it at once |
+| ``RateLimitExceeded``, ``DDoSProtection`` (429, 418) | backpressure: the breaker holds, refusing every call for the server's ``Retry-After`` (its ``open_timeout`` when none is sent), and the error's ``retry_after`` says how long | never: the caller gets it at once |
 | ``AuthenticationError``, ``PermissionDenied``, ``InsufficientFunds``, ``InvalidOrder``, ``BadSymbol``, ``BadRequest`` | ignored: the caller's fault | never |
 | ``InvalidNonce`` (a ``NetworkError``: the local clock is off, the exchange is fine) | ignored | never |
 | any other ``ExchangeError``, and every non-ccxt exception | ignored: the exchange answered | never |
 
-``rules=`` adds or overrides rules (``{ccxt.InvalidNonce: "failure"}``).
+The verdicts are ``tripwire.Verdict``'s words, as ``tripwire.http`` gives
+them for a response. ``rules=`` adds or overrides rules
+(``{ccxt.InvalidNonce: "failure"}``), each ``"failure"``,
+``"backpressure"`` or ``"ignored"``.
 Cancellation and interrupts are always neutral.
 
 **Retries.** Market data and account reads are retried (3 attempts,
@@ -50,8 +53,8 @@ full-jitter backoff from 0.2 s capped at 2 s, a retry budget of 20 % of
 recent calls, a 10 s deadline; ``retry={...}`` takes ``tripwire.retry``'s
 arguments, ``retry=False`` turns retries off). The trading group is never
 retried unless ``retry_trading=True``: an order whose answer was lost may
-have been placed. A hold is never retried: the caller gets the error with
-its ``retry_after`` at once, and the hold refuses the calls that follow.
+have been placed. Backpressure is never retried: the caller gets the error
+with its ``retry_after`` at once, and the hold refuses the calls that follow.
 
 **Stale data.** ``guarded.stale.<method>(...)`` (market data only) returns
 ``tripwire.Cached(value, age, stale)``: the fresh value, or, when the
@@ -87,6 +90,7 @@ from ._errors import CircuitOpenError, TripwireError
 from ._fallback import Cached, StaleCache
 from ._retry import Retry, no_pauses
 from ._tripwire import Breaker, Bulkhead, RetryBudget, Ticket
+from ._types import Verdict
 
 try:
     import ccxt  # type: ignore[import-untyped, import-not-found, unused-ignore]
@@ -95,9 +99,9 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 __all__ = [
     "ACCOUNT",
+    "BACKPRESSURE",
     "DEFAULT_RULES",
     "FAILURE",
-    "HOLD",
     "IGNORED",
     "MARKET",
     "TRADING",
@@ -108,11 +112,10 @@ __all__ = [
     "retry_after_from_headers",
 ]
 
-Verdict = Literal["failure", "hold", "ignored"]
 Group = Literal["market", "account", "trading"]
 
 FAILURE: Verdict = "failure"
-HOLD: Verdict = "hold"
+BACKPRESSURE: Verdict = "backpressure"
 IGNORED: Verdict = "ignored"
 MARKET: Group = "market"
 ACCOUNT: Group = "account"
@@ -126,8 +129,8 @@ DEFAULT_RULES: Mapping[Type[BaseException], Verdict] = {
     ccxt.RequestTimeout: FAILURE,
     ccxt.ExchangeNotAvailable: FAILURE,
     ccxt.OnMaintenance: FAILURE,
-    ccxt.RateLimitExceeded: HOLD,
-    ccxt.DDoSProtection: HOLD,
+    ccxt.RateLimitExceeded: BACKPRESSURE,
+    ccxt.DDoSProtection: BACKPRESSURE,
     ccxt.InvalidNonce: IGNORED,
     ccxt.ExchangeError: IGNORED,
     ccxt.AuthenticationError: IGNORED,
@@ -138,7 +141,8 @@ DEFAULT_RULES: Mapping[Type[BaseException], Verdict] = {
     ccxt.BadRequest: IGNORED,
 }
 
-_VERDICTS = (FAILURE, HOLD, IGNORED)
+#: A rule's verdicts: an exception is never a success.
+_VERDICTS = (FAILURE, BACKPRESSURE, IGNORED)
 
 
 class ExchangeCircuitOpen(CircuitOpenError, ccxt.ExchangeNotAvailable):  # type: ignore[misc]
@@ -306,8 +310,8 @@ class GuardedExchange:
         options.setdefault("budget", RetryBudget(0.2))
         theirs = options.pop("retry_if", None)
 
-        # Only the exchange's failure is asked again: a hold (429, 418) is
-        # answered by the breaker it placed, and the caller gets it at once.
+        # Only the exchange's failure is asked again: backpressure (429, 418)
+        # is answered by the hold it placed, and the caller gets it at once.
         def retry_if(exc: BaseException) -> bool:
             return self.verdict(exc) == FAILURE and (theirs is None or bool(theirs(exc)))
 
@@ -316,8 +320,8 @@ class GuardedExchange:
     # -- judging ---------------------------------------------------------------
 
     def verdict(self, exc: BaseException) -> Verdict:
-        """``"failure"``, ``"hold"`` or ``"ignored"``: the most specific
-        rule for ``exc``'s class."""
+        """``"failure"``, ``"backpressure"`` or ``"ignored"``: the most
+        specific rule for ``exc``'s class."""
         if not isinstance(exc, Exception) or isinstance(exc, TripwireError):
             return IGNORED
         for cls in type(exc).__mro__:
@@ -331,13 +335,13 @@ class GuardedExchange:
         return self._groups.get(method) or group_of(method)
 
     def _settle(self, breaker: Breaker, ticket: Ticket, exc: BaseException) -> None:
-        """Records how an admitted call that raised ``exc`` ended. A hold
-        is recorded as the core settles backpressure: ignored (the exchange
-        is up, it asked for less traffic), and the breaker held open for the
-        server's wait (its ``open_timeout`` when no header says), which the
-        error carries as ``retry_after``."""
+        """Records how an admitted call that raised ``exc`` ended.
+        Backpressure is recorded as the core settles it: ignored (the
+        exchange is up, it asked for less traffic), and the breaker held open
+        for the server's wait (its ``open_timeout`` when no header says),
+        which the error carries as ``retry_after``."""
         verdict = self.verdict(exc)
-        if verdict == HOLD:
+        if verdict == BACKPRESSURE:
             breaker._record(ticket, "ignored")
             asked = retry_after_from_headers(_response_headers.get())
             wait = breaker.open_timeout if asked is None else min(asked, self._max_retry_after)
@@ -587,7 +591,7 @@ def guard(exchange: Any, **options: Any) -> GuardedExchange:
     - ``stale_max_age``: how old stale market data may be (seconds,
       default 60; None: never stale).
     - ``groups``: ``{method: group}`` overrides; ``rules``: ``{exception
-      class: "failure" | "hold" | "ignored"}`` overrides.
+      class: "failure" | "backpressure" | "ignored"}`` overrides.
     - ``max_retry_after``: the longest ``Retry-After`` taken as given
       (seconds, default 300); a longer one is cut to it.
     """

@@ -51,7 +51,6 @@ from typing import (
     Awaitable,
     Callable,
     Coroutine,
-    Literal,
     Mapping,
     NamedTuple,
     NoReturn,
@@ -64,6 +63,7 @@ from typing import (
 from . import _aio, _tripwire
 from ._errors import TripwireError
 from ._tripwire import Breaker, Ticket
+from ._types import Verdict
 
 if sys.version_info >= (3, 10):
     from typing import ParamSpec, Protocol
@@ -86,10 +86,6 @@ __all__ = [
 ]
 
 P = ParamSpec("P")
-
-#: What the core makes of a response.
-Verdict = Literal["success", "failure", "ignored", "backpressure"]
-
 
 # `headers` is typed `object`: aiohttp's is a caching descriptor that type
 # checkers do not take for a property. It must be a mapping at run time.
