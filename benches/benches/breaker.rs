@@ -12,7 +12,8 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use failsafe::{CircuitBreaker as _, backoff, failure_policy};
 use tower::{Service, ServiceExt};
 use tripwire::{
-    Breaker, BreakerConfig, CachedClock, Clock, CoarseClock, ManualClock, MonotonicClock, Outcome,
+    Breaker, BreakerConfig, Clock, ManualClock, MonotonicClock, Outcome,
+    clock::{CachedClock, CoarseClock},
 };
 use tripwire_benches::{Failed, failing, guarded};
 

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use tripwire::{
-    BackoffConfig, Breaker, BreakerConfig, Bulkhead, MonotonicClock, NamedBreaker, Pipeline, RetryBudget,
-    RetryBudgetConfig, RetryPolicy, TokioTimer,
+    Breaker, BreakerConfig, Bulkhead, MonotonicClock, NamedBreaker, Pipeline,
+    retry::{BackoffConfig, RetryBudget, RetryBudgetConfig, RetryPolicy},
+    timeout::TokioTimer,
 };
 use tripwire_benches::guarded;
 

@@ -7,7 +7,11 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use tripwire::{Backoff, BackoffConfig, Bulkhead, CoarseClock, FixedClock, RetryBudget, RetryBudgetConfig};
+use tripwire::{
+    Bulkhead,
+    clock::{CoarseClock, FixedClock},
+    retry::{Backoff, BackoffConfig, RetryBudget, RetryBudgetConfig},
+};
 
 fn pieces(c: &mut Criterion) {
     let mut g = c.benchmark_group("pieces");

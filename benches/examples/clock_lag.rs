@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use tripwire::{CachedClock, Clock, MonotonicClock};
+use tripwire::{Clock, MonotonicClock, clock::CachedClock};
 
 fn main() {
     let secs: u64 = std::env::args().nth(1).map(|s| s.parse().expect("seconds: a number")).unwrap_or(3);

@@ -10,8 +10,9 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use tripwire::{
-    Backoff, BackoffConfig, Breaker, BreakerConfig, Bulkhead, CachedClock, CoarseClock, FixedClock,
-    MonotonicClock, NamedBreaker, Outcome, Pipeline, RetryBudget, RetryBudgetConfig, RetryPolicy,
+    Breaker, BreakerConfig, Bulkhead, MonotonicClock, NamedBreaker, Outcome, Pipeline,
+    clock::{CachedClock, CoarseClock, FixedClock},
+    retry::{Backoff, BackoffConfig, RetryBudget, RetryBudgetConfig, RetryPolicy},
 };
 use tripwire_benches::{failing, guarded};
 

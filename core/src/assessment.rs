@@ -20,7 +20,7 @@ use crate::breaker::ticket::Outcome;
 /// | judgement | the breaker | retried | the caller gets |
 /// | --- | --- | --- | --- |
 /// | `Success` (1xx–3xx) | a success | no | the answer |
-/// | `Failure` (5xx, 408, a status outside 100–599, a timeout, a connection error) | a failure | yes, after the backoff's pause, or after the 5xx's `Retry-After` where the classifier reads it ([`HttpClassifier`](crate::HttpClassifier) in the pipeline and the tower layers, always in the reqwest middleware and Python's retries), capped at the policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after) (a minute by default) | the last answer once the retries stop |
+/// | `Failure` (5xx, 408, a status outside 100–599, a timeout, a connection error) | a failure | yes, after the backoff's pause, or after the 5xx's `Retry-After` where the classifier reads it ([`HttpClassifier`](crate::http::HttpClassifier) in the pipeline and the tower layers, always in the reqwest middleware and Python's retries), capped at the policy's [`max_retry_after`](crate::retry::RetryPolicy::max_retry_after) (a minute by default) | the last answer once the retries stop |
 /// | `Ignored` (any other 4xx: the caller's fault; a cancelled call) | nothing counted; a probe slot freed | no | the answer |
 /// | `Backpressure` (429, 418) | held open from that moment, for the `Retry-After` or reset header, capped at the breaker's [`max_hold`](crate::BreakerConfig::max_hold) (one hour by default; a capped hold counts in [`capped_holds`](crate::Snapshot::capped_holds)), else for its `open_timeout` | never: the hold refuses the next attempt | the 429 at once; others are refused with the time left |
 ///

@@ -116,7 +116,7 @@ impl core::error::Error for BulkheadFull {}
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Bulkhead, BulkheadSnapshot};
+/// use tripwire::{Bulkhead, bulkhead::BulkheadSnapshot};
 /// let bulkhead = Bulkhead::new(1);
 /// let _held = bulkhead.try_acquire()?;
 /// let _ = bulkhead.try_acquire();

@@ -19,6 +19,9 @@ use core::time::Duration;
 
 use crate::sync::{AtomicU64, Ordering};
 
+#[cfg(feature = "std")]
+pub use crate::layers::clock::{CachedClock, CoarseClock, MonotonicClock, Upkeep, UpkeepError};
+
 /// A duration as the core's `u64` nanoseconds, saturating at `u64::MAX`
 /// (584 years): how every config, clock and binding here turns a
 /// [`Duration`] into the core's time.
@@ -26,7 +29,7 @@ use crate::sync::{AtomicU64, Ordering};
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::duration_ns;
+/// use tripwire::clock::duration_ns;
 /// assert_eq!(duration_ns(Duration::from_millis(3)), 3_000_000);
 /// assert_eq!(duration_ns(Duration::MAX), u64::MAX);
 /// ```
@@ -55,7 +58,7 @@ impl<C: Clock + ?Sized> Clock for &C {
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Clock, FixedClock};
+/// use tripwire::{Clock, clock::FixedClock};
 /// assert_eq!(FixedClock(42).now(), 42);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

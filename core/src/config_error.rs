@@ -7,13 +7,13 @@ use core::time::Duration;
 
 /// A config field that was out of range, with its value and what is
 /// accepted. Every builder returns it: [`BreakerConfig`](crate::BreakerConfig),
-/// [`BackoffConfig`](crate::BackoffConfig),
-/// [`RetryBudgetConfig`](crate::RetryBudgetConfig) and
-/// [`RetryPolicy`](crate::RetryPolicy).
+/// [`BackoffConfig`](crate::retry::BackoffConfig),
+/// [`RetryBudgetConfig`](crate::retry::RetryBudgetConfig) and
+/// [`RetryPolicy`](crate::retry::RetryPolicy).
 ///
 /// # Examples
 /// ```
-/// use tripwire::{BackoffConfig, BreakerConfig};
+/// use tripwire::{BreakerConfig, retry::BackoffConfig};
 /// let err = BreakerConfig::builder().failure_threshold(0).build().unwrap_err();
 /// assert_eq!((err.config(), err.field()), ("breaker", "failure_threshold"));
 /// assert_eq!(err.to_string(), "invalid breaker config: failure_threshold = 0, expected 1 to 65535");
@@ -49,7 +49,7 @@ impl ConfigError {
     ///
     /// # Examples
     /// ```
-    /// use tripwire::RetryPolicy;
+    /// use tripwire::retry::RetryPolicy;
     /// let err = RetryPolicy::builder().max_attempts(0).build().unwrap_err().with_field("attempts");
     /// assert_eq!(err.to_string(), "invalid retry policy config: attempts = 0, expected 1 to 10000");
     /// ```

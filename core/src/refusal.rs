@@ -17,7 +17,7 @@ use crate::bulkhead::BulkheadFull;
 
 /// A retry loop's deadline passed before any attempt was made, so nothing
 /// reached the dependency: the [`source`](Error::source) of a
-/// [`RetryError::Deadline`](crate::RetryError::Deadline) (and of a
+/// [`RetryError::Deadline`](crate::retry::RetryError::Deadline) (and of a
 /// pipeline's deadline) with no attempt made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct DeadlinePassed;
@@ -72,7 +72,7 @@ impl fmt::Display for RefusedBy {
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{CallError, RefusedBy, Rejected, RetryError, State, refusal};
+/// use tripwire::{CallError, RefusedBy, Rejected, State, refusal, retry::RetryError};
 ///
 /// let open = Rejected { state: State::Open, retry_after: Some(Duration::from_secs(3)) };
 /// // A breaker's refusal seen through a retry layer.

@@ -8,7 +8,7 @@
 use core::time::Duration;
 
 use proptest::prelude::*;
-use tripwire::{Backoff, BackoffConfig, Jitter};
+use tripwire::retry::{Backoff, BackoffConfig, Jitter};
 
 const MODES: [Jitter; 4] = [Jitter::None, Jitter::Full, Jitter::Equal, Jitter::Decorrelated];
 

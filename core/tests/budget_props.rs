@@ -8,7 +8,10 @@
 use core::time::Duration;
 
 use proptest::prelude::*;
-use tripwire::{FixedClock, RetryBudget, RetryBudgetConfig};
+use tripwire::{
+    clock::FixedClock,
+    retry::{RetryBudget, RetryBudgetConfig},
+};
 
 #[derive(Debug, Clone)]
 enum Op {

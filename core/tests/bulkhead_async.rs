@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use tripwire::{Bulkhead, TokioTimer};
+use tripwire::{Bulkhead, timeout::TokioTimer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_get_slots_as_they_free_and_the_cap_holds() {

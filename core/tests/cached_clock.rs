@@ -8,7 +8,7 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tripwire::{CachedClock, Clock, MonotonicClock};
+use tripwire::{Clock, MonotonicClock, clock::CachedClock};
 
 /// Long enough for a starved thread on a loaded 2-core machine to run.
 const PATIENCE: Duration = Duration::from_secs(20);

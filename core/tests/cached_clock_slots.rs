@@ -3,7 +3,7 @@
 //! a dropped clock gives its slot back. Alone in its binary, so that no
 //! other test takes slots meanwhile.
 
-use tripwire::{CachedClock, UpkeepError};
+use tripwire::clock::{CachedClock, UpkeepError};
 
 #[test]
 #[cfg_attr(miri, ignore = "64 upkeep threads are too slow under miri")]

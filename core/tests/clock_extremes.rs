@@ -4,7 +4,7 @@
 
 use core::time::Duration;
 
-use tripwire::{Breaker, BreakerConfig, FixedClock, ManualClock, Outcome, State};
+use tripwire::{Breaker, BreakerConfig, ManualClock, Outcome, State, clock::FixedClock};
 
 const COOL_DOWN: Duration = Duration::from_secs(1);
 const COOL_NS: u64 = 1_000_000_000;

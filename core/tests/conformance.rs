@@ -40,8 +40,13 @@ use tower_layer::Layer;
 use tower_service::Service;
 use tripwire::tower::{BreakerLayer, BulkheadLayer, RetryLayer, TimeoutLayer};
 use tripwire::{
-    BackoffConfig, BreakerConfig, Bulkhead, Events, HttpClassifier, NamedBreaker, Nesting, Pipeline,
-    PipelineBuilder, PipelineError, RefusedBy, RetryPolicy, State, TokioTimer, refusal,
+    BreakerConfig, Bulkhead, NamedBreaker, Pipeline, RefusedBy, State,
+    events::Events,
+    http::HttpClassifier,
+    pipeline::{Nesting, PipelineBuilder, PipelineError},
+    refusal,
+    retry::{BackoffConfig, RetryPolicy},
+    timeout::TokioTimer,
 };
 
 /// Each attempt's bound, in every integration.
@@ -269,7 +274,7 @@ fn refusal_or_timeout(err: &(dyn std::error::Error + 'static)) -> Got {
         None => {
             let mut e: Option<&(dyn std::error::Error + 'static)> = Some(err);
             while let Some(inner) = e {
-                if inner.is::<tripwire::Elapsed>()
+                if inner.is::<tripwire::timeout::Elapsed>()
                     || inner.is::<tripwire::tower::TimeoutError<hyper_util::client::legacy::Error>>()
                 {
                     return Got::TimedOut;
@@ -399,7 +404,9 @@ async fn send_with(
             let client = reqwest_middleware::ClientBuilder::new(inner).with(guard).build();
             match client.get(format!("http://{}/book", server.addr)).send().await {
                 Ok(response) => Got::Status(response.status().as_u16()),
-                Err(reqwest_middleware::Error::Middleware(e)) if e.is::<tripwire::Elapsed>() => Got::TimedOut,
+                Err(reqwest_middleware::Error::Middleware(e)) if e.is::<tripwire::timeout::Elapsed>() => {
+                    Got::TimedOut
+                }
                 Err(e) => refusal_or_timeout(&e),
             }
         }

@@ -4,7 +4,7 @@
 use std::sync::Barrier;
 use std::thread;
 
-use tripwire::{Breaker, BreakerConfig, FixedClock, Outcome};
+use tripwire::{Breaker, BreakerConfig, Outcome, clock::FixedClock};
 
 /// More threads than stripes, so that several threads count in each.
 const THREADS: usize = 20;

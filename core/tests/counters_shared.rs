@@ -5,7 +5,7 @@
 
 use std::thread;
 
-use tripwire::{Breaker, BreakerConfig, FixedClock, Outcome, SharedRegion};
+use tripwire::{Breaker, BreakerConfig, Outcome, clock::FixedClock, shared::SharedRegion};
 
 /// Two processes whose first threads count on one breaker in a shared
 /// mapping, each in the same stripe.

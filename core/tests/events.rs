@@ -9,8 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tripwire::{
-    BackoffConfig, Bulkhead, BulkheadEvent, EventCounts, Events, Pipeline, PipelineError, RetryBudget,
-    RetryBudgetConfig, RetryCause, RetryNotice, RetryPolicy,
+    Bulkhead, Pipeline,
+    events::{BulkheadEvent, EventCounts, Events, RetryCause, RetryNotice},
+    pipeline::PipelineError,
+    retry::{BackoffConfig, RetryBudget, RetryBudgetConfig, RetryPolicy},
 };
 
 /// Every event `events` hears, written as a line.
@@ -172,7 +174,7 @@ fn causes_read_as_their_kind() {
 #[cfg(feature = "tokio")]
 #[tokio::test]
 async fn async_pipelines_report_timeouts_as_the_cause() {
-    use tripwire::TokioTimer;
+    use tripwire::timeout::TokioTimer;
 
     let events = Arc::new(Events::new("pipe/async"));
     let log = heard(&events);
@@ -238,7 +240,7 @@ mod tower {
     use http_body_util::Empty;
     use tower_layer::Layer;
     use tower_service::Service;
-    use tripwire::TokioTimer;
+    use tripwire::timeout::TokioTimer;
     use tripwire::tower::{BulkheadError, BulkheadLayer, RetryLayer};
 
     use super::support::{Mode, Server, client};

@@ -9,8 +9,11 @@ use std::time::Duration;
 
 use support::{Mode, Server, client, get, get_ok};
 use tripwire::{
-    Assessment, BreakerConfig, HttpClassifier, ManualClock, NamedBreaker, Pipeline, PipelineError, Served,
-    StaleCache, StalePolicy, State, TokioTimer,
+    Assessment, BreakerConfig, ManualClock, NamedBreaker, Pipeline, State,
+    http::HttpClassifier,
+    pipeline::PipelineError,
+    stale::{Served, StaleCache, StalePolicy},
+    timeout::TokioTimer,
 };
 
 const TIMEOUT: Duration = Duration::from_millis(30);
@@ -163,7 +166,7 @@ fn by_status(r: &Result<http::Response<String>, String>) -> Assessment {
 
 #[tokio::test]
 async fn a_503_response_is_retried_and_a_400_is_not_judged_once_by_the_same_classifier() {
-    use tripwire::{BackoffConfig, RetryPolicy};
+    use tripwire::retry::{BackoffConfig, RetryPolicy};
 
     let server = Server::start().await;
     let client = client();
@@ -210,8 +213,8 @@ async fn a_503_response_is_retried_and_a_400_is_not_judged_once_by_the_same_clas
 
 /// Three attempts 1–2 ms apart unless a server names its pause, which is
 /// capped at `cap`.
-fn quick_retries(cap: Duration) -> tripwire::RetryPolicy<'static> {
-    use tripwire::{BackoffConfig, RetryPolicy};
+fn quick_retries(cap: Duration) -> tripwire::retry::RetryPolicy<'static> {
+    use tripwire::retry::{BackoffConfig, RetryPolicy};
     let backoff = BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
     let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff.build().unwrap());
     policy.max_retry_after(cap).build().unwrap()
@@ -251,7 +254,7 @@ async fn a_503s_retry_after_is_the_pause_before_its_retry_sync_and_async() {
 
 #[tokio::test]
 async fn a_503s_pause_above_max_retry_after_is_cut_to_it_and_a_closure_names_none() {
-    use tripwire::{Events, RetryCause, RetryNotice};
+    use tripwire::events::{Events, RetryCause, RetryNotice};
 
     let server = Server::start().await;
     let client = client();

@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 
 use support::{Mode, Server, client, get_ok};
 use tripwire::{
-    Assessment, BackoffConfig, BreakerConfig, Bulkhead, Jitter, ManualClock, NamedBreaker, Pipeline,
-    PipelineError, RetryBudget, RetryBudgetConfig, RetryPolicy, State, TokioTimer,
+    Assessment, BreakerConfig, Bulkhead, ManualClock, NamedBreaker, Pipeline, State,
+    pipeline::PipelineError,
+    retry::{BackoffConfig, Jitter, RetryBudget, RetryBudgetConfig, RetryPolicy},
+    timeout::TokioTimer,
 };
 
 const TIMEOUT: Duration = Duration::from_millis(30);

@@ -10,8 +10,11 @@ use std::time::{Duration, Instant};
 
 use support::{Mode, Server, client, get_ok};
 use tripwire::{
-    Assessment, BackoffConfig, Jitter, Pipeline, PipelineError, RetryPolicy, Served, StaleCache, StalePolicy,
-    TokioTimer,
+    Assessment, Pipeline,
+    pipeline::PipelineError,
+    retry::{BackoffConfig, Jitter, RetryPolicy},
+    stale::{Served, StaleCache, StalePolicy},
+    timeout::TokioTimer,
 };
 
 const TIMEOUT: Duration = Duration::from_millis(500);

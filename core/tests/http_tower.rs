@@ -129,7 +129,10 @@ async fn the_bulkhead_layer_refuses_beyond_its_cap_and_frees_slots_on_drop() {
 #[tokio::test]
 async fn the_retry_layer_retries_5xx_stops_at_a_rejection_and_respects_its_budget() {
     use tripwire::tower::RetryLayer;
-    use tripwire::{BackoffConfig, RetryBudget, RetryBudgetConfig, RetryError, RetryPolicy, TokioTimer};
+    use tripwire::{
+        retry::{BackoffConfig, RetryBudget, RetryBudgetConfig, RetryError, RetryPolicy},
+        timeout::TokioTimer,
+    };
 
     let server = Server::start().await;
     let backoff =
@@ -237,7 +240,10 @@ async fn a_full_bulkhead_outside_the_breaker_never_reaches_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_breaker_outside_the_retries_counts_a_refused_request_as_no_failure() {
     use tripwire::tower::{BulkheadError, BulkheadLayer, RetryLayer};
-    use tripwire::{BackoffConfig, RetryError, RetryPolicy, TokioTimer};
+    use tripwire::{
+        retry::{BackoffConfig, RetryError, RetryPolicy},
+        timeout::TokioTimer,
+    };
 
     let server = Server::start().await;
     let breaker = breaker_of_five("tower/breaker-over-retry");
@@ -309,7 +315,7 @@ async fn a_bulkhead_outside_an_open_breaker_frees_its_slot_with_the_refusal() {
 
 #[tokio::test]
 async fn a_timeout_inside_the_breaker_is_a_failure_and_outside_it_is_ignored() {
-    use tripwire::TokioTimer;
+    use tripwire::timeout::TokioTimer;
     use tripwire::tower::{TimeoutError, TimeoutLayer};
 
     let server = Server::start().await;
@@ -344,7 +350,10 @@ async fn a_timeout_inside_the_breaker_is_a_failure_and_outside_it_is_ignored() {
 #[tokio::test]
 async fn the_retry_layer_retries_a_timed_out_attempt() {
     use tripwire::tower::{RetryLayer, TimeoutError, TimeoutLayer};
-    use tripwire::{BackoffConfig, RetryError, RetryPolicy, TokioTimer};
+    use tripwire::{
+        retry::{BackoffConfig, RetryError, RetryPolicy},
+        timeout::TokioTimer,
+    };
 
     let server = Server::start().await;
     server.set(Mode::Hang);
@@ -362,8 +371,8 @@ async fn the_retry_layer_retries_a_timed_out_attempt() {
 
 /// `attempts` in all, 1–2 ms apart unless a server says otherwise, a
 /// server's pause capped at `cap`.
-fn quick_retries(attempts: u32, cap: Duration) -> tripwire::RetryPolicy<'static> {
-    use tripwire::{BackoffConfig, RetryPolicy};
+fn quick_retries(attempts: u32, cap: Duration) -> tripwire::retry::RetryPolicy<'static> {
+    use tripwire::retry::{BackoffConfig, RetryPolicy};
     let backoff = BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
     let policy = RetryPolicy::builder().max_attempts(attempts).backoff(backoff.build().unwrap());
     policy.max_retry_after(cap).build().unwrap()
@@ -375,7 +384,7 @@ fn until(status: u16, retry_after: Option<&str>, last: u64) -> Mode {
 
 #[tokio::test]
 async fn the_retry_layer_judges_responses_a_503_then_a_200_is_the_200_and_a_400_is_sent_once() {
-    use tripwire::TokioTimer;
+    use tripwire::timeout::TokioTimer;
     use tripwire::tower::RetryLayer;
 
     let server = Server::start().await;
@@ -406,7 +415,10 @@ async fn the_retry_layer_judges_responses_a_503_then_a_200_is_the_200_and_a_400_
 #[tokio::test]
 async fn a_servers_pause_is_the_retry_pause_up_to_the_cap_whatever_its_header_says() {
     use tripwire::tower::RetryLayer;
-    use tripwire::{Events, RetryNotice, TokioTimer};
+    use tripwire::{
+        events::{Events, RetryNotice},
+        timeout::TokioTimer,
+    };
 
     let server = Server::start().await;
     let events = Arc::new(Events::new("tower/retry-after"));
@@ -453,7 +465,7 @@ async fn a_servers_pause_is_the_retry_pause_up_to_the_cap_whatever_its_header_sa
 
 #[tokio::test]
 async fn breaker_outside_the_retries_a_429_holds_everyone_at_once_and_nothing_sleeps_through_it() {
-    use tripwire::TokioTimer;
+    use tripwire::timeout::TokioTimer;
     use tripwire::tower::RetryLayer;
 
     let server = Server::start().await;

@@ -14,7 +14,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use loom_support::{model, spin_until};
-use tripwire::{Breaker, BreakerConfig, FixedClock, ManualClock, Outcome, State};
+use tripwire::{Breaker, BreakerConfig, ManualClock, Outcome, State, clock::FixedClock};
 
 const COOL_DOWN: Duration = Duration::from_micros(1);
 /// Longer than the cool-down, so that the models tell the two apart.

@@ -17,7 +17,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use loom_support::model;
-use tripwire::{Bulkhead, Timer};
+use tripwire::{Bulkhead, timeout::Timer};
 
 /// A timer that never fires: only a release can end the wait.
 struct Never;

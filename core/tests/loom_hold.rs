@@ -14,7 +14,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use loom_support::model;
-use tripwire::{Breaker, BreakerConfig, FixedClock, Outcome, State};
+use tripwire::{Breaker, BreakerConfig, Outcome, State, clock::FixedClock};
 
 const COOL_DOWN: Duration = Duration::from_micros(1);
 const HOLD: Duration = Duration::from_nanos(1_500);

@@ -16,7 +16,10 @@ use core::time::Duration;
 use loom::sync::Arc;
 use loom::thread;
 use loom_support::model;
-use tripwire::{FixedClock, RetryBudget, RetryBudgetConfig};
+use tripwire::{
+    clock::FixedClock,
+    retry::{RetryBudget, RetryBudgetConfig},
+};
 
 const NOW: FixedClock = FixedClock(1_000_000_000);
 

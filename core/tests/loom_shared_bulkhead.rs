@@ -18,7 +18,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use loom::thread;
 use loom_support::{model, spin_until};
-use tripwire::{Holder, SlotTable};
+use tripwire::shared::{Holder, SlotTable};
 
 fn holder(pid: u32, nonce: u16) -> Holder {
     Holder::new(pid, 1, nonce).unwrap()

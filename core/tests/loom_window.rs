@@ -22,7 +22,7 @@ use core::time::Duration;
 use loom::sync::Arc;
 use loom::thread;
 use loom_support::{Steps, against, before, model};
-use tripwire::{Breaker, BreakerConfig, BreakerConfigBuilder, FixedClock, Outcome, State};
+use tripwire::{Breaker, BreakerConfig, BreakerConfigBuilder, Outcome, State, clock::FixedClock};
 
 /// The middle of millisecond `ms`: its epoch with 1 ms buckets is `ms`.
 fn at(ms: u64) -> FixedClock {

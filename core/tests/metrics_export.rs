@@ -8,7 +8,11 @@ use std::sync::{Arc, Mutex};
 use metrics::{
     Counter, CounterFn, Gauge, GaugeFn, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
 };
-use tripwire::{BreakerConfig, Outcome, Registry, StaleCache, StalePolicy};
+use tripwire::{
+    BreakerConfig, Outcome,
+    registry::Registry,
+    stale::{StaleCache, StalePolicy},
+};
 
 /// Every value set, by `name{label=value,…}`.
 #[derive(Default, Clone)]
@@ -91,7 +95,11 @@ fn every_breaker_bulkhead_and_cache_reaches_the_recorder() {
 #[test]
 fn bulkhead_and_retry_events_reach_the_recorder_by_kind() {
     use std::time::Duration;
-    use tripwire::{BackoffConfig, Bulkhead, Events, Pipeline, RetryBudget, RetryBudgetConfig, RetryPolicy};
+    use tripwire::{
+        Bulkhead, Pipeline,
+        events::Events,
+        retry::{BackoffConfig, RetryBudget, RetryBudgetConfig, RetryPolicy},
+    };
 
     let events = Arc::new(Events::new("kraken/rest"));
     let bulkhead = Arc::new(Bulkhead::new(1));

@@ -11,7 +11,7 @@
 use core::time::Duration;
 
 use proptest::prelude::*;
-use tripwire::{Breaker, BreakerConfig, Clock, FixedClock, ManualClock, Outcome, State, Ticket};
+use tripwire::{Breaker, BreakerConfig, Clock, ManualClock, Outcome, State, Ticket, clock::FixedClock};
 
 /// The probe slots of one Half-Open generation.
 const SLOTS: u32 = 10;

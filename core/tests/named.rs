@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tripwire::{BreakerConfig, ManualClock, NamedBreaker, Outcome, Registry, State};
+use tripwire::{BreakerConfig, ManualClock, NamedBreaker, Outcome, State, registry::Registry};
 
 fn named(threshold: u32) -> Arc<NamedBreaker<ManualClock>> {
     let config =

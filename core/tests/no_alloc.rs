@@ -155,7 +155,10 @@ fn bulkhead_and_retry_events_allocate_nothing() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tripwire::{
-        BackoffConfig, Bulkhead, Events, Pipeline, PipelineError, RetryBudget, RetryBudgetConfig, RetryPolicy,
+        Bulkhead, Pipeline,
+        events::Events,
+        pipeline::PipelineError,
+        retry::{BackoffConfig, RetryBudget, RetryBudgetConfig, RetryPolicy},
     };
 
     let events = Arc::new(Events::new("exchange/rest"));
@@ -225,7 +228,7 @@ fn a_tower_bulkhead_refusal_with_events_allocates_nothing() {
     use tower_layer::Layer;
     use tower_service::Service;
     use tripwire::tower::{BulkheadError, BulkheadLayer};
-    use tripwire::{Bulkhead, Events};
+    use tripwire::{Bulkhead, events::Events};
 
     let events = Arc::new(Events::new("exchange/rest"));
     events.on_bulkhead(|e| assert!(e.is_refusal()));
@@ -274,7 +277,7 @@ impl tower_service::Service<()> for Ready {
 #[test]
 #[cfg_attr(miri, ignore)] // the liveness checks call kill and read /proc
 fn shared_bulkhead_paths_allocate_nothing() {
-    use tripwire::{Holder, SlotTable};
+    use tripwire::shared::{Holder, SlotTable};
 
     let table = SlotTable::<2>::new(2).unwrap();
     let b = table.bulkhead();

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tripwire::{Assessment, Bulkhead, Pipeline, PipelineError, RetryPolicy, TokioTimer};
+use tripwire::{
+    Assessment, Bulkhead, Pipeline, pipeline::PipelineError, retry::RetryPolicy, timeout::TokioTimer,
+};
 
 /// The bulkhead wait configured: far longer than the deadline.
 const WAIT: Duration = Duration::from_secs(2);
@@ -123,13 +125,14 @@ fn second_attempt_finds_no_slot(
     deadline: Duration,
 ) -> (Arc<Bulkhead>, Pipeline<tripwire::MonotonicClock, TokioTimer>) {
     let bulkhead = Arc::new(Bulkhead::new(1));
-    let events = Arc::new(tripwire::Events::new("deadline"));
+    let events = Arc::new(tripwire::events::Events::new("deadline"));
     events.on_retry({
         let bulkhead = bulkhead.clone();
         move |_| assert!(bulkhead.try_acquire_raw())
     });
-    let backoff =
-        tripwire::BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let backoff = tripwire::retry::BackoffConfig::builder()
+        .base(Duration::from_millis(1))
+        .cap(Duration::from_millis(2));
     let policy = RetryPolicy::builder()
         .max_attempts(3)
         .max_total(deadline)
@@ -169,8 +172,9 @@ async fn time_up_while_an_async_retry_waits_for_a_slot_reports_the_attempt_made(
 
 #[tokio::test]
 async fn a_deadline_that_cuts_a_retry_short_keeps_the_error_before() {
-    let backoff =
-        tripwire::BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let backoff = tripwire::retry::BackoffConfig::builder()
+        .base(Duration::from_millis(1))
+        .cap(Duration::from_millis(2));
     let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff.build().unwrap()).build().unwrap();
     let pipeline = Pipeline::builder().retry(policy).timeout(WAIT).timer(TokioTimer).build();
     let calls = AtomicU32::new(0);

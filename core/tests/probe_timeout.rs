@@ -3,7 +3,7 @@
 
 use core::time::Duration;
 
-use tripwire::{Breaker, BreakerConfig, DEFAULT_PROBE_TIMEOUT, FixedClock, Outcome, State};
+use tripwire::{Breaker, BreakerConfig, Outcome, State, breaker::DEFAULT_PROBE_TIMEOUT, clock::FixedClock};
 
 const SEC: u64 = 1_000_000_000;
 

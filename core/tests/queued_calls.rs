@@ -12,7 +12,9 @@ use std::thread;
 use std::time::Duration;
 
 use tripwire::reqwest::GuardMiddleware;
-use tripwire::{BreakerConfig, Bulkhead, NamedBreaker, Pipeline, RetryPolicy, State, TokioTimer};
+use tripwire::{
+    BreakerConfig, Bulkhead, NamedBreaker, Pipeline, State, retry::RetryPolicy, timeout::TokioTimer,
+};
 
 const SLOW: Duration = Duration::from_millis(100);
 /// How long the slot is held elsewhere: well past `SLOW`.
@@ -120,13 +122,14 @@ fn outside_retries() -> (Arc<NamedBreaker>, Arc<Bulkhead>, Pipeline<tripwire::Mo
     let config = BreakerConfig::builder().failure_threshold(5).build().unwrap();
     let breaker = Arc::new(NamedBreaker::new("outside", config));
     let bulkhead = Arc::new(Bulkhead::new(1));
-    let events = Arc::new(tripwire::Events::new("outside"));
+    let events = Arc::new(tripwire::events::Events::new("outside"));
     events.on_retry({
         let bulkhead = bulkhead.clone();
         move |_| assert!(bulkhead.try_acquire_raw())
     });
-    let backoff =
-        tripwire::BackoffConfig::builder().base(Duration::from_millis(1)).cap(Duration::from_millis(2));
+    let backoff = tripwire::retry::BackoffConfig::builder()
+        .base(Duration::from_millis(1))
+        .cap(Duration::from_millis(2));
     let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff.build().unwrap()).build().unwrap();
     let pipeline = Pipeline::builder()
         .breaker(breaker.clone())

@@ -12,8 +12,8 @@ use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 use support::{Mode, Server};
 use tripwire::reqwest::{GuardMiddleware, Refused};
 use tripwire::{
-    BackoffConfig, BreakerConfig, Bulkhead, BulkheadFull, ManualClock, NamedBreaker, RefusedBy, RetryBudget,
-    RetryBudgetConfig, RetryPolicy, State, refusal,
+    BreakerConfig, Bulkhead, BulkheadFull, ManualClock, NamedBreaker, RefusedBy, State, refusal,
+    retry::{BackoffConfig, RetryBudget, RetryBudgetConfig, RetryPolicy},
 };
 
 fn client(guards: impl IntoIterator<Item = GuardMiddleware<ManualClock>>) -> ClientWithMiddleware {
@@ -271,7 +271,7 @@ async fn the_retry_policys_total_time_cuts_the_wait_for_a_slot() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn time_up_while_a_retry_waits_for_a_slot_answers_with_the_last_response() {
-    use tripwire::Events;
+    use tripwire::events::Events;
 
     let server = Server::start().await;
     let breaker = breaker("reqwest/bulkhead-total-retry", 10);
@@ -347,7 +347,7 @@ async fn an_inner_guards_refusal_is_no_failure_for_an_outer_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_and_bulkhead_refusals_are_each_heard_once() {
     use std::sync::Mutex;
-    use tripwire::{BulkheadEvent, Events, RetryNotice};
+    use tripwire::events::{BulkheadEvent, Events, RetryNotice};
 
     let server = Server::start().await;
     let events = Arc::new(Events::new("reqwest/events"));
@@ -392,7 +392,7 @@ async fn retries_and_bulkhead_refusals_are_each_heard_once() {
 #[tokio::test]
 async fn a_503s_retry_after_is_the_pause_up_to_the_cap_whatever_the_header_says() {
     use std::sync::Mutex;
-    use tripwire::{Events, RetryNotice};
+    use tripwire::events::{Events, RetryNotice};
 
     let server = Server::start().await;
     let events = Arc::new(Events::new("reqwest/retry-after"));
@@ -465,7 +465,7 @@ async fn a_hung_exchange_is_an_attempt_timeout_counted_and_retried_never_a_calle
     let got = tokio::time::timeout(Duration::from_secs(10), get(&client, &server)).await;
     let err = got.expect("each attempt is bounded").unwrap_err();
     let reqwest_middleware::Error::Middleware(ref e) = err else { panic!("not the middleware's: {err:?}") };
-    let elapsed = e.downcast_ref::<tripwire::Elapsed>().unwrap_or_else(|| panic!("{e:?}"));
+    let elapsed = e.downcast_ref::<tripwire::timeout::Elapsed>().unwrap_or_else(|| panic!("{e:?}"));
     assert_eq!(elapsed.after, Duration::from_millis(100));
     assert!(refusal(&err).is_none(), "a timeout is no refusal: the request was sent");
     assert_eq!(server.hits(), 2, "timed out, then retried once");
@@ -484,7 +484,7 @@ async fn an_attempt_cut_short_by_the_policys_total_time_is_no_failure_of_the_dep
     let client = client([GuardMiddleware::new(breaker.clone()).retry(policy)]);
     let err = get(&client, &server).await.unwrap_err();
     let reqwest_middleware::Error::Middleware(ref e) = err else { panic!("not the middleware's: {err:?}") };
-    assert!(e.is::<tripwire::Elapsed>(), "{e:?}");
+    assert!(e.is::<tripwire::timeout::Elapsed>(), "{e:?}");
     let s = breaker.snapshot();
     assert_eq!((s.failures, s.ignored, breaker.state()), (0, 1, State::Closed), "the caller ran out of time");
     assert_eq!(server.hits(), 1, "not retried past the total time");

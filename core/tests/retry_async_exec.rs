@@ -7,8 +7,10 @@ use core::time::Duration;
 use std::time::Instant;
 
 use tripwire::{
-    BackoffConfig, Jitter, Refusal, RetryError, RetryEvent, RetryPolicy, TokioTimer, retry_async,
-    retry_async_notify,
+    retry::{
+        BackoffConfig, Jitter, Refusal, RetryError, RetryEvent, RetryPolicy, retry_async, retry_async_notify,
+    },
+    timeout::TokioTimer,
 };
 
 #[derive(Debug, PartialEq)]

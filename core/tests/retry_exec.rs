@@ -6,8 +6,12 @@ use core::time::Duration;
 use std::time::Instant;
 
 use tripwire::{
-    Assessment, BackoffConfig, Breaker, BreakerConfig, BulkheadFull, CallError, FixedClock, Jitter, Refusal,
-    RetryBudget, RetryBudgetConfig, RetryError, RetryEvent, RetryPolicy, Stop, retry, retry_notify,
+    Assessment, Breaker, BreakerConfig, BulkheadFull, CallError,
+    clock::FixedClock,
+    retry::{
+        BackoffConfig, Jitter, Refusal, RetryBudget, RetryBudgetConfig, RetryError, RetryEvent, RetryPolicy,
+        Stop, retry, retry_notify,
+    },
 };
 
 #[derive(Debug, PartialEq)]

@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use tripwire::prometheus::{self, Kind, RowSource, Sink};
-use tripwire::{Breaker, BreakerConfig, Outcome, Registry};
+use tripwire::{Breaker, BreakerConfig, Outcome, registry::Registry};
 
 /// The breakers the source reports on, by address, with a label each.
 static WATCHED: Mutex<Vec<(usize, &'static str)>> = Mutex::new(Vec::new());

@@ -6,8 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tripwire::{
-    BackoffConfig, BreakerConfig, Bulkhead, MonotonicClock, NamedBreaker, Pipeline, Registry, RetryBudget,
-    RetryBudgetConfig, RetryPolicy, StaleCache, StalePolicy, TokioTimer,
+    BreakerConfig, Bulkhead, MonotonicClock, NamedBreaker, Pipeline,
+    registry::Registry,
+    retry::{BackoffConfig, RetryBudget, RetryBudgetConfig, RetryPolicy},
+    stale::{StaleCache, StalePolicy},
+    timeout::TokioTimer,
 };
 
 fn send_sync<T: Send + Sync>(_: &T) {}

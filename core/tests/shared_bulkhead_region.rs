@@ -6,8 +6,10 @@
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 
 use tripwire::{
-    BreakerConfig, Holder, RegionError as E, RegionKind, SharedBulkhead, SharedBulkheadRegion as Region,
-    SharedRegion,
+    BreakerConfig,
+    shared::{
+        Holder, RegionError as E, RegionKind, SharedBulkhead, SharedBulkheadRegion as Region, SharedRegion,
+    },
 };
 
 const KIND: RegionKind = RegionKind::Bulkhead;

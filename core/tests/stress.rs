@@ -88,7 +88,7 @@ fn counters_lose_nothing_under_contention() {
     thread::scope(|s| {
         for _ in 0..THREADS {
             s.spawn(|| {
-                let clock = tripwire::FixedClock(0);
+                let clock = tripwire::clock::FixedClock(0);
                 for _ in 0..CALLS {
                     let t = breaker.try_acquire(&clock).unwrap();
                     breaker.record(t, Outcome::Success, &clock);

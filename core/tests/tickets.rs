@@ -4,7 +4,7 @@
 
 use core::time::Duration;
 
-use tripwire::{Breaker, BreakerConfig, FixedClock, Outcome, State, Ticket};
+use tripwire::{Breaker, BreakerConfig, Outcome, State, Ticket, clock::FixedClock};
 
 const NOW: FixedClock = FixedClock(1_000);
 

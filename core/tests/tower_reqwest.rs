@@ -14,8 +14,9 @@ use tower_layer::Layer;
 use tower_service::Service;
 use tripwire::tower::{BreakerLayer, BulkheadLayer, RetryLayer, TimeoutLayer, reqwest_service};
 use tripwire::{
-    BackoffConfig, BreakerConfig, Bulkhead, CallError, ManualClock, NamedBreaker, RefusedBy, RetryPolicy,
-    State, TokioTimer,
+    BreakerConfig, Bulkhead, CallError, ManualClock, NamedBreaker, RefusedBy, State,
+    retry::{BackoffConfig, RetryPolicy},
+    timeout::TokioTimer,
 };
 
 async fn send<S: Service<Req>, Req>(svc: &mut S, req: Req) -> Result<S::Response, S::Error> {

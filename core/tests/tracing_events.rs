@@ -66,7 +66,11 @@ fn each_transition_is_one_event() {
 
 #[test]
 fn each_bulkhead_refusal_and_retry_is_one_event() {
-    use tripwire::{BackoffConfig, Bulkhead, Events, Pipeline, RetryPolicy};
+    use tripwire::{
+        Bulkhead, Pipeline,
+        events::Events,
+        retry::{BackoffConfig, RetryPolicy},
+    };
 
     let events = Log::default();
     let hub = Arc::new(Events::new("kraken/rest"));

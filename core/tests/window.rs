@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::thread;
 
 use proptest::prelude::*;
-use tripwire::{Breaker, BreakerConfig, Clock, FixedClock, ManualClock, Outcome, RollingWindow, State};
+use tripwire::{
+    Breaker, BreakerConfig, Clock, ManualClock, Outcome, State, breaker::RollingWindow, clock::FixedClock,
+};
 
 /// The epoch of `now` as the builder documents it: ⌊now × ⌊2^64 / width⌋ / 2^64⌋.
 fn epoch(now: u64, width: u64) -> u64 {
@@ -198,7 +200,7 @@ fn time_params() -> impl Strategy<Value = Params> {
 }
 
 fn count_params() -> impl Strategy<Value = Params> {
-    let calls = prop_oneof![1u32..=60, 40u32..120, Just(tripwire::MAX_COUNT_WINDOW)];
+    let calls = prop_oneof![1u32..=60, 40u32..120, Just(tripwire::breaker::MAX_COUNT_WINDOW)];
     (calls, any::<u64>()).prop_flat_map(|(calls, start)| {
         // A full window at least, half the time: a rate of k/calls then
         // meets its threshold exactly whenever the window holds k failures.
@@ -434,7 +436,10 @@ fn no_count_is_lost_when_threads_record_at_once() {
         // A count window holds at most 1000 calls: the last 1000 must all be
         // failures, and min_calls 1000 needs every one counted in order.
         let (builder, min_calls) = if count {
-            (builder.count_window(tripwire::MAX_COUNT_WINDOW), tripwire::MAX_COUNT_WINDOW.min(total))
+            (
+                builder.count_window(tripwire::breaker::MAX_COUNT_WINDOW),
+                tripwire::breaker::MAX_COUNT_WINDOW.min(total),
+            )
         } else {
             (builder.window(4, Duration::from_secs(1)), total)
         };

@@ -18,8 +18,11 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tripwire::{
-    Assessment, BackoffConfig, BreakerConfig, Bulkhead, Jitter, NamedBreaker, Pipeline, PipelineError,
-    RetryBudget, RetryBudgetConfig, RetryPolicy, Served, StaleCache, StalePolicy, TokioTimer,
+    Assessment, BreakerConfig, Bulkhead, NamedBreaker, Pipeline,
+    pipeline::PipelineError,
+    retry::{BackoffConfig, Jitter, RetryBudget, RetryBudgetConfig, RetryPolicy},
+    stale::{Served, StaleCache, StalePolicy},
+    timeout::TokioTimer,
 };
 
 use crate::exchange::CLIENT_HEADER;
@@ -255,14 +258,14 @@ impl Call<'_> {
             Ok(Served::Fresh(())) => {
                 stats.fresh.fetch_add(1, Ordering::Relaxed);
                 if let Some(after) = now.checked_sub(s.timeline.recovered_at()) {
-                    let ns = tripwire::duration_ns(after);
+                    let ns = tripwire::clock::duration_ns(after);
                     stats.first_success_after_recovery.fetch_min(ns, Ordering::Relaxed);
                 }
             }
             Ok(Served::Stale { age, .. }) => {
                 let counter = if self.balance { &stats.stale_balances } else { &stats.stale };
                 counter.fetch_add(1, Ordering::Relaxed);
-                let age = tripwire::duration_ns(s.scenario(age));
+                let age = tripwire::clock::duration_ns(s.scenario(age));
                 stats.stale_max_age.fetch_max(age, Ordering::Relaxed);
             }
             Err(()) => {

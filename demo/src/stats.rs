@@ -131,7 +131,7 @@ impl ClientStats {
     /// A caller request was answered after `latency` (scenario clock) at
     /// `at` (fraction of the timeline).
     pub fn answered(&self, at: f64, latency: Duration) {
-        let ns = tripwire::duration_ns(latency);
+        let ns = tripwire::clock::duration_ns(latency);
         let i = self.next_latency.fetch_add(1, Ordering::Relaxed) as usize;
         if let Some(slot) = self.latencies.get(i) {
             slot.store(ns, Ordering::Relaxed);

@@ -7,7 +7,7 @@ use core::hint::black_box;
 use core::ptr::null_mut;
 use std::time::Instant;
 
-use tripwire::{Breaker, BreakerConfig, FixedClock, MonotonicClock, Outcome};
+use tripwire::{Breaker, BreakerConfig, MonotonicClock, Outcome, clock::FixedClock};
 use tripwire_ffi::*;
 
 const CALLS: u32 = 5_000_000;

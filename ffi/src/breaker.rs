@@ -4,7 +4,7 @@
 use core::mem::offset_of;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use tripwire::{Breaker, Clock, FixedClock, MonotonicClock, SharedRegion, Transition};
+use tripwire::{Breaker, Clock, MonotonicClock, Transition, clock::FixedClock, shared::SharedRegion};
 
 use crate::config::{core_config, tw_breaker_config};
 use crate::handle::{Handle, handle, rust_ref};

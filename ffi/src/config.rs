@@ -11,7 +11,7 @@
 use core::mem::offset_of;
 use core::time::Duration;
 
-use tripwire::{BreakerConfig, RollingWindow, duration_ns};
+use tripwire::{BreakerConfig, breaker::RollingWindow, clock::duration_ns};
 
 use crate::handle::handle;
 use crate::status::{arg, fail, ffi_body, tw_status};

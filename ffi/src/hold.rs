@@ -6,7 +6,10 @@ use core::ffi::{CStr, c_char};
 use core::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use tripwire::{Assessment, Breaker, Clock, FixedClock, MonotonicClock, duration_ns};
+use tripwire::{
+    Assessment, Breaker, Clock, MonotonicClock,
+    clock::{FixedClock, duration_ns},
+};
 
 use crate::breaker::tw_breaker;
 use crate::handle::handle;

@@ -10,7 +10,7 @@
 
 use core::mem::{offset_of, size_of};
 
-use tripwire::{Breaker, HotLine};
+use tripwire::{Breaker, breaker::HotLine};
 
 use crate::values::tw_ticket;
 

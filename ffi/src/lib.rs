@@ -53,7 +53,7 @@
 //!   `tw_breaker_record_fast` and their `_at` forms, C in
 //!   `include/tripwire_inline.h`) and what it reads: [`tw_breaker_hot`],
 //!   [`TW_HOT_STAMP`] and the other `TW_HOT_` constants, copies of the
-//!   core's [`tripwire::HotLine`].
+//!   core's [`tripwire::breaker::HotLine`].
 //! - Shared between processes: [`tw_breaker_layout`],
 //!   [`tw_breaker_init_in`], [`tw_breaker_attach`], [`tw_breaker_open_in`].
 //! - Prometheus export: [`tw_registry_new`], [`tw_registry_add_breaker`],

@@ -4,8 +4,9 @@
 use core::time::Duration;
 
 use tripwire::{
-    Backoff, BackoffConfig, ConfigError, FixedClock, Jitter, MonotonicClock, RetryBudget, RetryBudgetConfig,
-    duration_ns,
+    ConfigError, MonotonicClock,
+    clock::{FixedClock, duration_ns},
+    retry::{Backoff, BackoffConfig, Jitter, RetryBudget, RetryBudgetConfig},
 };
 
 use crate::handle::{Boxed, Handle, box_into_out, free_box, handle};

@@ -1,9 +1,12 @@
 //! Breakers in memory shared between processes: the C face of
-//! [`tripwire::SharedRegion`].
+//! [`tripwire::shared::SharedRegion`].
 
 use core::ffi::c_void;
 
-use tripwire::{Breaker, RegionError, SharedRegion};
+use tripwire::{
+    Breaker,
+    shared::{RegionError, SharedRegion},
+};
 
 use crate::config::{core_config, tw_breaker_config};
 use crate::status::{arg, fail, ffi_body, tw_status};

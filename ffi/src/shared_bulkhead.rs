@@ -1,11 +1,11 @@
 //! Bulkheads in memory shared between processes: one cap for every worker
-//! process of a host. The C face of [`tripwire::SharedBulkheadRegion`] and
-//! [`tripwire::SharedBulkhead`]; the protocol, the layout and the
+//! process of a host. The C face of [`tripwire::shared::SharedBulkheadRegion`] and
+//! [`tripwire::shared::SharedBulkhead`]; the protocol, the layout and the
 //! liveness rules are the core's.
 
 use core::ffi::c_void;
 
-use tripwire::{Holder, RegionError, SharedBulkhead, SharedBulkheadRegion, SharedSlot};
+use tripwire::shared::{Holder, RegionError, SharedBulkhead, SharedBulkheadRegion, SharedSlot};
 
 use crate::shared::status_of;
 use crate::status::{arg, fail, ffi_body, tw_status};

@@ -128,7 +128,7 @@ pub struct tw_rejection {
 }
 
 pub(crate) fn rejection_to_c(r: Rejected) -> tw_rejection {
-    let retry_after_ns = r.retry_after.map_or(u64::MAX, tripwire::duration_ns);
+    let retry_after_ns = r.retry_after.map_or(u64::MAX, tripwire::clock::duration_ns);
     tw_rejection { state: r.state.into(), retry_after_ns }
 }
 

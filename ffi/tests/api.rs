@@ -519,8 +519,8 @@ fn shared_breakers_are_seen_through_every_handle_and_never_freed() {
 fn init_in_refuses_memory_that_is_not_zero_filled() {
     let region = Region::new();
     let c = default_config();
-    let (size, _) = tripwire::SharedRegion::layout();
-    for at in [8, 100, tripwire::SharedRegion::BREAKER_OFFSET, size - 1] {
+    let (size, _) = tripwire::shared::SharedRegion::layout();
+    for at in [8, 100, tripwire::shared::SharedRegion::BREAKER_OFFSET, size - 1] {
         let mut out = null();
         // SAFETY:
         // - `region` is valid for `len >= size` bytes, and no handle into
@@ -584,9 +584,9 @@ fn bad_regions_are_refused_with_their_own_status() {
         assert_eq!(tw_breaker_attach(region.mem(), region.len(), &mut out), tw_status::RegionVersionMismatch);
         region.ptr.add(8).cast::<u32>().write(version);
         // A state word whose reserved bit is set.
-        let (size, _) = tripwire::SharedRegion::layout();
+        let (size, _) = tripwire::shared::SharedRegion::layout();
         assert!(size <= region.len());
-        let word = region.ptr.add(tripwire::SharedRegion::BREAKER_OFFSET).cast::<u64>();
+        let word = region.ptr.add(tripwire::shared::SharedRegion::BREAKER_OFFSET).cast::<u64>();
         word.write(0b1000);
         assert_eq!(tw_breaker_attach(region.mem(), region.len(), &mut out), tw_status::RegionCorrupt);
         assert_eq!(last_error(), "tw_breaker_attach: shared region holds a state word that does not decode");

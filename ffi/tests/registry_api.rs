@@ -6,7 +6,7 @@
 use core::ffi::{CStr, c_char};
 use core::ptr::{null, null_mut};
 
-use tripwire::{BreakerConfig, Outcome, Registry};
+use tripwire::{BreakerConfig, Outcome, registry::Registry};
 use tripwire_ffi::*;
 
 fn last_error() -> String {

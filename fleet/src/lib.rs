@@ -37,7 +37,7 @@
 //!   one byte repeated, is refused when the config is built.
 //!
 //! Counters: [`Fleet::snapshot`] → [`FleetSnapshot`], and
-//! [`Fleet::prometheus`]; a [`Registry`](tripwire::Registry) whose breakers
+//! [`Fleet::prometheus`]; a [`Registry`](tripwire::registry::Registry) whose breakers
 //! joined a fleet exports its counters too ([`joined_by`], [`prometheus`]).
 //!
 //! The [`guide`] shows a fleet set up, what it does when Redis fails, and

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use redis::{Connection, RedisResult};
 
-use tripwire::Backoff;
+use tripwire::retry::Backoff;
 
 use crate::connect;
 use crate::counters::{Conn, Count, RejectReason};

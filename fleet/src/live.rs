@@ -1,5 +1,5 @@
 //! The fleets alive in this process, so that an export of breakers finds
-//! the links they are joined to: a [`Registry`](tripwire::Registry) (or a
+//! the links they are joined to: a [`Registry`](tripwire::registry::Registry) (or a
 //! binding's registry) whose breakers joined a fleet exports that fleet's
 //! counters next to theirs, with nothing to add by hand: the first fleet
 //! made adds the fleet's rows to the core's exports

@@ -1,6 +1,6 @@
 //! The fleet links' counters in the Prometheus text format, and as the
 //! rows the core's exports of breakers add (a [`RowSource`]): a
-//! [`Registry`](tripwire::Registry) whose breakers joined a fleet, or a
+//! [`Registry`](tripwire::registry::Registry) whose breakers joined a fleet, or a
 //! binding's registry, exports that link's `tripwire_fleet_*` families
 //! next to its breakers', with nothing to add by hand. The source is added
 //! when the process makes its first [`Fleet`](crate::Fleet).

@@ -16,9 +16,9 @@ use std::vec::Vec;
 
 use redis::{Connection, RedisResult, Value};
 
-use tripwire::Backoff;
 use tripwire::State;
-use tripwire::{BackoffConfig, Jitter};
+use tripwire::retry::Backoff;
+use tripwire::retry::{BackoffConfig, Jitter};
 
 use crate::connect;
 use crate::counters::{Conn, Count, RejectReason};

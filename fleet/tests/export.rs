@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use support::{KEY, free_port, namespace, redis_url, wait_for};
-use tripwire::{BreakerConfig, NamedBreaker, Outcome, Registry};
+use tripwire::{BreakerConfig, NamedBreaker, Outcome, registry::Registry};
 use tripwire_fleet::{Fleet, FleetConfig};
 
 fn config() -> BreakerConfig {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use metrics::{
     Counter, CounterFn, Gauge, GaugeFn, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
 };
-use tripwire::{BreakerConfig, Registry};
+use tripwire::{BreakerConfig, registry::Registry};
 use tripwire_fleet::{Fleet, FleetConfig};
 
 /// Every value set, by `name{label=value,…}`.

@@ -39,7 +39,7 @@ impl AsGiven {
     /// remembered in seconds as written.
     pub(crate) fn seconds(&mut self, arg: &'static str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
         let d = args::seconds(arg, v)?;
-        if tripwire::duration_ns(d) == u64::MAX {
+        if tripwire::clock::duration_ns(d) == u64::MAX {
             let shown = if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
                 short_repr(v)
             } else {

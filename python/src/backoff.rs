@@ -3,7 +3,7 @@
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};
-use tripwire::{BackoffConfig, Jitter};
+use tripwire::retry::{BackoffConfig, Jitter};
 
 use crate::args::{Secs, number};
 use crate::as_given::AsGiven;
@@ -16,7 +16,7 @@ use crate::as_given::AsGiven;
 /// the same instance at once gets a `RuntimeError`, never a torn state.
 #[pyclass(module = "tripwire")]
 pub struct Backoff {
-    core: tripwire::Backoff,
+    core: tripwire::retry::Backoff,
     config: BackoffConfig,
 }
 
@@ -80,8 +80,8 @@ impl Backoff {
     ) -> PyResult<Self> {
         let config = backoff_config(base, cap, factor, jitter)?;
         let core = match given(seed) {
-            Some(s) => tripwire::Backoff::seeded(config, self::seed(s)?),
-            None => tripwire::Backoff::new(config),
+            Some(s) => tripwire::retry::Backoff::seeded(config, self::seed(s)?),
+            None => tripwire::retry::Backoff::new(config),
         };
         Ok(Self { core, config })
     }

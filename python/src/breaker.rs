@@ -344,8 +344,8 @@ impl Breaker {
     #[getter]
     fn count_window(&self) -> Option<u32> {
         match self.core().config().rolling_window() {
-            tripwire::RollingWindow::Count { calls } => Some(calls),
-            tripwire::RollingWindow::Time { .. } => None,
+            tripwire::breaker::RollingWindow::Count { calls } => Some(calls),
+            tripwire::breaker::RollingWindow::Time { .. } => None,
         }
     }
 

@@ -2,7 +2,7 @@
 //! that retrying cannot multiply the load on a dependency that is down.
 
 use pyo3::prelude::*;
-use tripwire::RetryBudgetConfig;
+use tripwire::retry::RetryBudgetConfig;
 
 use crate::args::{Secs, number};
 use crate::as_given::AsGiven;
@@ -16,14 +16,14 @@ use crate::clock::{ClockSource, ManualClock, clock_arg};
 pub struct RetryBudget {
     /// Boxed: the core's budget is aligned to a cache line (128 bytes),
     /// more than the interpreter aligns the objects it allocates (16).
-    core: Box<tripwire::RetryBudget>,
+    core: Box<tripwire::retry::RetryBudget>,
     clock: ClockSource,
     manual_clock: Option<Py<ManualClock>>,
 }
 
 impl RetryBudget {
     /// The core's budget.
-    pub(crate) fn core(&self) -> &tripwire::RetryBudget {
+    pub(crate) fn core(&self) -> &tripwire::retry::RetryBudget {
         &self.core
     }
 
@@ -56,7 +56,7 @@ impl RetryBudget {
         }
         let config = b.build().map_err(|e| g.error(e.field(), &e.to_string()))?;
         let (clock, manual_clock) = clock_arg(clock)?;
-        Ok(Self { core: Box::new(tripwire::RetryBudget::new(config)), clock, manual_clock })
+        Ok(Self { core: Box::new(tripwire::retry::RetryBudget::new(config)), clock, manual_clock })
     }
 
     /// Counts a call (a first attempt): adds `ratio` of a token.

@@ -158,7 +158,7 @@ impl Future for Expiry {
     }
 }
 
-impl tripwire::Timer for Deadline {
+impl tripwire::timeout::Timer for Deadline {
     type Sleep = Expiry;
     fn sleep(&self, d: Duration) -> Expiry {
         Expiry { waiting: Arc::clone(&self.0), zero: d.is_zero() }

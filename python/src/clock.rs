@@ -56,7 +56,7 @@ fn exact_secs(ns: u64) -> String {
 /// A time `arg` sets the clock to, in nanoseconds; a `ValueError` for one
 /// at or past the clock's end.
 fn time_ns(arg: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
-    let ns = tripwire::duration_ns(crate::args::seconds(arg, v)?);
+    let ns = tripwire::clock::duration_ns(crate::args::seconds(arg, v)?);
     if ns == END_NS {
         return Err(PyValueError::new_err(format!(
             "{arg} = {}, expected less than {} s (the ManualClock counts nanoseconds in 64 bits)",
@@ -97,7 +97,7 @@ impl ManualClock {
     /// unmoved, for a move that would take it to its end (18446744073.7 s).
     fn advance(&self, seconds: &Bound<'_, PyAny>) -> PyResult<()> {
         use tripwire::Clock;
-        let by = tripwire::duration_ns(crate::args::seconds("seconds", seconds)?);
+        let by = tripwire::clock::duration_ns(crate::args::seconds("seconds", seconds)?);
         // Checked and moved under the GIL, which every mover holds: no
         // other advance comes between.
         let now = self.inner.now();

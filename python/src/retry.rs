@@ -1,7 +1,7 @@
 //! The core's retry decisions for `tripwire.retry` (`tripwire/_retry.py`).
 //!
 //! [`RetryPolicy`] validates the arguments once and judges each failed
-//! attempt's exception; [`RetryRun`] is one call's [`tripwire::RetryLoop`].
+//! attempt's exception; [`RetryRun`] is one call's [`tripwire::retry::RetryLoop`].
 //! Python runs the attempts and sleeps (`time.sleep`, or `await
 //! asyncio.sleep`); how long it waits and when it gives up are the core's
 //! decisions, as in a Rust retry: a refusal (`CircuitOpenError`,
@@ -16,7 +16,10 @@ use pyo3::exceptions::{PyTimeoutError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
-use tripwire::{Assessment, Classify, ConfigError, Refusal, RetryError, RetryLoop};
+use tripwire::{
+    Assessment, ConfigError,
+    retry::{Classify, Refusal, RetryError, RetryLoop},
+};
 
 use crate::args::{Secs, seconds};
 use crate::as_given::AsGiven;
@@ -104,7 +107,7 @@ fn callable(arg: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Py<PyAny
 /// exceptions are worth another attempt. `tripwire.retry(...)` wraps one.
 #[pyclass(module = "tripwire", frozen)]
 pub struct RetryPolicy {
-    core: tripwire::RetryPolicy<'static, Classifier>,
+    core: tripwire::retry::RetryPolicy<'static, Classifier>,
     budget: Option<Py<RetryBudget>>,
     retry_on: Py<PyTuple>,
     give_up_on: Py<PyTuple>,
@@ -158,7 +161,7 @@ impl RetryPolicy {
     }
 
     /// The core's policy with the budget, for one step.
-    fn with_budget(&self) -> tripwire::RetryPolicy<'_, Classifier> {
+    fn with_budget(&self) -> tripwire::retry::RetryPolicy<'_, Classifier> {
         match &self.budget {
             Some(b) => self.core.budget(b.get().core()),
             None => self.core,
@@ -208,7 +211,8 @@ impl RetryPolicy {
         deadline: Option<&Bound<'_, PyAny>>,
         seed: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let mut b = tripwire::RetryPolicy::builder().backoff(backoff_config(base, cap, factor, jitter)?);
+        let mut b =
+            tripwire::retry::RetryPolicy::builder().backoff(backoff_config(base, cap, factor, jitter)?);
         let mut g = AsGiven::default();
         if let Some(v) = given(attempts) {
             b = b.max_attempts(g.count("attempts", v)?);
@@ -273,8 +277,8 @@ impl RetryPolicy {
     fn delays(&self) -> Vec<f64> {
         let config = *self.core.backoff_config();
         let mut backoff = match self.seed {
-            Some(s) => tripwire::Backoff::seeded(config, s),
-            None => tripwire::Backoff::new(config),
+            Some(s) => tripwire::retry::Backoff::seeded(config, s),
+            None => tripwire::retry::Backoff::new(config),
         };
         (1..self.core.max_attempts()).map(|_| backoff.next_delay().secs()).collect()
     }

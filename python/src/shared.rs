@@ -2,7 +2,7 @@
 //! the same path: `Breaker.shared(path, ...)`.
 //!
 //! The region's layout, its initialisation race and its validation are the
-//! core's (`tripwire::SharedRegion`); this module only makes the mapping.
+//! core's (`tripwire::shared::SharedRegion`); this module only makes the mapping.
 //! A new file is created empty and extended with zeros to the region's
 //! size, which is the unclaimed state `open_in` expects; of several
 //! processes racing to set it up, exactly one initialises it and the others
@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 use memmap2::{MmapOptions, MmapRaw};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use tripwire::{BreakerConfig, RegionError, SharedRegion};
+use tripwire::{
+    BreakerConfig,
+    shared::{RegionError, SharedRegion},
+};
 
 /// How long to wait for another process that is initialising the region.
 const INIT_WAIT: Duration = Duration::from_secs(1);

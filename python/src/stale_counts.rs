@@ -17,9 +17,9 @@ pub(crate) struct StaleCounts {
 
 impl StaleCounts {
     /// The counters at this moment, as the core's writer takes them.
-    pub(crate) fn snapshot(&self) -> tripwire::StaleSnapshot {
+    pub(crate) fn snapshot(&self) -> tripwire::stale::StaleSnapshot {
         // Relaxed: see the module's Orderings.
-        tripwire::StaleSnapshot {
+        tripwire::stale::StaleSnapshot {
             fresh: self.fresh.load(Ordering::Relaxed),
             stale: self.stale.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),

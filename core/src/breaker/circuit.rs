@@ -369,7 +369,7 @@ impl Breaker {
     ///
     /// # Examples
     /// ```
-    /// use tripwire::{Breaker, BreakerConfig, FixedClock, Outcome};
+    /// use tripwire::{Breaker, BreakerConfig, Outcome, clock::FixedClock};
     ///
     /// let breaker = Breaker::new(BreakerConfig::default());
     /// let ticket = breaker.try_acquire(&FixedClock(0)).unwrap();

@@ -630,7 +630,7 @@ impl BreakerConfigBuilder {
     /// the breaker, a C caller that forgot).
     ///
     /// Set it above the longest a probe can take: with the retries inside
-    /// the breaker ([`Nesting::BreakerOutsideRetry`](crate::Nesting)), that
+    /// the breaker ([`Nesting::BreakerOutsideRetry`](crate::pipeline::Nesting)), that
     /// is every attempt's timeout plus the pauses between them (the retry
     /// policy's `max_total`, where it has one). It is independent of the
     /// cool-down: a probe that outlives `open_timeout` is not taken over.

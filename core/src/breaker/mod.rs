@@ -1,8 +1,9 @@
-//! The circuit breaker (`no_std`): one packed state word moved by
-//! compare-and-swap ([`state`]), the tickets and permits that pass between
-//! a breaker and its caller, its config and cool-down, counters, the
-//! rolling windows and their exact rates, the deadline slots, the hot line that bindings read,
-//! and breakers in shared memory.
+//! The circuit breaker: [`Breaker`] (`no_std`, one packed state word moved
+//! by compare-and-swap) and [`NamedBreaker`] (feature `std`: a name, a
+//! clock and listeners), their config and its limits, the tickets and
+//! permits that pass between a breaker and its caller, the counters, and
+//! [`HotLine`] for bindings that inline the fast paths. The common names
+//! are at the crate root too.
 
 pub(crate) mod circuit;
 pub(crate) mod config;
@@ -27,7 +28,8 @@ pub use config::{
 pub use counters::Snapshot;
 pub use hot::HotLine;
 pub use permit::{CallError, Permit};
-#[cfg(not(loom))]
-pub use shared::SharedRegion;
 pub use state::State;
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
+
+#[cfg(feature = "std")]
+pub use crate::layers::named::{NamedBreaker, NamedPermit, OwnedNamedPermit};

@@ -14,7 +14,7 @@ use crate::clock::Clock;
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Breaker, BreakerConfig, FixedClock, Outcome};
+/// use tripwire::{Breaker, BreakerConfig, Outcome, clock::FixedClock};
 ///
 /// let breaker = Breaker::new(BreakerConfig::default());
 /// let permit = breaker.permit(&FixedClock(0)).expect("closed");
@@ -115,7 +115,7 @@ impl Breaker {
     ///
     /// # Examples
     /// ```
-    /// use tripwire::{Breaker, BreakerConfig, CallError, FixedClock};
+    /// use tripwire::{Breaker, BreakerConfig, CallError, clock::FixedClock};
     ///
     /// let breaker = Breaker::new(BreakerConfig::builder().failure_threshold(1).build()?);
     /// let clock = FixedClock(0);

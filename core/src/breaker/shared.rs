@@ -64,7 +64,7 @@ struct Header {
 /// magic, the version, the recorded size, both copies of the config (which
 /// must validate and agree), the state word (a known state, zero in every
 /// bit that state does not use), the breaker's hot line (its layout stamp
-/// and copy of the flags, see [`HotLine`](crate::HotLine)), the deadline slots (stamped for the
+/// and copy of the flags, see [`HotLine`](crate::breaker::HotLine)), the deadline slots (stamped for the
 /// current generation, or the one before or after it) and the rolling
 /// window's words (each field in range) are checked, and any mismatch is a
 /// [`RegionError`], never undefined behaviour: every bit pattern is a valid
@@ -86,7 +86,7 @@ struct Header {
 /// The first 24 bytes (magic, version, breaker offset, size) are the header
 /// every kind of region starts with, initialised and checked by one
 /// protocol for all of them: a region holding another kind (a
-/// [`SharedBulkheadRegion`](crate::SharedBulkheadRegion)) is refused with
+/// [`SharedBulkheadRegion`](crate::shared::SharedBulkheadRegion)) is refused with
 /// [`RegionError::WrongKind`].
 ///
 /// # Orderings
@@ -101,7 +101,7 @@ struct Header {
 ///
 /// # Examples
 /// ```
-/// use tripwire::{BreakerConfig, FixedClock, SharedRegion, State};
+/// use tripwire::{BreakerConfig, State, clock::FixedClock, shared::SharedRegion};
 ///
 /// // A stand-in for a MAP_SHARED mapping: zeroed, suitably aligned memory.
 /// let (size, align) = SharedRegion::layout();
@@ -127,7 +127,7 @@ struct Header {
 /// // - `mem` came from `alloc_zeroed` with this layout; no breaker from it
 /// //   is used after this point.
 /// unsafe { std::alloc::dealloc(mem, layout) };
-/// # Ok::<(), tripwire::RegionError>(())
+/// # Ok::<(), tripwire::shared::RegionError>(())
 /// ```
 ///
 /// # Size and alignment
@@ -295,7 +295,7 @@ impl SharedRegion {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{FixedClock, HotLine, Outcome, State};
+    use crate::{Outcome, State, breaker::HotLine, clock::FixedClock};
     use core::alloc::Layout;
     use core::ptr;
     use core::sync::atomic::Ordering;

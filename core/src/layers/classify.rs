@@ -8,7 +8,7 @@ use crate::assessment::Assessment;
 /// [`HttpClassifier`] (feature `http`: an `http::Response` by its status,
 /// and a 5xx's `Retry-After` as the pause before the retry), any closure
 /// `Fn(&Result<Res, Err>) -> Assessment` (which names no pause), or a type
-/// of your own. [`ClassifyFn`] names a closure's type, as the tower
+/// of your own. [`tower::ClassifyFn`](crate::tower::ClassifyFn) names a closure's type, as the tower
 /// layers' `classify` does.
 ///
 /// A guard's refusal from an inner layer (a full bulkhead, an inner
@@ -28,7 +28,7 @@ use crate::assessment::Assessment;
 /// [`HttpClassifier`] judges HTTP responses only; other results need a
 /// classifier of their own, and the error says so:
 /// ```compile_fail
-/// use tripwire::{ClassifyResult, HttpClassifier};
+/// use tripwire::{ClassifyResult, http::HttpClassifier};
 /// fn judges<K: ClassifyResult<u32, std::io::Error>>(_: K) {}
 /// judges(HttpClassifier); // error: `HttpClassifier` cannot judge a `Result<u32, std::io::Error>`
 /// ```
@@ -42,7 +42,7 @@ pub trait ClassifyResult<Res, Err> {
     fn classify(&self, result: &Result<Res, Err>) -> Assessment;
 
     /// The HTTP status of a response, if this classifier knows how to read
-    /// one, for a retry's [`RetryCause`](crate::RetryCause); `None` by
+    /// one, for a retry's [`RetryCause`](crate::events::RetryCause); `None` by
     /// default.
     fn status(&self, response: &Res) -> Option<u16> {
         let _ = response;
@@ -52,7 +52,7 @@ pub trait ClassifyResult<Res, Err> {
     /// The pause a response judged a failure asks for before the next
     /// attempt (a 503's `Retry-After`), if this classifier reads one; the
     /// retries wait it instead of their backoff, capped at the policy's
-    /// [`max_retry_after`](crate::RetryPolicy::max_retry_after). `None` by
+    /// [`max_retry_after`](crate::retry::RetryPolicy::max_retry_after). `None` by
     /// default. Backpressure names its pause in its [`Assessment`].
     fn retry_after(&self, response: &Res) -> Option<core::time::Duration> {
         let _ = response;
@@ -61,7 +61,7 @@ pub trait ClassifyResult<Res, Err> {
 }
 
 // `Fn` is `#[fundamental]`: no other crate may implement it for
-// `ClassifyFn` or `HttpClassifier`, so coherence lets their impls stand
+// `tower::ClassifyFn` or `HttpClassifier`, so coherence lets their impls stand
 // beside this one.
 // Not recommended in diagnostics: a type that cannot judge a result is
 // reported with `ClassifyResult`'s own note, not as "expected a closure".
@@ -69,24 +69,6 @@ pub trait ClassifyResult<Res, Err> {
 impl<Res, Err, F: Fn(&Result<Res, Err>) -> Assessment> ClassifyResult<Res, Err> for F {
     fn classify(&self, result: &Result<Res, Err>) -> Assessment {
         self(result)
-    }
-}
-
-/// A closure `Fn(&Result<Res, Err>) -> Assessment` as a [`ClassifyResult`]
-/// in a type that can be named: the classifier type of a tower layer given
-/// a closure (`BreakerLayer<ClassifyFn<F>>`).
-#[derive(Clone, Copy)]
-pub struct ClassifyFn<F>(pub F);
-
-impl<F> core::fmt::Debug for ClassifyFn<F> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("ClassifyFn").finish_non_exhaustive()
-    }
-}
-
-impl<Res, Err, F: Fn(&Result<Res, Err>) -> Assessment> ClassifyResult<Res, Err> for ClassifyFn<F> {
-    fn classify(&self, result: &Result<Res, Err>) -> Assessment {
-        (self.0)(result)
     }
 }
 
@@ -100,7 +82,7 @@ impl<Res, Err, F: Fn(&Result<Res, Err>) -> Assessment> ClassifyResult<Res, Err> 
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{Assessment, ClassifyResult, HttpClassifier};
+/// use tripwire::{Assessment, ClassifyResult, http::HttpClassifier};
 ///
 /// let busy = http::Response::builder().status(503).header("retry-after", "1").body(())?;
 /// let pause = ClassifyResult::<_, std::io::Error>::retry_after(&HttpClassifier, &busy);

@@ -123,7 +123,7 @@ impl StaleStats {
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{ManualClock, Served, StaleCache, StalePolicy};
+/// use tripwire::{ManualClock, stale::{Served, StaleCache, StalePolicy}};
 ///
 /// let books = StaleCache::with_clock(ManualClock::new(0));
 /// let prices = StalePolicy::UpTo(Duration::from_secs(30));
@@ -175,7 +175,7 @@ impl<K: Eq + Hash, V: Clone, C: Clock> StaleCache<K, V, C> {
         &self.clock
     }
 
-    /// Its counters; share them with a [`Registry`](crate::Registry) to
+    /// Its counters; share them with a [`Registry`](crate::registry::Registry) to
     /// export them.
     pub fn stats(&self) -> &Arc<StaleStats> {
         &self.stats
@@ -238,7 +238,7 @@ impl<K: Eq + Hash, V: Clone, C: Clock> StaleCache<K, V, C> {
     /// # Examples
     /// ```
     /// use core::time::Duration;
-    /// use tripwire::{ManualClock, Served, StaleCache, StalePolicy};
+    /// use tripwire::{ManualClock, stale::{Served, StaleCache, StalePolicy}};
     ///
     /// let books = StaleCache::with_clock(ManualClock::new(0));
     /// let policy = StalePolicy::UpTo(Duration::from_secs(30));

@@ -27,6 +27,8 @@ use http::{Response, StatusCode};
 
 use crate::assessment::Assessment;
 
+pub use crate::layers::classify::HttpClassifier;
+
 /// How a response with this status and these headers ended, by the
 /// module's table. A status `StatusCode` holds but HTTP does not define
 /// (600 to 999) is a failure: no healthy server sends one.

@@ -271,7 +271,7 @@ impl SharedBulkhead<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::SlotTable;
+    use crate::shared::SlotTable;
 
     #[test]
     fn a_stat_line_parses_past_a_command_with_parentheses_and_spaces() {

@@ -29,7 +29,7 @@ impl Registry {
     ///
     /// # Examples
     /// ```
-    /// use tripwire::{BreakerConfig, Registry};
+    /// use tripwire::{BreakerConfig, registry::Registry};
     ///
     /// let registry = Registry::new();
     /// registry.breaker("coinbase/ticker", BreakerConfig::default);

@@ -26,21 +26,3 @@ mod settle;
 pub(crate) mod timeout;
 #[cfg(feature = "tower")]
 pub mod tower;
-
-#[cfg(feature = "http")]
-pub use classify::HttpClassifier;
-pub use classify::{ClassifyFn, ClassifyResult};
-pub use clock::{CachedClock, CoarseClock, MonotonicClock, Upkeep, UpkeepError};
-pub use events::{BulkheadEvent, EventCounts, Events, RetryCause, RetryNotice, StateChange};
-pub use fallback::{Served, StaleCache, StalePolicy, StaleSnapshot, StaleStats};
-pub use liveness::RECLAIM_EVERY;
-pub use named::{NamedBreaker, NamedPermit, OwnedNamedPermit};
-pub use pipeline::{Nesting, Pipeline, PipelineBuilder, PipelineError};
-pub use registry::Registry;
-pub use retry::{CANCEL_CHECK, RetryEvent, Stop, retry, retry_notify};
-#[cfg(feature = "async")]
-pub use retry::{retry_async, retry_async_notify};
-#[cfg(feature = "tokio")]
-pub use timeout::TokioTimer;
-#[cfg(feature = "async")]
-pub use timeout::{Elapsed, Timeout, Timer, timeout};

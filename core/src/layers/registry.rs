@@ -22,7 +22,7 @@ use crate::layers::named::NamedBreaker;
 ///
 /// # Examples
 /// ```
-/// use tripwire::{BreakerConfig, Registry};
+/// use tripwire::{BreakerConfig, registry::Registry};
 ///
 /// let registry = Registry::new();
 /// let books = registry.breaker("binance/orderbook", BreakerConfig::default);
@@ -86,7 +86,7 @@ impl Registry {
     }
 
     /// Exports a stale cache's counters under `name` (e.g.
-    /// `binance/orderbook`): pass [`StaleCache::stats`](crate::StaleCache::stats).
+    /// `binance/orderbook`): pass [`StaleCache::stats`](crate::stale::StaleCache::stats).
     pub fn add_stale(&self, name: &str, stats: Arc<StaleStats>) {
         self.stale.write().unwrap_or_else(PoisonError::into_inner).insert(String::from(name), stats);
     }

@@ -9,9 +9,9 @@ use core::time::Duration;
 
 /// Sleeps for the async layer: timeouts and the waits between retries.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a `tripwire::Timer`: the async layers sleep on one",
+    message = "`{Self}` is not a `tripwire::timeout::Timer`: the async layers sleep on one",
     label = "a timer is needed here",
-    note = "pass `tripwire::TokioTimer` (feature `tokio`), or implement `Timer` for your runtime's sleep"
+    note = "pass `tripwire::timeout::TokioTimer` (feature `tokio`), or implement `Timer` for your runtime's sleep"
 )]
 pub trait Timer {
     /// The future [`sleep`](Self::sleep) returns.
@@ -77,7 +77,7 @@ pin_project_lite::pin_project! {
 /// # #[cfg(feature = "tokio")]
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// use core::time::Duration;
-/// use tripwire::{Elapsed, TokioTimer, timeout};
+/// use tripwire::timeout::{Elapsed, TokioTimer, timeout};
 ///
 /// let slow = tokio::time::sleep(Duration::from_secs(5));
 /// let got = timeout(&TokioTimer, Duration::from_millis(10), slow).await;

@@ -14,7 +14,7 @@
 //! backpressure), and answers with the pause before the next attempt or
 //! the end of the request. It never sleeps, parks or polls: that is the
 //! drivers' part, [`blocking::drive`] for a thread and [`future::drive`]
-//! on a [`Timer`](crate::Timer). Every integration (the pipeline, the
+//! on a [`Timer`](crate::timeout::Timer). Every integration (the pipeline, the
 //! retry executors, the tower retry layer, the reqwest middleware) is one
 //! of these two loops around its own [`Calls`].
 

@@ -105,12 +105,12 @@ pub enum RegionError {
     BadDeadlines,
     /// A breaker region's rolling window's words do not decode.
     BadWindow,
-    /// A breaker region's hot line (see [`HotLine`](crate::HotLine)) has
+    /// A breaker region's hot line (see [`HotLine`](crate::breaker::HotLine)) has
     /// another stamp, or a copy of the flags that is not its config's.
     BadHotLine,
     /// `open_in` found a breaker made with another config.
     ConfigMismatch,
-    /// A bulkhead `max` above [`SharedBulkheadRegion::MAX_SLOTS`](crate::SharedBulkheadRegion::MAX_SLOTS)
+    /// A bulkhead `max` above [`SharedBulkheadRegion::MAX_SLOTS`](crate::shared::SharedBulkheadRegion::MAX_SLOTS)
     /// (asked for, or found in the header).
     MaxOutOfRange {
         /// The value.

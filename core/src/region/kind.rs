@@ -3,17 +3,17 @@
 use core::fmt;
 
 /// What a shared region holds. Each kind has its own magic number and
-/// layout version; the header protocol (see [`SharedRegion`](crate::SharedRegion)'s
-/// and [`SharedBulkheadRegion`](crate::SharedBulkheadRegion)'s docs) is
+/// layout version; the header protocol (see [`SharedRegion`](crate::shared::SharedRegion)'s
+/// and [`SharedBulkheadRegion`](crate::shared::SharedBulkheadRegion)'s docs) is
 /// the same for all of them, so a region of one kind is never taken for
 /// another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RegionKind {
-    /// A [`Breaker`](crate::Breaker), laid out by [`SharedRegion`](crate::SharedRegion).
+    /// A [`Breaker`](crate::Breaker), laid out by [`SharedRegion`](crate::shared::SharedRegion).
     Breaker,
-    /// A [`SharedBulkhead`](crate::SharedBulkhead), laid out by
-    /// [`SharedBulkheadRegion`](crate::SharedBulkheadRegion).
+    /// A [`SharedBulkhead`](crate::shared::SharedBulkhead), laid out by
+    /// [`SharedBulkheadRegion`](crate::shared::SharedBulkheadRegion).
     Bulkhead,
 }
 

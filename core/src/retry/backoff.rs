@@ -36,7 +36,7 @@ static INSTANCES: GlobalAtomicU64 = GlobalAtomicU64::new(0);
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{Backoff, BackoffConfig, Jitter};
+/// use tripwire::retry::{Backoff, BackoffConfig, Jitter};
 ///
 /// let config = BackoffConfig::builder()
 ///     .base(Duration::from_millis(100))

@@ -27,7 +27,7 @@ pub const MAX_BACKOFF_FACTOR: f64 = 100.0;
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{Backoff, BackoffConfig, Jitter};
+/// use tripwire::retry::{Backoff, BackoffConfig, Jitter};
 ///
 /// let second = Duration::from_secs(1);
 /// let config = BackoffConfig::builder().base(second).factor(1.0).jitter(Jitter::Equal).build()?;
@@ -59,7 +59,7 @@ impl Jitter {
     ///
     /// # Examples
     /// ```
-    /// use tripwire::Jitter;
+    /// use tripwire::retry::Jitter;
     /// assert_eq!(Jitter::Decorrelated.as_str(), "decorrelated");
     /// assert_eq!("equal".parse(), Ok(Jitter::Equal));
     /// let err = "wild".parse::<Jitter>().unwrap_err();
@@ -114,12 +114,12 @@ impl fmt::Display for ParseJitterError {
 
 impl core::error::Error for ParseJitterError {}
 
-/// How a [`Backoff`](crate::Backoff) spaces retries.
+/// How a [`Backoff`](crate::retry::Backoff) spaces retries.
 ///
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{BackoffConfig, Jitter};
+/// use tripwire::retry::{BackoffConfig, Jitter};
 ///
 /// let config = BackoffConfig::builder()
 ///     .base(Duration::from_millis(50))
@@ -200,7 +200,7 @@ impl BackoffConfig {
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::BackoffConfig;
+/// use tripwire::retry::BackoffConfig;
 /// let err = BackoffConfig::builder().cap(Duration::ZERO).build().unwrap_err();
 /// assert_eq!(err.field(), "cap");
 /// ```
@@ -227,7 +227,7 @@ impl BackoffConfigBuilder {
     }
 
     /// The longest computed delay (at least `base`, at most 7 days; default
-    /// 30 s). A delay set with [`Backoff::override_next`](crate::Backoff::override_next)
+    /// 30 s). A delay set with [`Backoff::override_next`](crate::retry::Backoff::override_next)
     /// is not capped.
     pub fn cap(mut self, d: Duration) -> Self {
         self.config.cap_ns = duration_ns(d);
@@ -250,7 +250,7 @@ impl BackoffConfigBuilder {
     /// Mixed into every instance's random seed (default 0). Processes that
     /// start many backoffs at the same moment can pass something of their
     /// own (a host or worker id) on top of what
-    /// [`Backoff::new`](crate::Backoff::new) already mixes in.
+    /// [`Backoff::new`](crate::retry::Backoff::new) already mixes in.
     pub fn seed(mut self, seed: u64) -> Self {
         self.config.seed = seed;
         self

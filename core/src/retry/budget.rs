@@ -70,7 +70,7 @@ pub const MIN_BUDGET_TTL: Duration = Duration::from_millis(100);
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::RetryBudgetConfig;
+/// use tripwire::retry::RetryBudgetConfig;
 ///
 /// let config = RetryBudgetConfig::builder()
 ///     .ratio(0.1)
@@ -157,7 +157,7 @@ impl RetryBudgetConfig {
 ///
 /// # Examples
 /// ```
-/// use tripwire::RetryBudgetConfig;
+/// use tripwire::retry::RetryBudgetConfig;
 /// let err = RetryBudgetConfig::builder().ratio(-1.0).build().unwrap_err();
 /// assert_eq!(err.to_string(), "invalid retry budget config: ratio = -1, expected 0 to 100");
 /// ```
@@ -209,7 +209,7 @@ impl RetryBudgetConfigBuilder {
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{ManualClock, RetryBudget, RetryBudgetConfig};
+/// use tripwire::{ManualClock, retry::{RetryBudget, RetryBudgetConfig}};
 ///
 /// let clock = ManualClock::new(0);
 /// let config = RetryBudgetConfig::builder().ratio(0.5).min_retries_per_sec(0.0).build()?;

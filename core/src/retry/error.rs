@@ -9,7 +9,7 @@ use crate::refusal::DeadlinePassed;
 ///
 /// # Examples
 /// ```
-/// use tripwire::RetryError;
+/// use tripwire::retry::RetryError;
 /// let e = RetryError::BudgetExhausted { attempts: 2, last: "503" };
 /// assert_eq!(e.attempts(), 2);
 /// assert_eq!(e.to_string(), "retry budget exhausted after 2 attempts; last error: 503");
@@ -24,7 +24,7 @@ pub enum RetryError<E> {
         last: E,
     },
     /// The error was final (the classifier said so, or it was a guard's
-    /// [`Refusal`](crate::Refusal)).
+    /// [`Refusal`](crate::retry::Refusal)).
     Final {
         /// Attempts made.
         attempts: u32,
@@ -95,7 +95,7 @@ impl<E> RetryError<E> {
     ///
     /// # Examples
     /// ```
-    /// use tripwire::RetryError;
+    /// use tripwire::retry::RetryError;
     /// let e = RetryError::BudgetExhausted { attempts: 1, last: "503" };
     /// assert_eq!(e.summary().to_string(), "retry budget exhausted after 1 attempt");
     /// ```

@@ -1,7 +1,9 @@
-//! Retry decisions (`no_std`): the policy and its classifier, exponential
-//! backoff and its config, the retry budget, the step-by-step retry loop
-//! that every executor runs on, and the errors they report. Waiting lives
-//! in the std layers (`layers::retry`).
+//! Retries: the [`RetryPolicy`] and its [`Classify`], exponential
+//! [`Backoff`] and its config, the [`RetryBudget`], the step-by-step
+//! [`RetryLoop`] every executor runs on (`no_std`), and the executors
+//! that wait (feature `std`: [`retry()`], [`retry_notify`]; feature
+//! `async`: `retry_async`, `retry_async_notify`) with the errors they end
+//! with.
 
 pub(crate) mod backoff;
 pub(crate) mod backoff_config;
@@ -22,3 +24,8 @@ pub use policy::{
     Classify, DEFAULT_MAX_RETRY_AFTER, MAX_ATTEMPTS, Next, Refusal, RetryAll, RetryPolicy, RetryPolicyBuilder,
 };
 pub use step::RetryLoop;
+
+#[cfg(feature = "std")]
+pub use crate::layers::retry::{CANCEL_CHECK, RetryEvent, Stop, retry, retry_notify};
+#[cfg(feature = "async")]
+pub use crate::layers::retry::{retry_async, retry_async_notify};

@@ -3,7 +3,7 @@
 //!
 //! The decisions are pure functions of the policy, the attempt count and the
 //! error, so they are tested without threads or time; the blocking executor
-//! ([`retry`](crate::retry()), feature `std`) adds waiting, deadlines,
+//! ([`retry`](crate::retry::retry()), feature `std`) adds waiting, deadlines,
 //! cancellation and the budget.
 
 use core::time::Duration;
@@ -83,7 +83,7 @@ impl<E> Classify<E> for Verdict {
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{Assessment, Classify, RetryAll};
+/// use tripwire::{Assessment, retry::{Classify, RetryAll}};
 ///
 /// let only_timeouts = |e: &std::io::Error| {
 ///     if e.kind() == std::io::ErrorKind::TimedOut { Assessment::Failure } else { Assessment::Ignored }
@@ -147,7 +147,7 @@ where
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Next, RetryPolicy};
+/// use tripwire::retry::{Next, RetryPolicy};
 /// let policy = RetryPolicy::builder().build()?; // classifies with `RetryAll`
 /// assert_eq!(policy.next(1, &std::io::Error::other("reset")), Next::Retry(None));
 /// # Ok::<(), tripwire::ConfigError>(())
@@ -173,7 +173,7 @@ impl<E> Classify<E> for RetryAll {
 ///
 /// # Examples
 /// ```
-/// use tripwire::{BulkheadFull, Refusal};
+/// use tripwire::{BulkheadFull, retry::Refusal};
 ///
 /// enum ApiError { Busy(BulkheadFull), Status(u16) }
 /// impl Refusal for ApiError {
@@ -225,11 +225,11 @@ impl Refusal for std::io::Error {}
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{Assessment, BackoffConfig, RetryPolicy};
+/// use tripwire::{Assessment, retry::{BackoffConfig, RetryPolicy}};
 ///
 /// #[derive(Debug)]
 /// enum HttpError { Status(u16), Unavailable { retry_in: Duration } }
-/// impl tripwire::Refusal for HttpError {}
+/// impl tripwire::retry::Refusal for HttpError {}
 ///
 /// let policy = RetryPolicy::builder()
 ///     .max_attempts(4)
@@ -265,7 +265,7 @@ pub struct RetryPolicy<'a, K = RetryAll> {
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Next, RetryPolicy};
+/// use tripwire::retry::{Next, RetryPolicy};
 /// let policy = RetryPolicy::builder().max_attempts(2).build()?;
 /// let e = std::io::Error::other("503");
 /// assert_eq!((policy.next(1, &e), policy.next(2, &e)), (Next::Retry(None), Next::Exhausted));
@@ -375,7 +375,7 @@ impl<'a, K> RetryPolicy<'a, K> {
     ///
     /// # Examples
     /// ```
-    /// use tripwire::{BulkheadFull, Next, RetryPolicy};
+    /// use tripwire::{BulkheadFull, retry::{Next, RetryPolicy}};
     ///
     /// let policy = RetryPolicy::builder().max_attempts(2).build()?;
     /// assert_eq!(policy.next(1, &BulkheadFull { max: 8 }), Next::Final);
@@ -409,7 +409,7 @@ impl<'a, K> RetryPolicy<'a, K> {
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::RetryPolicy;
+/// use tripwire::retry::RetryPolicy;
 /// let policy = RetryPolicy::builder().max_attempts(5).max_total(Duration::from_secs(3)).build()?;
 /// assert_eq!(policy.max_total(), Some(Duration::from_secs(3)));
 /// # Ok::<(), tripwire::ConfigError>(())
@@ -441,7 +441,7 @@ impl RetryPolicyBuilder {
     /// The longest pause a server's hint may impose between two attempts
     /// (1 ns to 7 days; default [`DEFAULT_MAX_RETRY_AFTER`], one minute): a
     /// `Retry-After` of an hour, or of `u64::MAX` seconds, waits this long
-    /// instead (see [`RetryLoop`](crate::RetryLoop)).
+    /// instead (see [`RetryLoop`](crate::retry::RetryLoop)).
     pub fn max_retry_after(mut self, d: Duration) -> Self {
         self.max_retry_after_ns = Some(duration_ns(d));
         self

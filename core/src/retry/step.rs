@@ -1,8 +1,8 @@
 //! The decisions of one retry loop, one step at a time: [`RetryLoop`].
 //!
 //! The composition engine runs on it, and with it every executor here:
-//! the blocking [`retry`](crate::retry()),
-//! [`retry_async`](crate::retry_async()), the pipeline (sync and async),
+//! the blocking [`retry`](crate::retry::retry()),
+//! [`retry_async`](crate::retry::retry_async()), the pipeline (sync and async),
 //! the tower retry layer and the reqwest middleware; so does the Python
 //! binding's `retry`. The caller runs the attempts and sleeps itself (so
 //! async futures stay `Send`, and Python sleeps on its own event loop);
@@ -46,11 +46,11 @@ use crate::retry::policy::{Classify, Next, Refusal, RetryPolicy};
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{Assessment, BackoffConfig, Jitter, ManualClock, RetryError, RetryLoop, RetryPolicy};
+/// use tripwire::{Assessment, ManualClock, retry::{BackoffConfig, Jitter, RetryError, RetryLoop, RetryPolicy}};
 ///
 /// #[derive(Debug)]
 /// enum Error { Unavailable, UnavailableFor(Duration) }
-/// impl tripwire::Refusal for Error {}
+/// impl tripwire::retry::Refusal for Error {}
 ///
 /// let backoff = BackoffConfig::builder().base(Duration::from_millis(100)).jitter(Jitter::None).build()?;
 /// let policy = RetryPolicy::builder().max_attempts(3).backoff(backoff).build()?.classify((
@@ -239,8 +239,8 @@ impl<E> RetryLoop<E> {
 mod tests {
     use super::*;
     use crate::{
-        Assessment, BackoffConfig, BulkheadFull, Jitter, MAX_ATTEMPTS, ManualClock, RetryBudget,
-        RetryBudgetConfig,
+        Assessment, BulkheadFull, ManualClock,
+        retry::{BackoffConfig, Jitter, MAX_ATTEMPTS, RetryBudget, RetryBudgetConfig},
     };
 
     #[derive(Debug, PartialEq)]
@@ -310,7 +310,7 @@ mod tests {
         run.start(&clock).unwrap();
         // Longer than the policy's cap on hints (a minute): capped there, and said so.
         let long = Duration::from_secs(3600);
-        assert_eq!(run.failed(&p, &clock, Error::After(long)), Ok(crate::DEFAULT_MAX_RETRY_AFTER));
+        assert_eq!(run.failed(&p, &clock, Error::After(long)), Ok(crate::retry::DEFAULT_MAX_RETRY_AFTER));
         assert_eq!(run.capped_hint(), Some(long));
     }
 
@@ -336,7 +336,7 @@ mod tests {
         let long = RetryPolicy::builder()
             .max_attempts(10)
             .backoff(backoff)
-            .max_retry_after(crate::MAX_RETRY_DURATION);
+            .max_retry_after(crate::retry::MAX_RETRY_DURATION);
         let long = long.build().unwrap().classify(JUDGE);
         let mut run = RetryLoop::new(&long, &clock, Some(u64::MAX));
         run.start(&clock).unwrap();

@@ -38,7 +38,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 ///
 /// The first 24 bytes (magic, version, `max`, size) are the header every
 /// kind of region starts with, made and checked by one protocol for all of
-/// them: memory holding a breaker's region ([`SharedRegion`](crate::SharedRegion))
+/// them: memory holding a breaker's region ([`SharedRegion`](crate::shared::SharedRegion))
 /// is refused with [`RegionError::WrongKind`].
 ///
 /// The layout is native (endianness): a region is shared between processes
@@ -48,7 +48,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// taken, freed and reclaimed is in [`SharedBulkhead`]'s module docs.
 ///
 /// # Who initialises
-/// As for breakers ([`SharedRegion`](crate::SharedRegion)): `init_in`
+/// As for breakers ([`SharedRegion`](crate::shared::SharedRegion)): `init_in`
 /// claims the region with a compare-and-swap of the magic from 0 to
 /// `INITIALISING`, so exactly one of several racing processes writes it;
 /// the others get [`AlreadyInitialised`](RegionError::AlreadyInitialised)
@@ -78,7 +78,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Holder, SharedBulkheadRegion};
+/// use tripwire::shared::{Holder, SharedBulkheadRegion};
 ///
 /// // A stand-in for a MAP_SHARED mapping: zeroed, suitably aligned memory.
 /// let size = SharedBulkheadRegion::size_for(2).unwrap();
@@ -102,7 +102,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// // SAFETY:
 /// // - `mem` came from `alloc_zeroed` with this layout; no view is used after.
 /// unsafe { std::alloc::dealloc(mem, layout) };
-/// # Ok::<(), tripwire::RegionError>(())
+/// # Ok::<(), tripwire::shared::RegionError>(())
 /// ```
 #[derive(Debug)]
 pub struct SharedBulkheadRegion {

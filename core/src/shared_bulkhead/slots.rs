@@ -370,7 +370,7 @@ fn free(cell: &AtomicU64, word: u64) -> bool {
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Holder, SlotTable};
+/// use tripwire::shared::{Holder, SlotTable};
 ///
 /// let table = SlotTable::<4>::new(2).expect("2 <= 4");
 /// let b = table.bulkhead();

@@ -8,7 +8,7 @@ use core::time::Duration;
 use http::StatusCode;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
-use tripwire::{Assessment, Breaker, BreakerConfig, Clock, FixedClock, State};
+use tripwire::{Assessment, Breaker, BreakerConfig, Clock, State, clock::FixedClock};
 
 /// The headers the classifier reads, and some it must ignore.
 const NAMES: [&str; 6] = [

@@ -30,7 +30,7 @@ impl Bulkhead {
     /// [`try_acquire`](Self::try_acquire): a caller that arrives as a slot
     /// is freed may take it first, and the woken waiter waits again. A
     /// refusal after the wait is counted once in
-    /// [`BulkheadSnapshot::rejected`](crate::BulkheadSnapshot::rejected).
+    /// [`BulkheadSnapshot::rejected`](crate::bulkhead::BulkheadSnapshot::rejected).
     ///
     /// # Examples
     /// ```

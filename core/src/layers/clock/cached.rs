@@ -88,7 +88,7 @@ const THREAD_NAME: &str = "tripwire-clock";
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Breaker, BreakerConfig, CachedClock, Clock, NamedBreaker};
+/// use tripwire::{Breaker, BreakerConfig, Clock, NamedBreaker, clock::CachedClock};
 /// let clock = CachedClock::global();
 /// assert_ne!(clock.now(), 0);
 /// let breaker = Breaker::new(BreakerConfig::default());
@@ -168,7 +168,7 @@ impl CachedClock {
     /// # Examples
     /// ```
     /// use core::time::Duration;
-    /// use tripwire::{CachedClock, Clock};
+    /// use tripwire::{Clock, clock::CachedClock};
     /// let upkeep = CachedClock::start(Duration::from_millis(2)).unwrap();
     /// let clock = upkeep.clock().clone(); // for other threads, or a breaker
     /// assert!(clock.is_maintained());

@@ -18,7 +18,7 @@ type RetryListener = dyn Fn(&RetryNotice<'_>) + Send + Sync;
 
 /// The bulkhead and retry events of the layers guarding one dependency,
 /// beside its breaker's [`on_state_change`](crate::NamedBreaker::on_state_change):
-/// give it (an `Arc`) to a [`Pipeline`](crate::PipelineBuilder::events), a
+/// give it (an `Arc`) to a [`Pipeline`](crate::pipeline::PipelineBuilder::events), a
 /// tower [`BulkheadLayer`](crate::tower::BulkheadLayer) or
 /// [`RetryLayer`](crate::tower::RetryLayer), or the reqwest
 /// `GuardMiddleware`, and each event they cause is
@@ -40,7 +40,7 @@ type RetryListener = dyn Fn(&RetryNotice<'_>) + Send + Sync;
 /// # Examples
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use tripwire::{BulkheadEvent, Bulkhead, Events, Pipeline, PipelineError};
+/// use tripwire::{Bulkhead, Pipeline, events::{BulkheadEvent, Events}, pipeline::PipelineError};
 ///
 /// let events = Arc::new(Events::new("binance/rest"));
 /// let refused = Arc::new(Mutex::new(Vec::new()));

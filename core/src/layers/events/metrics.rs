@@ -18,7 +18,7 @@ impl Events {
     ///
     /// # Examples
     /// ```
-    /// use tripwire::Events;
+    /// use tripwire::events::Events;
     /// Events::new("coinbase/rest").publish_metrics(); // a no-op until a recorder is installed
     /// ```
     pub fn publish_metrics(&self) {

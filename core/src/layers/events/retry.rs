@@ -44,7 +44,7 @@ impl fmt::Display for RetryCause<'_> {
 }
 
 /// What a retry layer did with a request, as an
-/// [`Events`](crate::Events) listener hears it.
+/// [`Events`](crate::events::Events) listener hears it.
 ///
 /// Each retry is heard once, as [`Scheduled`](Self::Scheduled), before its
 /// pause. A request whose retries stop is heard once more if they stopped
@@ -56,7 +56,7 @@ impl fmt::Display for RetryCause<'_> {
 pub enum RetryNotice<'a> {
     /// An attempt failed and another follows after `delay`.
     Scheduled {
-        /// The name of the [`Events`](crate::Events).
+        /// The name of the [`Events`](crate::events::Events).
         name: &'a str,
         /// The attempt that failed, from 1.
         attempt: u32,
@@ -65,20 +65,20 @@ pub enum RetryNotice<'a> {
         /// What the attempt failed with.
         cause: RetryCause<'a>,
         /// The pause the server asked for, when it was longer than the
-        /// policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after)
+        /// policy's [`max_retry_after`](crate::retry::RetryPolicy::max_retry_after)
         /// and `delay` is that cap instead.
         capped_from: Option<Duration>,
     },
     /// An attempt failed and the retry budget had no token for another.
     BudgetRefused {
-        /// The name of the [`Events`](crate::Events).
+        /// The name of the [`Events`](crate::events::Events).
         name: &'a str,
         /// Attempts made.
         attempts: u32,
     },
     /// Every attempt the policy allows failed.
     Exhausted {
-        /// The name of the [`Events`](crate::Events).
+        /// The name of the [`Events`](crate::events::Events).
         name: &'a str,
         /// Attempts made.
         attempts: u32,
@@ -86,7 +86,7 @@ pub enum RetryNotice<'a> {
 }
 
 impl RetryNotice<'_> {
-    /// The name of the [`Events`](crate::Events) that heard it.
+    /// The name of the [`Events`](crate::events::Events) that heard it.
     pub fn name(&self) -> &str {
         match *self {
             RetryNotice::Scheduled { name, .. }

@@ -26,7 +26,7 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
     /// use core::time::Duration;
     /// use std::sync::Arc;
-    /// use tripwire::{BreakerConfig, NamedBreaker, Pipeline, PipelineError, TokioTimer};
+    /// use tripwire::{BreakerConfig, NamedBreaker, Pipeline, pipeline::PipelineError, timeout::TokioTimer};
     ///
     /// let breaker = Arc::new(NamedBreaker::new("okx/books", BreakerConfig::default()));
     /// let pipeline = Pipeline::builder()

@@ -10,7 +10,7 @@
 //! an outage. [`PipelineBuilder::breaker_outside_retry`] swaps the
 //! retry and the breaker: the breaker then admits one logical request and
 //! records one outcome for all its attempts. The fallback
-//! ([`StaleCache`](crate::StaleCache)) wraps a pipeline's call from outside.
+//! ([`StaleCache`](crate::stale::StaleCache)) wraps a pipeline's call from outside.
 //!
 //! A classifier turns each attempt's result into an [`Assessment`]: a
 //! success, a failure (retried, counted by the breaker), ignored (the
@@ -63,7 +63,7 @@ pub enum Nesting {
 /// retry → breaker → bulkhead → timeout → call
 /// ```
 ///
-/// wrapped from outside by a [`StaleCache`](crate::StaleCache) where stale
+/// wrapped from outside by a [`StaleCache`](crate::stale::StaleCache) where stale
 /// data is acceptable. Each attempt is one outcome for the breaker; a
 /// refusal (breaker or bulkhead) ends the retries at once; a retry budget
 /// caps retries during an outage. [`PipelineBuilder::breaker_outside_retry`]
@@ -74,22 +74,26 @@ pub enum Nesting {
 /// (the caller's fault, a cancelled call) are neither; backpressure holds
 /// the breaker open ([`NamedBreaker::open_for`]). An `Ok` value the
 /// classifier calls a failure (a 503 response, judged by
-/// [`HttpClassifier`](crate::HttpClassifier)) is retried like an error,
+/// [`HttpClassifier`](crate::http::HttpClassifier)) is retried like an error,
 /// after its `Retry-After` if it names one, and is the answer, still `Ok`,
 /// once the retries stop: the one judgement serves the breaker and the
 /// retries alike.
 ///
 /// Every part is optional and shared (`Arc`), so several pipelines (one per
 /// endpoint, say) can share one breaker, bulkhead or budget. Async calls
-/// need a [`Timer`](crate::Timer) ([`PipelineBuilder::timer`]).
+/// need a [`Timer`](crate::timeout::Timer) ([`PipelineBuilder::timer`]).
 ///
 /// # Examples
 /// ```
 /// use core::time::Duration;
 /// use std::sync::Arc;
 /// use tripwire::{
-///     BackoffConfig, BreakerConfig, Bulkhead, NamedBreaker, Pipeline, PipelineError, RetryBudget,
-///     RetryBudgetConfig, RetryPolicy,
+///     BreakerConfig,
+///     Bulkhead,
+///     NamedBreaker,
+///     Pipeline,
+///     retry::{BackoffConfig, RetryBudget, RetryBudgetConfig, RetryPolicy},
+///     pipeline::PipelineError,
 /// };
 ///
 /// let breaker = Arc::new(NamedBreaker::new("kraken/ticker", BreakerConfig::builder().failure_threshold(2).build()?));
@@ -168,7 +172,7 @@ impl Pipeline {
 }
 
 impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
-    /// The breaker (share it through a [`Registry`](crate::Registry) to see
+    /// The breaker (share it through a [`Registry`](crate::registry::Registry) to see
     /// it in the metrics).
     pub fn breaker<C2: Clock>(self, breaker: Arc<NamedBreaker<C2>>) -> PipelineBuilder<C2, Tm> {
         let p = self.pipeline;
@@ -224,7 +228,7 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
     }
 
     /// The timer async calls sleep and time out with, e.g.
-    /// [`TokioTimer`](crate::TokioTimer).
+    /// [`TokioTimer`](crate::timeout::TokioTimer).
     pub fn timer<Tm2>(self, timer: Tm2) -> PipelineBuilder<C, Tm2> {
         let p = self.pipeline;
         PipelineBuilder {
@@ -390,10 +394,10 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     /// Runs `f` through the layers, judging each attempt with `classifier`.
     /// A bulkhead with a wait parks the thread; retries sleep it.
     ///
-    /// [`HttpClassifier`](crate::HttpClassifier) judges `http` responses
+    /// [`HttpClassifier`](crate::http::HttpClassifier) judges `http` responses
     /// and honours a 5xx's `Retry-After`: the retry waits it instead of the
     /// backoff, capped at the policy's
-    /// [`max_retry_after`](crate::RetryPolicy::max_retry_after), as the
+    /// [`max_retry_after`](crate::retry::RetryPolicy::max_retry_after), as the
     /// tower retry layer and the reqwest middleware do. A closure
     /// `|r: &Result<T, E>| -> Assessment` (its argument's type written out)
     /// judges anything and names no pause: its failures wait the backoff.
@@ -402,7 +406,7 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     /// # Examples
     /// ```
     /// # #[cfg(feature = "http")] {
-    /// use tripwire::{Assessment, HttpClassifier, Pipeline, RetryPolicy};
+    /// use tripwire::{Assessment, Pipeline, http::HttpClassifier, retry::RetryPolicy};
     ///
     /// let pipeline = Pipeline::builder().retry(RetryPolicy::builder().max_attempts(2).build()?).build();
     /// let mut sent = 0;

@@ -286,11 +286,11 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
-        let cache = crate::StaleCache::<&str, u32>::new();
-        let policy = crate::StalePolicy::UpTo(core::time::Duration::from_secs(60));
+        let cache = crate::stale::StaleCache::<&str, u32>::new();
+        let policy = crate::stale::StalePolicy::UpTo(core::time::Duration::from_secs(60));
         let _ = cache.serve("book", policy, || Ok::<_, ()>(1));
         let _ = cache.serve("book", policy, || Err(()));
-        let _ = cache.serve("book", crate::StalePolicy::Never, || Err(()));
+        let _ = cache.serve("book", crate::stale::StalePolicy::Never, || Err(()));
         r.add_stale("binance/book", cache.stats().clone());
         let text = r.prometheus();
         for result in ["fresh", "stale", "refused"] {

@@ -17,7 +17,7 @@
 //! The list is process-wide and only grows; its mutex is taken when a
 //! source is added and when an export runs, never on a call's path.
 //!
-//! [`Registry`]: crate::Registry
+//! [`Registry`]: crate::registry::Registry
 
 use core::fmt::{self, Write};
 use std::sync::{Mutex, PoisonError};
@@ -102,8 +102,8 @@ impl<W: Write + ?Sized> Sink for Text<'_, W> {
 /// adds the counters of the fleet links those breakers joined.
 ///
 /// Added once with [`add_source`], a source is asked for its rows by every
-/// export from then on: a [`Registry`](crate::Registry)'s
-/// [`prometheus`](crate::Registry::prometheus) and `publish_metrics`
+/// export from then on: a [`Registry`](crate::registry::Registry)'s
+/// [`prometheus`](crate::registry::Registry::prometheus) and `publish_metrics`
 /// (feature `metrics`), after the registry's own families, and a binding's
 /// [`write_sources`]; each passes the breakers it exports, and the source
 /// writes the rows that concern them. It writes each family once, to a
@@ -114,7 +114,7 @@ impl<W: Write + ?Sized> Sink for Text<'_, W> {
 /// ```
 /// use std::fmt;
 /// use tripwire::prometheus::{self, Kind, RowSource, Sink};
-/// use tripwire::{Breaker, BreakerConfig, Registry};
+/// use tripwire::{Breaker, BreakerConfig, registry::Registry};
 ///
 /// /// How many of the exported breakers are Open.
 /// struct OpenCount;
@@ -160,7 +160,7 @@ pub(crate) fn sources() -> Vec<&'static dyn RowSource> {
 }
 
 /// Every added source's rows for an export of `breakers`, as Prometheus
-/// text: what [`Registry::prometheus`](crate::Registry::prometheus) writes
+/// text: what [`Registry::prometheus`](crate::registry::Registry::prometheus) writes
 /// after its own families, for a binding that keeps its own list of
 /// breakers and writes their rows with [`write_breakers`](super::write_breakers).
 pub fn write_sources(out: &mut impl Write, breakers: &[&Breaker]) -> fmt::Result {

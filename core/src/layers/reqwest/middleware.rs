@@ -116,7 +116,7 @@ impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
     /// a failure, as a client's own timeout would be: counted by the
     /// breaker, retried, and the error of the request if it is the last
     /// (`reqwest_middleware::Error::Middleware` holding an
-    /// [`Elapsed`](crate::Elapsed)). One cut short by the policy's total
+    /// [`Elapsed`](crate::timeout::Elapsed)). One cut short by the policy's total
     /// time is the same error but ignored by the breaker: the caller ran
     /// out of time, not the dependency. A client timeout shorter than this
     /// still fires first.

@@ -14,7 +14,7 @@
 //! | answer | the breaker | retried |
 //! | --- | --- | --- |
 //! | 1xx, 2xx, 3xx | success | no |
-//! | 5xx, 408, a status outside 100–599 | failure | yes, after the backoff's pause, or after the 5xx's own `Retry-After` (capped at the policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after), a minute by default); the last 5xx is the answer once the retries stop |
+//! | 5xx, 408, a status outside 100–599 | failure | yes, after the backoff's pause, or after the 5xx's own `Retry-After` (capped at the policy's [`max_retry_after`](crate::retry::RetryPolicy::max_retry_after), a minute by default); the last 5xx is the answer once the retries stop |
 //! | 429, 418 | held open for the `Retry-After` (or an equivalent reset header; else the breaker's `open_timeout`), capped at its `max_hold` | no: the hold refuses the next attempts; the 429 is the answer |
 //! | other 4xx | ignored: the caller's fault | no |
 //! | a connection error, a timeout (the client's, or the attempt's own [`timeout`](GuardMiddleware::timeout), 30 s by default) | failure | yes |
@@ -27,8 +27,8 @@
 //! guard refused and for how long (a 429's hold: the time left of its
 //! `Retry-After`).
 //!
-//! Retries follow a [`RetryPolicy`](crate::RetryPolicy) (attempts, total
-//! time, backoff) and, if given, a [`RetryBudget`](crate::RetryBudget).
+//! Retries follow a [`RetryPolicy`](crate::retry::RetryPolicy) (attempts, total
+//! time, backoff) and, if given, a [`RetryBudget`](crate::retry::RetryBudget).
 //! Only a request whose body can be sent twice
 //! ([`reqwest::Request::try_clone`]) is retried: one with a streamed body
 //! is sent once, whatever its answer. A refusal ends the retries and is
@@ -64,7 +64,7 @@
 //! use std::sync::Arc;
 //! use reqwest_middleware::ClientWithMiddleware;
 //! use tripwire::reqwest::GuardMiddleware;
-//! use tripwire::{BreakerConfig, Bulkhead, NamedBreaker, RefusedBy, RetryBudget, RetryBudgetConfig, RetryPolicy};
+//! use tripwire::{BreakerConfig, Bulkhead, NamedBreaker, RefusedBy, retry::{RetryBudget, RetryBudgetConfig, RetryPolicy}};
 //!
 //! let breaker = Arc::new(NamedBreaker::new("kraken/rest", BreakerConfig::default()));
 //! let guard = GuardMiddleware::new(breaker.clone())

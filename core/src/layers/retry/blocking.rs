@@ -26,7 +26,7 @@ pub const CANCEL_CHECK: Duration = Duration::from_millis(5);
 /// ```
 /// use std::sync::atomic::AtomicBool;
 /// use std::time::Duration;
-/// use tripwire::Stop;
+/// use tripwire::retry::Stop;
 ///
 /// let shutdown = AtomicBool::new(false);
 /// let stop = Stop::after(Duration::from_secs(2)).or_cancelled(&shutdown);
@@ -69,7 +69,7 @@ impl<'a> Stop<'a> {
 /// the policy, the budget, the deadline or the cancel flag stops it.
 ///
 /// Between attempts it sleeps the backoff's delay (a classifier's
-/// [`Classify::retry_after`](crate::Classify::retry_after) overrides it); a wait
+/// [`Classify::retry_after`](crate::retry::Classify::retry_after) overrides it); a wait
 /// that would end past the deadline is not started: the loop stops at once
 /// with [`RetryError::Deadline`]. The budget, if the policy has one, gets
 /// one deposit per call and one withdrawal per retry, read against
@@ -79,7 +79,7 @@ impl<'a> Stop<'a> {
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{BackoffConfig, RetryError, RetryPolicy, Stop, retry};
+/// use tripwire::retry::{BackoffConfig, RetryError, RetryPolicy, Stop, retry};
 ///
 /// let policy = RetryPolicy::builder()
 ///     .max_attempts(3)
@@ -106,7 +106,7 @@ where
 
 /// A retry about to wait: the attempt that failed (from 1), the error it
 /// failed with, and the pause before the next attempt. What
-/// [`retry_notify`] and [`retry_async_notify`](crate::retry_async_notify)
+/// [`retry_notify`] and [`retry_async_notify`](crate::retry::retry_async_notify)
 /// hand their hook, for logs and metrics (as backon's `notify` and
 /// tenacity's `before_sleep`).
 #[derive(Debug)]
@@ -118,7 +118,7 @@ pub struct RetryEvent<'e, E> {
     /// The error it failed with.
     pub error: &'e E,
     /// The pause the server asked for, when it was longer than the
-    /// policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after)
+    /// policy's [`max_retry_after`](crate::retry::RetryPolicy::max_retry_after)
     /// and `delay` is that cap instead.
     pub capped_from: Option<Duration>,
 }
@@ -129,7 +129,7 @@ pub struct RetryEvent<'e, E> {
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{BackoffConfig, RetryEvent, RetryPolicy, Stop, retry_notify};
+/// use tripwire::retry::{BackoffConfig, RetryEvent, RetryPolicy, Stop, retry_notify};
 ///
 /// let policy = RetryPolicy::builder()
 ///     .max_attempts(3)

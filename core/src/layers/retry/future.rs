@@ -16,7 +16,7 @@ use crate::retry::policy::{Classify, Refusal, RetryPolicy};
 
 /// Runs the future `attempt` makes (given the attempt number, from 1)
 /// until one succeeds or the policy, the budget or `deadline` stops it;
-/// the async twin of [`retry`](crate::retry()).
+/// the async twin of [`retry`](crate::retry::retry()).
 ///
 /// Between attempts it sleeps the backoff's delay on `timer` (a
 /// classifier's `RetryAfter` overrides it); a wait that would end past the
@@ -32,7 +32,7 @@ use crate::retry::policy::{Classify, Refusal, RetryPolicy};
 /// # #[cfg(feature = "tokio")]
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// use core::time::Duration;
-/// use tripwire::{BackoffConfig, RetryError, RetryPolicy, TokioTimer, retry_async};
+/// use tripwire::{retry::{BackoffConfig, RetryError, RetryPolicy, retry_async}, timeout::TokioTimer};
 ///
 /// let policy = RetryPolicy::builder()
 ///     .max_attempts(3)

@@ -9,7 +9,7 @@
 /// tower's `BoxError` (`Box<dyn Error + Send + Sync>`, which
 /// `tower::timeout` yields) is not an `Error` itself: map it into a type
 /// that is (`tower::util::MapErr`), or time attempts out with tripwire's
-/// [`timeout`](crate::timeout), whose [`Elapsed`](crate::Elapsed) is one.
+/// [`timeout`](crate::timeout), whose [`Elapsed`](crate::timeout::Elapsed) is one.
 ///
 /// # Examples
 /// ```

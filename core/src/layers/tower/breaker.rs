@@ -11,11 +11,12 @@ use tower_service::Service;
 use crate::assessment::Assessment;
 use crate::breaker::permit::CallError;
 use crate::clock::Clock;
-use crate::layers::classify::{ClassifyFn, ClassifyResult, HttpClassifier};
+use crate::layers::classify::{ClassifyResult, HttpClassifier};
 use crate::layers::clock::MonotonicClock;
 use crate::layers::named::{NamedBreaker, OwnedNamedPermit};
 use crate::layers::tower::bounds::ServiceError;
 use crate::layers::tower::call_patterns::call_patterns;
+use crate::layers::tower::classify_fn::ClassifyFn;
 use crate::refusal::refusal;
 
 /// Wraps services in a [`BreakerService`] sharing one breaker.

@@ -45,7 +45,7 @@ impl BulkheadLayer {
         Self { bulkhead, events: None }
     }
 
-    /// Reports every refusal to `events` as a [`BulkheadEvent::Refused`](crate::BulkheadEvent::Refused).
+    /// Reports every refusal to `events` as a [`BulkheadEvent::Refused`](crate::events::BulkheadEvent::Refused).
     #[must_use]
     pub fn events(mut self, events: Arc<Events>) -> Self {
         self.events = Some(events);

@@ -19,8 +19,8 @@
 //! | [`TimeoutLayer`] | any | any | any |
 //!
 //! The retried service is also `Clone + Send + 'static` with `Send`
-//! futures, and the retry layer's timer a [`Timer`](crate::Timer) such as
-//! [`TokioTimer`](crate::TokioTimer). tower's `BoxError`
+//! futures, and the retry layer's timer a [`Timer`](crate::timeout::Timer) such as
+//! [`TokioTimer`](crate::timeout::TokioTimer). tower's `BoxError`
 //! (`Box<dyn Error + Send + Sync>`, which `tower::timeout` yields) is not
 //! an `Error` itself: map it into a type that is, or use [`TimeoutLayer`],
 //! whose [`TimeoutError`] is one.
@@ -54,11 +54,11 @@
 //! is a failure, counted and retried; a 429 holds the breaker for its
 //! `Retry-After` and is the answer at once, never retried, in either
 //! nesting; a 400 is neither counted nor retried. A 503's pause is capped
-//! at the policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after).
+//! at the policy's [`max_retry_after`](crate::retry::RetryPolicy::max_retry_after).
 //! [`Assessment`](crate::Assessment) has the table, the same for every
 //! integration.
 //! [`BulkheadLayer::events`] and [`RetryLayer::events`] report refusals and
-//! retries to an [`Events`](crate::Events).
+//! retries to an [`Events`](crate::events::Events).
 //!
 //! # Order of the layers
 //! Outermost first: `a.layer(b.layer(call))` is a → b → call. A guard's refusal (an open breaker, a full bulkhead, a deadline
@@ -69,7 +69,7 @@
 //!
 //! | nesting | consequence |
 //! | --- | --- |
-//! | retry → breaker → bulkhead → call (the default, as in the [`Pipeline`](crate::Pipeline)) | each attempt is one outcome for the breaker; a refusal of the breaker or the bulkhead ends the retries at once ([`RetryError::Final`](crate::RetryError::Final) holding it) |
+//! | retry → breaker → bulkhead → call (the default, as in the [`Pipeline`](crate::Pipeline)) | each attempt is one outcome for the breaker; a refusal of the breaker or the bulkhead ends the retries at once ([`RetryError::Final`](crate::retry::RetryError::Final) holding it) |
 //! | breaker → retry → … | one logical request is one outcome: a failure only once the retries ran out; an inner refusal that ended them is ignored |
 //! | breaker → bulkhead | the breaker admits, then the bulkhead; an open breaker refuses without taking a slot; a full bulkhead's [`BulkheadError::Full`] comes back inside [`CallError::Inner`](crate::CallError::Inner) and counts as ignored |
 //! | bulkhead → breaker | the bulkhead caps every call, including those the breaker refuses (a refusal frees its slot at once); a full bulkhead never reaches the breaker |
@@ -80,6 +80,7 @@ mod bounds;
 mod breaker;
 mod bulkhead;
 mod call_patterns;
+mod classify_fn;
 #[cfg(feature = "reqwest")]
 mod reqwest;
 mod retry;
@@ -89,7 +90,8 @@ pub use bounds::{RetryRequest, ServiceError};
 pub use breaker::{BreakerLayer, BreakerService, ResponseFuture};
 pub use bulkhead::{BulkheadError, BulkheadFuture, BulkheadLayer, BulkheadService};
 // The classifier of every integration, also named here for tower stacks.
-pub use crate::layers::classify::{ClassifyFn, ClassifyResult, HttpClassifier};
+pub use crate::layers::classify::{ClassifyResult, HttpClassifier};
+pub use classify_fn::ClassifyFn;
 #[cfg(feature = "reqwest")]
 pub use reqwest::{ReqwestFuture, ReqwestService, reqwest_service};
 pub use retry::{RetryLayer, RetryService};

@@ -12,7 +12,7 @@ use tower_service::Service;
 ///
 /// With `http` types on both sides every tripwire layer fits it without a
 /// `map_request` or `map_response`: the default
-/// [`HttpClassifier`](crate::HttpClassifier) judges its responses (5xx
+/// [`HttpClassifier`](crate::http::HttpClassifier) judges its responses (5xx
 /// fail, 429/418 push back until `Retry-After`, other 4xx are ignored, a
 /// `reqwest::Error` fails), the error is
 /// `reqwest::Error` (an `std::error::Error`, as the breaker and the retries
@@ -23,7 +23,7 @@ use tower_service::Service;
 /// counts as a failure like any other error.
 ///
 /// A plain `reqwest::Client` is a `Service<reqwest::Request>` already, and
-/// [`HttpClassifier`](crate::HttpClassifier) judges its
+/// [`HttpClassifier`](crate::http::HttpClassifier) judges its
 /// `reqwest::Response`s too, so the breaker, bulkhead and timeout layers
 /// wrap it as it is; only retries need this adapter, since a
 /// `reqwest::Request` does not implement `Clone`.
@@ -35,7 +35,7 @@ use tower_service::Service;
 /// use tower_layer::Layer;
 /// use tower_service::Service;
 /// use tripwire::tower::{BreakerLayer, RetryLayer, reqwest_service};
-/// use tripwire::{BreakerConfig, NamedBreaker, RetryPolicy, TokioTimer};
+/// use tripwire::{BreakerConfig, NamedBreaker, retry::RetryPolicy, timeout::TokioTimer};
 ///
 /// let breaker = Arc::new(NamedBreaker::new("bybit/rest", BreakerConfig::default()));
 /// let retry = RetryLayer::new(RetryPolicy::builder().max_attempts(3).build()?, TokioTimer);

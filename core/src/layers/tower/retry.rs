@@ -12,13 +12,14 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::assessment::Assessment;
-use crate::layers::classify::{ClassifyFn, ClassifyResult, HttpClassifier};
+use crate::layers::classify::{ClassifyResult, HttpClassifier};
 use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Events, RetryCause};
 use crate::layers::retry::answer;
 use crate::layers::timeout::Timer;
 use crate::layers::tower::bounds::{RetryRequest, ServiceError};
 use crate::layers::tower::call_patterns::call_patterns;
+use crate::layers::tower::classify_fn::ClassifyFn;
 use crate::policy::future::{self, AsyncCalls};
 use crate::policy::{Calls, Judged, Plan};
 use crate::refusal::refusal;
@@ -36,7 +37,7 @@ use crate::retry::policy::{RetryAll, RetryPolicy, Verdict};
 /// error a [`ServiceError`] (`std::error::Error + 'static`) and `Send`. The
 /// classifier judges the responses as for the breaker (`http::Response<_>`
 /// for the default [`HttpClassifier`]), and the timer is a
-/// [`Timer`](crate::Timer) such as [`TokioTimer`](crate::TokioTimer).
+/// [`Timer`](crate::timeout::Timer) such as [`TokioTimer`](crate::timeout::TokioTimer).
 ///
 /// Put it outside a [`BreakerLayer`](crate::layers::tower::BreakerLayer): a
 /// guard's refusal (any error whose [`source`](core::error::Error::source)
@@ -66,7 +67,7 @@ use crate::retry::policy::{RetryAll, RetryPolicy, Verdict};
 /// use std::sync::Arc;
 /// use tower_layer::Layer;
 /// use tripwire::tower::RetryLayer;
-/// use tripwire::{RetryBudget, RetryBudgetConfig, RetryPolicy, TokioTimer};
+/// use tripwire::{retry::{RetryBudget, RetryBudgetConfig, RetryPolicy}, timeout::TokioTimer};
 ///
 /// let layer = RetryLayer::new(RetryPolicy::builder().max_attempts(3).build()?, TokioTimer)
 ///     .budget(Arc::new(RetryBudget::new(RetryBudgetConfig::default())));
@@ -112,7 +113,7 @@ impl<K, Tm> RetryLayer<K, Tm> {
     }
 
     /// Reports every retry, and retries that stop for want of budget or
-    /// attempts, to `events` (see [`RetryNotice`](crate::RetryNotice)).
+    /// attempts, to `events` (see [`RetryNotice`](crate::events::RetryNotice)).
     pub fn events(mut self, events: Arc<Events>) -> Self {
         self.events = Some(events);
         self

@@ -18,7 +18,7 @@ use crate::layers::tower::call_patterns::call_patterns;
 ///
 /// # Bounds
 /// None on the wrapped service; the timer is a [`Timer`] such as
-/// [`TokioTimer`](crate::TokioTimer). Unlike `tower::timeout`, whose error
+/// [`TokioTimer`](crate::timeout::TokioTimer). Unlike `tower::timeout`, whose error
 /// is a `BoxError`, its [`TimeoutError`] implements `std::error::Error`
 /// when the inner error does, as the breaker and retry layers ask.
 ///
@@ -27,7 +27,7 @@ use crate::layers::tower::call_patterns::call_patterns;
 /// # #[cfg(feature = "tokio")] {
 /// use core::time::Duration;
 /// use tower_layer::Layer;
-/// use tripwire::TokioTimer;
+/// use tripwire::timeout::TokioTimer;
 /// use tripwire::tower::TimeoutLayer;
 ///
 /// let layer = TimeoutLayer::new(Duration::from_millis(800), TokioTimer);

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tripwire::{
-    Assessment, BackoffConfig, BreakerConfig, Bulkhead, Events, Jitter, NamedBreaker, RetryPolicy, State,
+    Assessment, BreakerConfig, Bulkhead, NamedBreaker, State,
+    events::Events,
+    retry::{BackoffConfig, Jitter, RetryPolicy},
 };
 
 use crate::cell::{Answer, Cell};

@@ -5,7 +5,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tripwire::{Bulkhead, NamedBreaker, Served, StaleCache, StalePolicy};
+use tripwire::{
+    Bulkhead, NamedBreaker,
+    stale::{Served, StaleCache, StalePolicy},
+};
 
 use crate::cell::{Answer, Cell};
 use crate::support::{Mode, Server};

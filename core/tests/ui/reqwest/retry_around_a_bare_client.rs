@@ -3,7 +3,7 @@
 use tower::ServiceExt;
 use tower_layer::Layer;
 use tripwire::tower::RetryLayer;
-use tripwire::{RetryPolicy, TokioTimer};
+use tripwire::{retry::RetryPolicy, timeout::TokioTimer};
 
 async fn get() {
     let client = reqwest::Client::new();

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use tower_layer::Layer;
 use tower_service::Service;
 use tripwire::tower::RetryLayer;
-use tripwire::{RetryPolicy, TokioTimer};
+use tripwire::{retry::RetryPolicy, timeout::TokioTimer};
 
 /// A request whose body is read once, like hyper's `Incoming`.
 struct Streamed;

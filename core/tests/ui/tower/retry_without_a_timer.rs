@@ -5,7 +5,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tower::ServiceExt;
 use tower_layer::Layer;
-use tripwire::RetryPolicy;
+use tripwire::retry::RetryPolicy;
 use tripwire::tower::RetryLayer;
 
 async fn get() {
