@@ -28,9 +28,14 @@ for line in sys.stdin:
         print(m["executable"])'
 }
 
-git worktree remove --force "$work/before" 2>/dev/null || true
-git worktree add --quiet --detach "$work/before" "$rev"
-trap 'git worktree remove --force "$work/before" 2>/dev/null || true' EXIT
+# The worktree stays for the next run at the same REV, whose build is then
+# still fresh (a new checkout's file times would rebuild it).
+want=$(git rev-parse "$rev^{commit}")
+if [ "$(git -C "$work/before" rev-parse HEAD 2>/dev/null)" != "$want" ]; then
+  git worktree remove --force "$work/before" 2>/dev/null || rm -rf "$work/before"
+  git worktree prune
+  git worktree add --quiet --detach "$work/before" "$want"
+fi
 before=$(build "$work/before" "$work/target-before")
 after=$(build "$PWD" "$target")
 [ -x "$before" ] && [ -x "$after" ] || { echo "compare.sh: a bench did not build" >&2; exit 1; }
@@ -39,8 +44,10 @@ after=$(build "$PWD" "$target")
 pass() {
   CRITERION_HOME="$work/criterion-$2" "$1" --bench "$filter" --warm-up-time 1 --measurement-time 2 \
     --noplot --discard-baseline 2>/dev/null |
-    awk '/^[a-z_]+\/[^ ]+/ && !/time:/ { id = $1 }
-         /time:/ { v = $(NF-3); u = $(NF-2); sub(/\[/, "", v)
+    awk '!/time:/ && /^[a-z_]+\// { id = $0; sub(/[ \t]+$/, "", id) }
+         /time:/ { pre = $0; sub(/[ \t]*time:.*/, "", pre); if (pre != "") id = pre
+                   # the middle of criterion'"'"'s [low mid high]
+                   v = $(NF-3); u = $(NF-2)
                    f = (u == "ps") ? 0.001 : (u == "ns") ? 1 : (u == "µs" || u == "us") ? 1000 : 1e6
                    if (id != "") printf "%s\t%.4f\n", id, v * f; id = "" }'
 }
