@@ -116,7 +116,8 @@ impl core::error::Error for BulkheadFull {}
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Bulkhead, bulkhead::BulkheadSnapshot};
+/// use tripwire::bulkhead::BulkheadSnapshot;
+/// use tripwire::Bulkhead;
 /// let bulkhead = Bulkhead::new(1);
 /// let _held = bulkhead.try_acquire()?;
 /// let _ = bulkhead.try_acquire();

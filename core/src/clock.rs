@@ -58,7 +58,8 @@ impl<C: Clock + ?Sized> Clock for &C {
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Clock, clock::FixedClock};
+/// use tripwire::clock::FixedClock;
+/// use tripwire::Clock;
 /// assert_eq!(FixedClock(42).now(), 42);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

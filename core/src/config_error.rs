@@ -13,7 +13,8 @@ use core::time::Duration;
 ///
 /// # Examples
 /// ```
-/// use tripwire::{BreakerConfig, retry::BackoffConfig};
+/// use tripwire::retry::BackoffConfig;
+/// use tripwire::BreakerConfig;
 /// let err = BreakerConfig::builder().failure_threshold(0).build().unwrap_err();
 /// assert_eq!((err.config(), err.field()), ("breaker", "failure_threshold"));
 /// assert_eq!(err.to_string(), "invalid breaker config: failure_threshold = 0, expected 1 to 65535");

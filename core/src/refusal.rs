@@ -72,7 +72,8 @@ impl fmt::Display for RefusedBy {
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{CallError, RefusedBy, Rejected, State, refusal, retry::RetryError};
+/// use tripwire::retry::RetryError;
+/// use tripwire::{CallError, RefusedBy, Rejected, State, refusal};
 ///
 /// let open = Rejected { state: State::Open, retry_after: Some(Duration::from_secs(3)) };
 /// // A breaker's refusal seen through a retry layer.

@@ -369,7 +369,8 @@ impl Breaker {
     ///
     /// # Examples
     /// ```
-    /// use tripwire::{Breaker, BreakerConfig, Outcome, clock::FixedClock};
+    /// use tripwire::clock::FixedClock;
+    /// use tripwire::{Breaker, BreakerConfig, Outcome};
     ///
     /// let breaker = Breaker::new(BreakerConfig::default());
     /// let ticket = breaker.try_acquire(&FixedClock(0)).unwrap();

@@ -14,7 +14,8 @@ use crate::clock::Clock;
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Breaker, BreakerConfig, Outcome, clock::FixedClock};
+/// use tripwire::clock::FixedClock;
+/// use tripwire::{Breaker, BreakerConfig, Outcome};
 ///
 /// let breaker = Breaker::new(BreakerConfig::default());
 /// let permit = breaker.permit(&FixedClock(0)).expect("closed");
@@ -115,7 +116,8 @@ impl Breaker {
     ///
     /// # Examples
     /// ```
-    /// use tripwire::{Breaker, BreakerConfig, CallError, clock::FixedClock};
+    /// use tripwire::clock::FixedClock;
+    /// use tripwire::{Breaker, BreakerConfig, CallError};
     ///
     /// let breaker = Breaker::new(BreakerConfig::builder().failure_threshold(1).build()?);
     /// let clock = FixedClock(0);

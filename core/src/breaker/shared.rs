@@ -101,7 +101,9 @@ struct Header {
 ///
 /// # Examples
 /// ```
-/// use tripwire::{BreakerConfig, State, clock::FixedClock, shared::SharedRegion};
+/// use tripwire::clock::FixedClock;
+/// use tripwire::shared::SharedRegion;
+/// use tripwire::{BreakerConfig, State};
 ///
 /// // A stand-in for a MAP_SHARED mapping: zeroed, suitably aligned memory.
 /// let (size, align) = SharedRegion::layout();

@@ -28,7 +28,8 @@ use crate::assessment::Assessment;
 /// [`HttpClassifier`] judges HTTP responses only; other results need a
 /// classifier of their own, and the error says so:
 /// ```compile_fail
-/// use tripwire::{ClassifyResult, http::HttpClassifier};
+/// use tripwire::http::HttpClassifier;
+/// use tripwire::ClassifyResult;
 /// fn judges<K: ClassifyResult<u32, std::io::Error>>(_: K) {}
 /// judges(HttpClassifier); // error: `HttpClassifier` cannot judge a `Result<u32, std::io::Error>`
 /// ```
@@ -82,7 +83,8 @@ impl<Res, Err, F: Fn(&Result<Res, Err>) -> Assessment> ClassifyResult<Res, Err> 
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{Assessment, ClassifyResult, http::HttpClassifier};
+/// use tripwire::http::HttpClassifier;
+/// use tripwire::{Assessment, ClassifyResult};
 ///
 /// let busy = http::Response::builder().status(503).header("retry-after", "1").body(())?;
 /// let pause = ClassifyResult::<_, std::io::Error>::retry_after(&HttpClassifier, &busy);

@@ -123,7 +123,8 @@ impl StaleStats {
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{ManualClock, stale::{Served, StaleCache, StalePolicy}};
+/// use tripwire::stale::{Served, StaleCache, StalePolicy};
+/// use tripwire::ManualClock;
 ///
 /// let books = StaleCache::with_clock(ManualClock::new(0));
 /// let prices = StalePolicy::UpTo(Duration::from_secs(30));
@@ -238,7 +239,8 @@ impl<K: Eq + Hash, V: Clone, C: Clock> StaleCache<K, V, C> {
     /// # Examples
     /// ```
     /// use core::time::Duration;
-    /// use tripwire::{ManualClock, stale::{Served, StaleCache, StalePolicy}};
+    /// use tripwire::stale::{Served, StaleCache, StalePolicy};
+    /// use tripwire::ManualClock;
     ///
     /// let books = StaleCache::with_clock(ManualClock::new(0));
     /// let policy = StalePolicy::UpTo(Duration::from_secs(30));

@@ -29,7 +29,8 @@ impl Registry {
     ///
     /// # Examples
     /// ```
-    /// use tripwire::{BreakerConfig, registry::Registry};
+    /// use tripwire::registry::Registry;
+    /// use tripwire::BreakerConfig;
     ///
     /// let registry = Registry::new();
     /// registry.breaker("coinbase/ticker", BreakerConfig::default);

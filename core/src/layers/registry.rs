@@ -22,7 +22,8 @@ use crate::layers::named::NamedBreaker;
 ///
 /// # Examples
 /// ```
-/// use tripwire::{BreakerConfig, registry::Registry};
+/// use tripwire::registry::Registry;
+/// use tripwire::BreakerConfig;
 ///
 /// let registry = Registry::new();
 /// let books = registry.breaker("binance/orderbook", BreakerConfig::default);

@@ -209,7 +209,8 @@ impl RetryBudgetConfigBuilder {
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{ManualClock, retry::{RetryBudget, RetryBudgetConfig}};
+/// use tripwire::retry::{RetryBudget, RetryBudgetConfig};
+/// use tripwire::ManualClock;
 ///
 /// let clock = ManualClock::new(0);
 /// let config = RetryBudgetConfig::builder().ratio(0.5).min_retries_per_sec(0.0).build()?;

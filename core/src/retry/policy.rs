@@ -83,7 +83,8 @@ impl<E> Classify<E> for Verdict {
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{Assessment, retry::{Classify, RetryAll}};
+/// use tripwire::retry::{Classify, RetryAll};
+/// use tripwire::Assessment;
 ///
 /// let only_timeouts = |e: &std::io::Error| {
 ///     if e.kind() == std::io::ErrorKind::TimedOut { Assessment::Failure } else { Assessment::Ignored }
@@ -173,7 +174,8 @@ impl<E> Classify<E> for RetryAll {
 ///
 /// # Examples
 /// ```
-/// use tripwire::{BulkheadFull, retry::Refusal};
+/// use tripwire::retry::Refusal;
+/// use tripwire::BulkheadFull;
 ///
 /// enum ApiError { Busy(BulkheadFull), Status(u16) }
 /// impl Refusal for ApiError {
@@ -225,7 +227,8 @@ impl Refusal for std::io::Error {}
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{Assessment, retry::{BackoffConfig, RetryPolicy}};
+/// use tripwire::retry::{BackoffConfig, RetryPolicy};
+/// use tripwire::Assessment;
 ///
 /// #[derive(Debug)]
 /// enum HttpError { Status(u16), Unavailable { retry_in: Duration } }
@@ -375,7 +378,8 @@ impl<'a, K> RetryPolicy<'a, K> {
     ///
     /// # Examples
     /// ```
-    /// use tripwire::{BulkheadFull, retry::{Next, RetryPolicy}};
+    /// use tripwire::retry::{Next, RetryPolicy};
+    /// use tripwire::BulkheadFull;
     ///
     /// let policy = RetryPolicy::builder().max_attempts(2).build()?;
     /// assert_eq!(policy.next(1, &BulkheadFull { max: 8 }), Next::Final);

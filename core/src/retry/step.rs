@@ -46,7 +46,8 @@ use crate::retry::policy::{Classify, Next, Refusal, RetryPolicy};
 /// # Examples
 /// ```
 /// use core::time::Duration;
-/// use tripwire::{Assessment, ManualClock, retry::{BackoffConfig, Jitter, RetryError, RetryLoop, RetryPolicy}};
+/// use tripwire::retry::{BackoffConfig, Jitter, RetryError, RetryLoop, RetryPolicy};
+/// use tripwire::{Assessment, ManualClock};
 ///
 /// #[derive(Debug)]
 /// enum Error { Unavailable, UnavailableFor(Duration) }

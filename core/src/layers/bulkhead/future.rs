@@ -43,7 +43,8 @@ impl Bulkhead {
     /// # #[cfg(feature = "tokio")]
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
     /// use core::time::Duration;
-    /// use tripwire::{Bulkhead, timeout::TokioTimer};
+    /// use tripwire::timeout::TokioTimer;
+    /// use tripwire::Bulkhead;
     ///
     /// let bulkhead = Bulkhead::new(1);
     /// let held = bulkhead.try_acquire().unwrap();

@@ -88,7 +88,8 @@ const THREAD_NAME: &str = "tripwire-clock";
 ///
 /// # Examples
 /// ```
-/// use tripwire::{Breaker, BreakerConfig, Clock, NamedBreaker, clock::CachedClock};
+/// use tripwire::clock::CachedClock;
+/// use tripwire::{Breaker, BreakerConfig, Clock, NamedBreaker};
 /// let clock = CachedClock::global();
 /// assert_ne!(clock.now(), 0);
 /// let breaker = Breaker::new(BreakerConfig::default());
@@ -168,7 +169,8 @@ impl CachedClock {
     /// # Examples
     /// ```
     /// use core::time::Duration;
-    /// use tripwire::{Clock, clock::CachedClock};
+    /// use tripwire::clock::CachedClock;
+    /// use tripwire::Clock;
     /// let upkeep = CachedClock::start(Duration::from_millis(2)).unwrap();
     /// let clock = upkeep.clock().clone(); // for other threads, or a breaker
     /// assert!(clock.is_maintained());

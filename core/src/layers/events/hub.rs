@@ -40,7 +40,9 @@ type RetryListener = dyn Fn(&RetryNotice<'_>) + Send + Sync;
 /// # Examples
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use tripwire::{Bulkhead, Pipeline, events::{BulkheadEvent, Events}, pipeline::PipelineError};
+/// use tripwire::events::{BulkheadEvent, Events};
+/// use tripwire::pipeline::PipelineError;
+/// use tripwire::{Bulkhead, Pipeline};
 ///
 /// let events = Arc::new(Events::new("binance/rest"));
 /// let refused = Arc::new(Mutex::new(Vec::new()));

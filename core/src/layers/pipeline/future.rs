@@ -26,7 +26,9 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
     /// use core::time::Duration;
     /// use std::sync::Arc;
-    /// use tripwire::{BreakerConfig, NamedBreaker, Pipeline, pipeline::PipelineError, timeout::TokioTimer};
+    /// use tripwire::pipeline::PipelineError;
+    /// use tripwire::timeout::TokioTimer;
+    /// use tripwire::{BreakerConfig, NamedBreaker, Pipeline};
     ///
     /// let breaker = Arc::new(NamedBreaker::new("okx/books", BreakerConfig::default()));
     /// let pipeline = Pipeline::builder()

@@ -87,14 +87,9 @@ pub enum Nesting {
 /// ```
 /// use core::time::Duration;
 /// use std::sync::Arc;
-/// use tripwire::{
-///     BreakerConfig,
-///     Bulkhead,
-///     NamedBreaker,
-///     Pipeline,
-///     retry::{BackoffConfig, RetryBudget, RetryBudgetConfig, RetryPolicy},
-///     pipeline::PipelineError,
-/// };
+/// use tripwire::pipeline::PipelineError;
+/// use tripwire::retry::{BackoffConfig, RetryBudget, RetryBudgetConfig, RetryPolicy};
+/// use tripwire::{BreakerConfig, Bulkhead, NamedBreaker, Pipeline};
 ///
 /// let breaker = Arc::new(NamedBreaker::new("kraken/ticker", BreakerConfig::builder().failure_threshold(2).build()?));
 /// let pipeline = Pipeline::builder()
@@ -406,7 +401,9 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     /// # Examples
     /// ```
     /// # #[cfg(feature = "http")] {
-    /// use tripwire::{Assessment, Pipeline, http::HttpClassifier, retry::RetryPolicy};
+    /// use tripwire::http::HttpClassifier;
+    /// use tripwire::retry::RetryPolicy;
+    /// use tripwire::{Assessment, Pipeline};
     ///
     /// let pipeline = Pipeline::builder().retry(RetryPolicy::builder().max_attempts(2).build()?).build();
     /// let mut sent = 0;

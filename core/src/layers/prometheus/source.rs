@@ -114,7 +114,8 @@ impl<W: Write + ?Sized> Sink for Text<'_, W> {
 /// ```
 /// use std::fmt;
 /// use tripwire::prometheus::{self, Kind, RowSource, Sink};
-/// use tripwire::{Breaker, BreakerConfig, registry::Registry};
+/// use tripwire::registry::Registry;
+/// use tripwire::{Breaker, BreakerConfig};
 ///
 /// /// How many of the exported breakers are Open.
 /// struct OpenCount;

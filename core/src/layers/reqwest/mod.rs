@@ -64,7 +64,8 @@
 //! use std::sync::Arc;
 //! use reqwest_middleware::ClientWithMiddleware;
 //! use tripwire::reqwest::GuardMiddleware;
-//! use tripwire::{BreakerConfig, Bulkhead, NamedBreaker, RefusedBy, retry::{RetryBudget, RetryBudgetConfig, RetryPolicy}};
+//! use tripwire::retry::{RetryBudget, RetryBudgetConfig, RetryPolicy};
+//! use tripwire::{BreakerConfig, Bulkhead, NamedBreaker, RefusedBy};
 //!
 //! let breaker = Arc::new(NamedBreaker::new("kraken/rest", BreakerConfig::default()));
 //! let guard = GuardMiddleware::new(breaker.clone())

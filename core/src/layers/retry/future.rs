@@ -32,7 +32,8 @@ use crate::retry::policy::{Classify, Refusal, RetryPolicy};
 /// # #[cfg(feature = "tokio")]
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// use core::time::Duration;
-/// use tripwire::{retry::{BackoffConfig, RetryError, RetryPolicy, retry_async}, timeout::TokioTimer};
+/// use tripwire::retry::{BackoffConfig, RetryError, RetryPolicy, retry_async};
+/// use tripwire::timeout::TokioTimer;
 ///
 /// let policy = RetryPolicy::builder()
 ///     .max_attempts(3)

@@ -35,7 +35,9 @@ use tower_service::Service;
 /// use tower_layer::Layer;
 /// use tower_service::Service;
 /// use tripwire::tower::{BreakerLayer, RetryLayer, reqwest_service};
-/// use tripwire::{BreakerConfig, NamedBreaker, retry::RetryPolicy, timeout::TokioTimer};
+/// use tripwire::retry::RetryPolicy;
+/// use tripwire::timeout::TokioTimer;
+/// use tripwire::{BreakerConfig, NamedBreaker};
 ///
 /// let breaker = Arc::new(NamedBreaker::new("bybit/rest", BreakerConfig::default()));
 /// let retry = RetryLayer::new(RetryPolicy::builder().max_attempts(3).build()?, TokioTimer);

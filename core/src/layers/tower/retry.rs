@@ -67,7 +67,8 @@ use crate::retry::policy::{RetryAll, RetryPolicy, Verdict};
 /// use std::sync::Arc;
 /// use tower_layer::Layer;
 /// use tripwire::tower::RetryLayer;
-/// use tripwire::{retry::{RetryBudget, RetryBudgetConfig, RetryPolicy}, timeout::TokioTimer};
+/// use tripwire::retry::{RetryBudget, RetryBudgetConfig, RetryPolicy};
+/// use tripwire::timeout::TokioTimer;
 ///
 /// let layer = RetryLayer::new(RetryPolicy::builder().max_attempts(3).build()?, TokioTimer)
 ///     .budget(Arc::new(RetryBudget::new(RetryBudgetConfig::default())));
