@@ -35,7 +35,7 @@ const FLEET_LEASES: &str = "tripwire_fleet_leases_total";
 /// A per-fleet counter: name, help, where it is in a snapshot.
 type FleetCounter = (&'static str, &'static str, fn(&FleetSnapshot) -> u64);
 
-const FLEET_COUNTERS: [FleetCounter; 5] = [
+const FLEET_COUNTERS: [FleetCounter; 6] = [
     ("tripwire_fleet_sent_total", "Messages published to the fleet.", |s| s.sent),
     ("tripwire_fleet_received_total", "Messages from other hosts, checked and taken.", |s| s.received),
     ("tripwire_fleet_dropped_total", "Messages that could not be published (the link was down).", |s| {
@@ -43,12 +43,16 @@ const FLEET_COUNTERS: [FleetCounter; 5] = [
     }),
     ("tripwire_fleet_applied_total", "States of the fleet put into a local breaker.", |s| s.applied),
     ("tripwire_fleet_reconnects_total", "Connections to Redis made again.", |s| s.reconnects),
+    ("tripwire_fleet_connect_failures_total", "Attempts to connect to Redis that failed.", |s| {
+        s.connect_failures
+    }),
 ];
 
 /// Every fleet link's counters, each labelled `fleet="<namespace>"`:
 /// `tripwire_fleet_sent_total`, `tripwire_fleet_received_total`,
 /// `tripwire_fleet_dropped_total`, `tripwire_fleet_applied_total`,
-/// `tripwire_fleet_reconnects_total`; `tripwire_fleet_rejected_total` by
+/// `tripwire_fleet_reconnects_total`, `tripwire_fleet_connect_failures_total`
+/// (what `last_error` says why of); `tripwire_fleet_rejected_total` by
 /// `reason` (`malformed`, `signature`, `stale`, `future`, `replayed`);
 /// `tripwire_fleet_leases_total` by `result` (`won`, `lost`); and
 /// `tripwire_fleet_link_state`, a gauge per state (`down`, `partial`,
@@ -137,6 +141,7 @@ mod tests {
             "# TYPE tripwire_fleet_sent_total counter",
             r#"tripwire_fleet_sent_total{fleet="prod"} 0"#,
             r#"tripwire_fleet_reconnects_total{fleet="prod"} 0"#,
+            r#"tripwire_fleet_connect_failures_total{fleet="prod"} 0"#,
             r#"tripwire_fleet_rejected_total{fleet="prod",reason="replayed"} 0"#,
             r#"tripwire_fleet_leases_total{fleet="prod",result="won"} 0"#,
         ] {

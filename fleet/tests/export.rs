@@ -81,5 +81,16 @@ fn only_the_fleets_of_its_own_breakers_and_each_namespace_once() {
     assert_eq!(sent, [format!(r#"tripwire_fleet_sent_total{{fleet="{mine}"}} 0"#)], "one row\n{text}");
     assert!(!text.contains(&other), "a fleet none of its breakers joined\n{text}");
     assert!(!quiet.prometheus().contains("tripwire_fleet_"), "{}", quiet.prometheus());
+    // The link's failed attempts to connect are exported, summed over the
+    // namespace's two links, as its snapshot counts them.
+    wait_for(Duration::from_secs(5), || {
+        fa.snapshot().connect_failures > 0 && fb.snapshot().connect_failures > 0
+    })
+    .expect("both links tried and failed to connect");
+    let text = registry.prometheus();
+    let family = format!(r#"tripwire_fleet_connect_failures_total{{fleet="{mine}"}} "#);
+    let line = text.lines().find(|l| l.starts_with(&family)).unwrap_or_else(|| panic!("{family} in\n{text}"));
+    let exported: u64 = line[family.len()..].parse().unwrap();
+    assert!(exported >= 2, "{line}: both links' failures");
     drop((fa, fb, fc));
 }
