@@ -4,20 +4,15 @@
 //! The core counts in its own atomics; [`Registry::publish_metrics`] copies
 //! their current values to the installed recorder (counters as absolute
 //! values, the state as a gauge per state), so call it from the scrape
-//! handler or a periodic task. Names and labels match
-//! [`Registry::prometheus`].
+//! handler or a periodic task. Names and labels are
+//! [`Registry::prometheus`]'s: both exports write the same families, once,
+//! to a [`Sink`] of their own.
 
 use core::fmt;
 use std::borrow::ToOwned;
-use std::string::String;
 use std::vec::Vec;
 
-use crate::breaker::state::State;
-use crate::layers::prometheus::{
-    BREAKER_CALLS, BREAKER_REJECTED, BREAKER_SLOW, BREAKER_STATE, BREAKER_TRANSITIONS, BULKHEAD_ACQUIRED,
-    BULKHEAD_IN_FLIGHT, BULKHEAD_MAX, BULKHEAD_PEAK, BULKHEAD_REJECTED, FALLBACK, Kind, Sink, outcomes,
-    results, sources,
-};
+use crate::layers::prometheus::{Kind, Sink};
 use crate::layers::registry::Registry;
 
 impl Registry {
@@ -37,41 +32,8 @@ impl Registry {
     /// registry.publish_metrics(); // a no-op until a recorder is installed
     /// ```
     pub fn publish_metrics(&self) {
-        for b in self.breakers() {
-            let name: String = b.name().to_owned();
-            let state = b.state();
-            for s in State::ALL {
-                let v = if s == state { 1.0 } else { 0.0 };
-                metrics::gauge!(BREAKER_STATE, "breaker" => name.clone(), "state" => s.as_str()).set(v);
-            }
-            let snap = b.snapshot();
-            for (outcome, v) in outcomes(&snap) {
-                metrics::counter!(BREAKER_CALLS, "breaker" => name.clone(), "outcome" => outcome).absolute(v);
-            }
-            metrics::counter!(BREAKER_REJECTED, "breaker" => name.clone()).absolute(snap.rejected);
-            metrics::counter!(BREAKER_SLOW, "breaker" => name.clone()).absolute(snap.slow);
-            metrics::counter!(BREAKER_TRANSITIONS, "breaker" => name).absolute(snap.transitions);
-        }
-        for (name, b) in self.bulkheads() {
-            let s = b.snapshot();
-            metrics::gauge!(BULKHEAD_IN_FLIGHT, "bulkhead" => name.clone()).set(f64::from(s.in_flight));
-            metrics::gauge!(BULKHEAD_MAX, "bulkhead" => name.clone()).set(f64::from(b.max()));
-            metrics::gauge!(BULKHEAD_PEAK, "bulkhead" => name.clone()).set(f64::from(s.peak_in_flight));
-            metrics::counter!(BULKHEAD_ACQUIRED, "bulkhead" => name.clone()).absolute(s.acquired);
-            metrics::counter!(BULKHEAD_REJECTED, "bulkhead" => name).absolute(s.rejected);
-        }
-        for (name, stats) in self.stale_caches() {
-            for (result, v) in results(&stats.snapshot()) {
-                metrics::counter!(FALLBACK, "cache" => name.clone(), "result" => result).absolute(v);
-            }
-        }
-        let named = self.breakers();
-        let cores: Vec<&crate::breaker::Breaker> = named.iter().map(|b| b.breaker()).collect();
-        let mut recorder = Recorder { family: "", kind: Kind::Counter };
-        for source in sources() {
-            // The recorder never fails.
-            let _ = source.write_rows(&cores, &mut recorder);
-        }
+        // The recorder never fails.
+        let _ = self.write_families(&mut Recorder { family: "", kind: Kind::Counter });
     }
 }
 

@@ -38,8 +38,6 @@ use crate::layers::registry::Registry;
 
 mod source;
 
-#[cfg(feature = "metrics")]
-pub(crate) use source::sources;
 pub use source::{Kind, RowSource, Sink, Text, add_source, write_sources};
 
 /// A breaker's row: its name, its state and its counters.
@@ -81,16 +79,16 @@ const BREAKER_COUNTERS: [BreakerCounter; 3] = [
     (BREAKER_TRANSITIONS, "State transitions, manual ones included.", |s| s.transitions),
 ];
 
-/// A per-bulkhead series: name, type, help, its value from the cap and the
+/// A per-bulkhead series: name, kind, help, its value from the cap and the
 /// counters.
-type BulkheadSeries = (&'static str, &'static str, &'static str, fn(u32, &BulkheadSnapshot) -> u64);
+type BulkheadSeries = (&'static str, Kind, &'static str, fn(u32, &BulkheadSnapshot) -> u64);
 
 const BULKHEAD_SERIES: [BulkheadSeries; 5] = [
-    (BULKHEAD_IN_FLIGHT, "gauge", "Calls in flight now.", |_, s| s.in_flight.into()),
-    (BULKHEAD_MAX, "gauge", "The cap on calls in flight.", |max, _| max.into()),
-    (BULKHEAD_PEAK, "gauge", "The most calls ever in flight at once.", |_, s| s.peak_in_flight.into()),
-    (BULKHEAD_ACQUIRED, "counter", "Slots handed out.", |_, s| s.acquired),
-    (BULKHEAD_REJECTED, "counter", "Calls refused for want of a slot.", |_, s| s.rejected),
+    (BULKHEAD_IN_FLIGHT, Kind::Gauge, "Calls in flight now.", |_, s| s.in_flight.into()),
+    (BULKHEAD_MAX, Kind::Gauge, "The cap on calls in flight.", |max, _| max.into()),
+    (BULKHEAD_PEAK, Kind::Gauge, "The most calls ever in flight at once.", |_, s| s.peak_in_flight.into()),
+    (BULKHEAD_ACQUIRED, Kind::Counter, "Slots handed out.", |_, s| s.acquired),
+    (BULKHEAD_REJECTED, Kind::Counter, "Calls refused for want of a slot.", |_, s| s.rejected),
 ];
 
 /// Every breaker's state (a gauge per state: 1 for the current one) and
@@ -99,56 +97,71 @@ const BULKHEAD_SERIES: [BulkheadSeries; 5] = [
 /// `tripwire_breaker_slow_calls_total`, `tripwire_breaker_transitions_total`,
 /// each labelled `breaker="<name>"`.
 pub fn write_breakers(out: &mut impl Write, rows: &[BreakerRow<'_>]) -> fmt::Result {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    head(out, BREAKER_STATE, "gauge", "The breaker's state: 1 for the current one, 0 for the others.")?;
-    for &(name, state, _) in rows {
-        for s in State::ALL {
-            series(out, BREAKER_STATE, &[("breaker", name), ("state", s.as_str())], u64::from(s == state))?;
-        }
-    }
-    head(out, BREAKER_CALLS, "counter", "Calls admitted and recorded, by outcome.")?;
-    for (name, _, snap) in rows {
-        for (outcome, v) in outcomes(snap) {
-            series(out, BREAKER_CALLS, &[("breaker", name), ("outcome", outcome)], v)?;
-        }
-    }
-    for (metric, help, get) in BREAKER_COUNTERS {
-        head(out, metric, "counter", help)?;
-        for (name, _, snap) in rows {
-            series(out, metric, &[("breaker", name)], get(snap))?;
-        }
-    }
-    Ok(())
+    breaker_families(&mut Text::new(out), rows)
 }
 
 /// Every bulkhead's calls in flight, cap, peak, slots handed out and calls
 /// refused, each labelled `bulkhead="<name>"`.
 pub fn write_bulkheads(out: &mut impl Write, rows: &[BulkheadRow<'_>]) -> fmt::Result {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    for (metric, kind, help, get) in BULKHEAD_SERIES {
-        head(out, metric, kind, help)?;
-        for (name, max, snap) in rows {
-            series(out, metric, &[("bulkhead", name)], get(*max, snap))?;
-        }
-    }
-    Ok(())
+    bulkhead_families(&mut Text::new(out), rows)
 }
 
 /// Every stale cache's calls by `result` (`fresh`, `stale`, `refused`),
 /// labelled `cache="<name>"`.
 pub fn write_stale_caches(out: &mut impl Write, rows: &[StaleRow<'_>]) -> fmt::Result {
+    stale_families(&mut Text::new(out), rows)
+}
+
+// The families themselves, written once to any sink: the text format
+// above, and the `metrics` recorder (`metrics_export.rs`).
+
+pub(crate) fn breaker_families(sink: &mut impl Sink, rows: &[BreakerRow<'_>]) -> fmt::Result {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    sink.family(BREAKER_STATE, Kind::Gauge, "The breaker's state: 1 for the current one, 0 for the others.")?;
+    for &(name, state, _) in rows {
+        for s in State::ALL {
+            sink.sample(&[("breaker", name), ("state", s.as_str())], u64::from(s == state))?;
+        }
+    }
+    sink.family(BREAKER_CALLS, Kind::Counter, "Calls admitted and recorded, by outcome.")?;
+    for (name, _, snap) in rows {
+        for (outcome, v) in outcomes(snap) {
+            sink.sample(&[("breaker", name), ("outcome", outcome)], v)?;
+        }
+    }
+    for (metric, help, get) in BREAKER_COUNTERS {
+        sink.family(metric, Kind::Counter, help)?;
+        for (name, _, snap) in rows {
+            sink.sample(&[("breaker", name)], get(snap))?;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn bulkhead_families(sink: &mut impl Sink, rows: &[BulkheadRow<'_>]) -> fmt::Result {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    for (metric, kind, help, get) in BULKHEAD_SERIES {
+        sink.family(metric, kind, help)?;
+        for (name, max, snap) in rows {
+            sink.sample(&[("bulkhead", name)], get(*max, snap))?;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn stale_families(sink: &mut impl Sink, rows: &[StaleRow<'_>]) -> fmt::Result {
     if rows.is_empty() {
         return Ok(());
     }
     let help = "Calls through a stale cache: fresh values stored, stale values served, errors passed on.";
-    head(out, FALLBACK, "counter", help)?;
+    sink.family(FALLBACK, Kind::Counter, help)?;
     for (name, snap) in rows {
         for (result, v) in results(snap) {
-            series(out, FALLBACK, &[("cache", name), ("result", result)], v)?;
+            sink.sample(&[("cache", name), ("result", result)], v)?;
         }
     }
     Ok(())
@@ -161,6 +174,15 @@ impl Registry {
     /// ([`write_sources`]): the counters of the fleet links they joined,
     /// with the `tripwire-fleet` crate.
     pub fn prometheus(&self) -> String {
+        let mut out = String::new();
+        // Writing to a `String` cannot fail.
+        let _ = self.write_families(&mut Text::new(&mut out));
+        out
+    }
+
+    /// Every family of the registry's rows, then the added sources' rows,
+    /// to `sink`: the one list both exports write.
+    pub(crate) fn write_families(&self, sink: &mut impl Sink) -> fmt::Result {
         let named = self.breakers();
         let breakers: Vec<BreakerRow<'_>> =
             named.iter().map(|b| (b.name(), b.state(), b.snapshot())).collect();
@@ -169,14 +191,11 @@ impl Registry {
             bulkheads.iter().map(|(n, b)| (n.as_str(), b.max(), b.snapshot())).collect();
         let stale = self.stale_caches();
         let stale: Vec<StaleRow<'_>> = stale.iter().map(|(n, s)| (n.as_str(), s.snapshot())).collect();
-        let mut out = String::new();
-        // Writing to a `String` cannot fail.
-        let _ = write_breakers(&mut out, &breakers)
-            .and_then(|()| write_bulkheads(&mut out, &bulkheads))
-            .and_then(|()| write_stale_caches(&mut out, &stale));
+        breaker_families(sink, &breakers)?;
+        bulkhead_families(sink, &bulkheads)?;
+        stale_families(sink, &stale)?;
         let cores: Vec<&crate::breaker::Breaker> = named.iter().map(|b| b.breaker()).collect();
-        let _ = write_sources(&mut out, &cores);
-        out
+        source::source_rows(sink, &cores)
     }
 }
 

@@ -165,9 +165,13 @@ pub(crate) fn sources() -> Vec<&'static dyn RowSource> {
 /// after its own families, for a binding that keeps its own list of
 /// breakers and writes their rows with [`write_breakers`](super::write_breakers).
 pub fn write_sources(out: &mut impl Write, breakers: &[&Breaker]) -> fmt::Result {
-    let mut text = Text::new(out);
+    source_rows(&mut Text::new(out), breakers)
+}
+
+/// Every added source's rows for an export of `breakers`, to `sink`.
+pub(crate) fn source_rows(sink: &mut impl Sink, breakers: &[&Breaker]) -> fmt::Result {
     for source in sources() {
-        source.write_rows(breakers, &mut text)?;
+        source.write_rows(breakers, sink)?;
     }
     Ok(())
 }
