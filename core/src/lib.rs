@@ -8,12 +8,13 @@
 //! [`Ticket`] or RAII [`Permit`] of an admitted call, the [`Outcome`] a
 //! breaker counts, its [`State`], [`Snapshot`] and [`Transition`]s; the one
 //! judgement of a result, [`Assessment`] (success, failure, ignored, or
-//! backpressure with a wait), and the [`ClassifyResult`] that makes it;
+//! backpressure with a wait), and (feature `std`) the [`ClassifyResult`]
+//! that makes it;
 //! the one refusal, [`RefusedBy`] (a breaker's [`Rejected`], a
 //! [`BulkheadFull`], a [`DeadlinePassed`]), found in any error's
 //! `source()` chain by [`refusal()`]; a [`CallError`]; the [`Bulkhead`] and
-//! its [`BulkheadPermit`]; the [`Clock`] with [`MonotonicClock`] and
-//! [`ManualClock`]; and, with feature `std`, the [`NamedBreaker`] and the
+//! its [`BulkheadPermit`]; the [`Clock`] with [`ManualClock`]; and, with
+//! feature `std`, [`MonotonicClock`], the [`NamedBreaker`] and the
 //! [`Pipeline`].
 //!
 //! # The modules

@@ -106,12 +106,27 @@ fn cancellation_wakes_a_sleeping_retry_promptly() {
 
 #[test]
 fn retry_after_overrides_the_backoff() {
+    // A bare retry has no breaker to hold for a 429: to wait it out and
+    // try again, it is a failure whose pause the server named.
     let p = policy(3, Duration::from_secs(60))
         .classify((|_: &Http| Assessment::Failure, |_: &Http| Some(Duration::from_millis(5))));
     let started = Instant::now();
-    let r = retry(&p, &Stop::never(), |n| if n < 3 { Err(Http(503)) } else { Ok(n) });
+    let r = retry(&p, &Stop::never(), |n| if n < 3 { Err(Http(429)) } else { Ok(n) });
     assert_eq!(r, Ok(3));
     assert!(started.elapsed() < Duration::from_secs(30));
+    // Classed as backpressure, it ends the retries and is the answer.
+    let held = policy(3, Duration::from_millis(1))
+        .classify(|_: &Http| Assessment::Backpressure(Some(Duration::from_millis(5))));
+    let r = retry(&held, &Stop::never(), |_| Err::<(), _>(Http(429)));
+    assert_eq!(r, Err(RetryError::Final { attempts: 1, error: Http(429) }));
+}
+
+#[test]
+fn an_error_the_classifier_calls_a_success_ends_the_retries_with_the_attempts_made() {
+    let p = policy(5, Duration::from_millis(1))
+        .classify(|e: &Http| if e.0 == 503 { Assessment::Failure } else { Assessment::Success });
+    let r = retry(&p, &Stop::never(), |n| Err::<(), _>(Http(if n == 1 { 503 } else { 200 })));
+    assert_eq!(r, Err(RetryError::Final { attempts: 2, error: Http(200) }));
 }
 
 #[test]

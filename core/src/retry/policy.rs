@@ -76,6 +76,12 @@ impl<E> Classify<E> for Verdict {
 /// 404) and [`Assessment::Backpressure`] (a breaker's hold answers it) end
 /// the retries.
 ///
+/// With no breaker around the retries nothing holds for backpressure: a
+/// bare [`retry()`](crate::retry::retry()) that should wait out a 429 and
+/// try again classes it [`Assessment::Failure`] and names its pause in
+/// `retry_after`; classed [`Assessment::Backpressure`], it ends the
+/// retries and is the answer.
+///
 /// Any `Fn(&E) -> Assessment` is one; so is a pair of closures
 /// `(assess, retry_after)`, the second naming a server's pause; [`RetryAll`]
 /// calls every error a failure.

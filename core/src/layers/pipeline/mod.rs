@@ -412,7 +412,7 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
     ///     let status = if sent == 1 { 503 } else { 200 };
     ///     http::Response::builder().status(status).header("retry-after", "0").body(())
     /// };
-    /// // The 503 is retried after its `Retry-After` (none here), the 200 is the answer.
+    /// // The 503 is retried after its `Retry-After` (0 s here), the 200 is the answer.
     /// assert_eq!(pipeline.call_with(HttpClassifier, busy_then_ok)?.status(), 200);
     /// // A closure judges any result, and retries after the backoff.
     /// let even = |r: &Result<u32, ()>| if r == &Ok(2) { Assessment::Success } else { Assessment::Failure };

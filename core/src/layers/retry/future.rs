@@ -18,8 +18,9 @@ use crate::retry::policy::{Classify, Refusal, RetryPolicy};
 /// until one succeeds or the policy, the budget or `deadline` stops it;
 /// the async twin of [`retry`](crate::retry::retry()).
 ///
-/// Between attempts it sleeps the backoff's delay on `timer` (a
-/// classifier's `RetryAfter` overrides it); a wait that would end past the
+/// Between attempts it sleeps the backoff's delay on `timer` (the pause a
+/// classifier's [`retry_after`](crate::retry::Classify::retry_after) names
+/// overrides it); a wait that would end past the
 /// deadline is not started, and an attempt still running at the deadline is
 /// cut short ([`RetryError::Deadline`], with the error of the attempt
 /// before, if any). Dropping the returned future cancels at once,

@@ -36,12 +36,17 @@ where
     type Answer = Result<T, E>;
 
     /// `Ok` is a success; an error is what the classifier says, and a
-    /// guard's refusal is never retried.
+    /// guard's refusal is never retried. An error is never a success: one
+    /// the classifier calls so ends the retries as final, as any judgement
+    /// but a failure does, and the caller gets it with the attempts made.
     fn judge(&self, answer: &Result<T, E>) -> Judged {
         match answer {
             Ok(_) => Judged { assessment: Assessment::Success, verdict: Verdict::Final },
             Err(e) if e.is_refusal() => Judged { assessment: Assessment::Ignored, verdict: Verdict::Final },
-            Err(e) => Judged::of(self.classify.classify(e), self.classify.retry_after(e)),
+            Err(e) => match self.classify.classify(e) {
+                Assessment::Success => Judged { assessment: Assessment::Ignored, verdict: Verdict::Final },
+                judged => Judged::of(judged, self.classify.retry_after(e)),
+            },
         }
     }
 
