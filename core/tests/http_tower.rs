@@ -495,7 +495,11 @@ async fn the_services_own_ready_and_oneshot_call_through_every_layer() {
     let breaker = Arc::new(NamedBreaker::new("tower/ready", BreakerConfig::default()));
     let mut svc = BreakerLayer::new(breaker.clone()).layer(client());
 
-    let ready = svc.ready().await.unwrap();
+    // `Unpin`, as tower's `Ready` is, so that it can be selected on.
+    fn unpin<T: Unpin>(t: T) -> T {
+        t
+    }
+    let ready = unpin(svc.ready()).await.unwrap();
     assert_eq!(ready.call(request(&server)).await.unwrap().status(), 200);
     assert_eq!(svc.oneshot(request(&server)).await.unwrap().status(), 200);
     server.set(Mode::Unavailable);

@@ -30,7 +30,12 @@
 //! (`ServiceError`, `RetryRequest`, `ClassifyResult`, `Timer`) and the fix,
 //! also through the call patterns of tower's guides: each service here has
 //! inherent `ready` and `oneshot` methods that do what tower's
-//! `ServiceExt::{ready, oneshot}` do. Through tower's own methods rustc
+//! `ServiceExt::{ready, oneshot}` do. `ready` comes first wherever it is
+//! called, with an `Unpin` future of its own ([`Ready`]); a
+//! `use tower::ServiceExt` that served only `ready` then goes unused (a
+//! warning, an error under `-D warnings`: drop the import). `oneshot`
+//! borrows the service and comes after tower's, which takes it: with
+//! `ServiceExt` in scope, tower's is the one called wherever it fits. Through tower's own methods rustc
 //! would say only that the method's "trait bounds were not satisfied"
 //! (E0599), naming `Service<_>` and not the bound inside it. `poll_ready`
 //! is `Service`'s own method: there rustc's E0599 lists the bounds that
@@ -79,7 +84,7 @@
 mod bounds;
 mod breaker;
 mod bulkhead;
-mod call_patterns;
+pub(crate) mod call_patterns;
 mod classify_fn;
 #[cfg(feature = "reqwest")]
 mod reqwest;
@@ -89,6 +94,7 @@ mod timeout;
 pub use bounds::{RetryRequest, ServiceError};
 pub use breaker::{BreakerLayer, BreakerService, ResponseFuture};
 pub use bulkhead::{BulkheadError, BulkheadFuture, BulkheadLayer, BulkheadService};
+pub use call_patterns::Ready;
 // The classifier of every integration, also named here for tower stacks.
 pub use crate::layers::classify::{ClassifyResult, HttpClassifier};
 pub use classify_fn::ClassifyFn;

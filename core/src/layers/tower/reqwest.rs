@@ -7,6 +7,8 @@ use core::task::{Context, Poll};
 
 use tower_service::Service;
 
+use crate::layers::tower::call_patterns::call_patterns;
+
 /// A `reqwest::Client` as a `Service<http::Request<B>>` answering
 /// `http::Response<reqwest::Body>`, made by [`reqwest_service`].
 ///
@@ -124,3 +126,5 @@ impl Future for ReqwestFuture {
         }
     }
 }
+
+call_patterns!(ReqwestService);
