@@ -660,6 +660,50 @@ impl Breaker {
         self.deadlines.left(w, now, &self.config).map(Duration::from_nanos)
     }
 
+    /// The time left before the probe `ticket` counts as lost and a new
+    /// probe may take its slot ([`probe_timeout`](BreakerConfig::probe_timeout),
+    /// from the moment the breaker went Half-Open); `None` for a ticket that
+    /// is no probe, once its generation has been left (its outcome changes
+    /// nothing now), or when no deadline can be read.
+    ///
+    /// A caller that runs a probe for a while (retries inside it) stops by
+    /// then, so that its probe is never taken over while it runs; the
+    /// pipeline and the reqwest middleware do.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use tripwire::{Breaker, BreakerConfig, ManualClock, Outcome};
+    ///
+    /// let config = BreakerConfig::builder()
+    ///     .failure_threshold(1)
+    ///     .open_timeout(Duration::from_secs(1))
+    ///     .probe_timeout(Duration::from_secs(20))
+    ///     .build()?;
+    /// let breaker = Breaker::new(config);
+    /// let clock = ManualClock::new(0);
+    /// let plain = breaker.try_acquire(&clock).expect("closed");
+    /// assert_eq!(breaker.probe_left(&plain, &clock), None, "not a probe");
+    /// breaker.record(plain, Outcome::Failure, &clock);
+    /// clock.advance(Duration::from_secs(1));
+    /// let probe = breaker.try_acquire(&clock).expect("the cool-down has passed");
+    /// clock.advance(Duration::from_secs(5));
+    /// assert_eq!(breaker.probe_left(&probe, &clock), Some(Duration::from_secs(15)));
+    /// # Ok::<(), tripwire::ConfigError>(())
+    /// ```
+    pub fn probe_left(&self, ticket: &Ticket, clock: &impl Clock) -> Option<Duration> {
+        if !ticket.is_probe() {
+            return None;
+        }
+        let now = clock.now();
+        // Acquire: as in `try_acquire`, for the deadline read below.
+        let w = Word(self.hot.word.load(Ordering::Acquire));
+        if w.state() != State::HalfOpen || w.generation() != ticket.generation() {
+            return None;
+        }
+        self.deadlines.left(w, now, &self.config).map(Duration::from_nanos)
+    }
+
     /// The time left until an Open breaker lets its next call through as a
     /// probe (the end of its cool-down or of its hold), and whether a hold
     /// sets it (`true`) or a cool-down (`false`); `None` when the breaker is

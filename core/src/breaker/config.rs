@@ -629,11 +629,19 @@ impl BreakerConfigBuilder {
     /// this bound is for probes nobody records (a crashed process sharing
     /// the breaker, a C caller that forgot).
     ///
-    /// Set it above the longest a probe can take: with the retries inside
-    /// the breaker ([`Nesting::BreakerOutsideRetry`](crate::pipeline::Nesting)), that
-    /// is every attempt's timeout plus the pauses between them (the retry
-    /// policy's `max_total`, where it has one). It is independent of the
-    /// cool-down: a probe that outlives `open_timeout` is not taken over.
+    /// It is also the longest a probe may run: a request admitted as a
+    /// probe through the [`Pipeline`](crate::Pipeline) or the reqwest
+    /// middleware ends by it, whatever its timeout,
+    /// attempts and backoff would allow (no attempt or pause begins past
+    /// it, and an async call is cut there, a failure), so a probe is never
+    /// taken over while it runs ([`Breaker::probe_left`](crate::Breaker::probe_left)
+    /// says how long one has; a tower stack bounds its probes with a
+    /// [`TimeoutLayer`](crate::tower::TimeoutLayer) inside the breaker). Set it above what a healthy probe takes:
+    /// with the retries inside the breaker
+    /// ([`Nesting::BreakerOutsideRetry`](crate::pipeline::Nesting)), every
+    /// attempt's timeout plus the pauses between them. It is independent
+    /// of the cool-down: a probe that outlives `open_timeout` is not taken
+    /// over.
     pub fn probe_timeout(mut self, d: Duration) -> Self {
         self.config.probe_timeout_ns = duration_ns(d);
         self

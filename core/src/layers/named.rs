@@ -236,6 +236,14 @@ impl<C: Clock> NamedPermit<'_, C> {
         }
     }
 
+    /// The time left before this probe counts as lost
+    /// ([`Breaker::probe_left`]); `None` for a permit that is no probe.
+    #[inline(always)]
+    pub(crate) fn probe_left(&self) -> Option<Duration> {
+        let ticket = self.ticket.as_ref().filter(|t| t.is_probe())?;
+        self.breaker.breaker().probe_left(ticket, self.breaker.clock())
+    }
+
     /// Records the outcome; returns the transition it caused, if any.
     pub fn record(mut self, outcome: Outcome) -> Option<Transition> {
         let ticket = self.ticket.take()?;

@@ -34,7 +34,7 @@ pub(crate) async fn drive<C: Clock, K: AsyncCalls, Tm: Timer>(
             let got = wait_slot_async(w.bulkhead, timer, w.wait, run.events()).await;
             run.slotted(&mut attempt, got, w.cut)?;
         }
-        let tried = match run.limit() {
+        let tried = match run.limit(&attempt) {
             None => Tried::Answer(calls.call(attempt.n).await),
             Some(limit) => match timeout(timer, limit.after, calls.call(attempt.n)).await {
                 Ok(answer) => Tried::Answer(answer),

@@ -81,6 +81,9 @@ pub(crate) struct Attempt<'a, C: Clock> {
     pub(crate) n: u32,
     permit: Option<NamedPermit<'a, C>>,
     _slot: Option<BulkheadPermit<'a>>,
+    /// When its probe (breaker inside the retries) counts as lost.
+    #[cfg_attr(not(feature = "async"), allow(dead_code))]
+    probe_end: Option<u64>,
 }
 
 /// What follows an attempt: the end of the request, or a pause before the
@@ -102,6 +105,11 @@ pub(crate) enum Next<R> {
 /// when the request's time ran out mid-call). Every step that ends the
 /// request settles the breaker's one admission when it sits outside the
 /// retries, with the last call's assessment.
+///
+/// A request (breaker outside the retries) or an attempt (inside them)
+/// admitted as a Half-Open probe ends by the breaker's `probe_timeout`:
+/// its retries stop and its call is cut there (a failure), so that a
+/// probe is never taken over while it runs.
 pub(crate) struct Run<'a, C: Clock, R> {
     layers: Layers<'a, C>,
     policy: &'a RetryPolicy<'a, RetryAll>,
@@ -113,6 +121,14 @@ pub(crate) struct Run<'a, C: Clock, R> {
     outcome: Assessment,
     /// Calls that reached the dependency.
     calls: u32,
+    /// The caller's deadline, or the policy's total time's end if earlier
+    /// (a reading of [`MonotonicClock`]).
+    #[cfg_attr(not(feature = "async"), allow(dead_code))]
+    deadline: Option<u64>,
+    /// When the request's probe (breaker outside the retries) counts as
+    /// lost: its retries stop by then, and its last call is cut there.
+    #[cfg_attr(not(feature = "async"), allow(dead_code))]
+    probe_end: Option<u64>,
 }
 
 // The steps a driver takes on every call are `inline(always)`: folded into
@@ -135,8 +151,25 @@ impl<'a, C: Clock, R> Run<'a, C, R> {
             Some(policy) => (policy, budget),
             None => (&RetryPolicy::ONCE, None),
         };
-        let retry = RetryLoop::starting(policy.max_total(), budget, &MonotonicClock, deadline);
-        Run { layers, policy, budget, retry, outer, outcome: Assessment::Ignored, calls: 0 }
+        let mut retry = RetryLoop::starting(policy.max_total(), budget, &MonotonicClock, deadline);
+        // The caller's time, the policy's total included.
+        let deadline = retry.deadline();
+        // A probe's request stops by its probe timeout too.
+        let probe_end = outer.as_ref().and_then(NamedPermit::probe_left).map(end_after);
+        if let Some(end) = probe_end {
+            retry.stop_by(end);
+        }
+        Run {
+            layers,
+            policy,
+            budget,
+            retry,
+            outer,
+            outcome: Assessment::Ignored,
+            calls: 0,
+            deadline,
+            probe_end,
+        }
     }
 
     /// The request's one admission when the breaker sits outside the
@@ -173,15 +206,17 @@ impl<'a, C: Clock, R> Run<'a, C, R> {
             },
             _ => None,
         };
-        Ok(Attempt { n, permit, _slot: None })
+        let probe_end = permit.as_ref().and_then(NamedPermit::probe_left).map(end_after);
+        Ok(Attempt { n, permit, _slot: None, probe_end })
     }
 
     /// The wait for a bulkhead slot this attempt may begin, if there is a
-    /// bulkhead: the plan's, cut to the request's time left.
+    /// bulkhead: the plan's, cut to the request's time left (a probe's
+    /// included).
     #[inline(always)]
     pub(crate) fn slot_wait(&self) -> Option<SlotWait<'a>> {
         let bulkhead = self.layers.bulkhead?;
-        let (wait, cut) = slot_wait(self.layers.bulkhead_wait, self.left());
+        let (wait, cut) = slot_wait(self.layers.bulkhead_wait, left_until(self.retry.deadline()));
         Some(SlotWait { bulkhead, wait, cut })
     }
 
@@ -209,10 +244,16 @@ impl<'a, C: Clock, R> Run<'a, C, R> {
     }
 
     /// The bound on the call about to be made: the plan's timeout, or the
-    /// request's time left where that ends first.
+    /// time left to its probe (both the call's own: a failure when they
+    /// pass), or the caller's time left where that ends first.
     #[cfg(feature = "async")]
-    pub(crate) fn limit(&self) -> Option<Limit> {
-        match (self.layers.timeout, self.left()) {
+    pub(crate) fn limit(&self, attempt: &Attempt<'a, C>) -> Option<Limit> {
+        let probe = left_until(earlier(self.probe_end, attempt.probe_end));
+        let own = match (self.layers.timeout, probe) {
+            (Some(timeout), Some(probe)) => Some(timeout.min(probe)),
+            (timeout, probe) => timeout.or(probe),
+        };
+        match (own, left_until(self.deadline)) {
             (Some(own), Some(left)) if left < own => Some(Limit { after: left, own: false }),
             (Some(own), _) => Some(Limit { after: own, own: true }),
             (None, Some(left)) => Some(Limit { after: left, own: false }),
@@ -224,7 +265,7 @@ impl<'a, C: Clock, R> Run<'a, C, R> {
     /// whether the request ends with this answer or retries after a pause.
     #[inline(always)]
     pub(crate) fn finish(&mut self, attempt: Attempt<'a, C>, tried: Tried<R>, judged: Judged) -> Next<R> {
-        let Attempt { n, permit, _slot } = attempt;
+        let Attempt { n, permit, _slot, .. } = attempt;
         drop(_slot);
         self.calls = n;
         self.outcome = judged.assessment;
@@ -256,7 +297,7 @@ impl<'a, C: Clock, R> Run<'a, C, R> {
     /// caller's limit says nothing of the dependency.
     #[cfg(feature = "async")]
     pub(crate) fn cut_short(&mut self, attempt: Attempt<'a, C>, after: Duration) -> Ended<R> {
-        let Attempt { n, permit, _slot } = attempt;
+        let Attempt { n, permit, _slot, .. } = attempt;
         drop(_slot);
         self.outcome = Assessment::Ignored;
         if let Some(p) = permit {
@@ -294,13 +335,6 @@ impl<'a, C: Clock, R> Run<'a, C, R> {
         });
     }
 
-    /// The request's time left, if it has a deadline.
-    fn left(&self) -> Option<Duration> {
-        // The clock is read only when there is a deadline to measure.
-        let deadline = self.retry.deadline()?;
-        Some(Duration::from_nanos(deadline.saturating_sub(MonotonicClock.now())))
-    }
-
     /// A guard's refusal ends the request; the deadline's keeps the answer
     /// before it.
     fn refused(&mut self, by: RefusedBy) -> Ended<R> {
@@ -325,6 +359,29 @@ impl<'a, C: Clock, R> Run<'a, C, R> {
         if let Some(p) = self.outer.take() {
             p.settle(self.outcome);
         }
+    }
+}
+
+/// The time left until `deadline` (a reading of [`MonotonicClock`]), if
+/// there is one; the clock is read only then.
+#[inline(always)]
+fn left_until(deadline: Option<u64>) -> Option<Duration> {
+    let deadline = deadline?;
+    Some(Duration::from_nanos(deadline.saturating_sub(MonotonicClock.now())))
+}
+
+/// The reading of [`MonotonicClock`] `left` from now.
+fn end_after(left: Duration) -> u64 {
+    MonotonicClock.now().saturating_add(u64::try_from(left.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The earlier of two optional deadlines.
+#[cfg(feature = "async")]
+#[inline(always)]
+fn earlier(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

@@ -132,6 +132,12 @@ impl<E> RetryLoop<E> {
         self
     }
 
+    /// Stops the loop by `end` (a reading of its clock) too.
+    #[cfg(feature = "std")]
+    pub(crate) fn stop_by(&mut self, end: u64) {
+        self.deadline = Some(self.deadline.map_or(end, |d| d.min(end)));
+    }
+
     /// The loop's deadline, a reading of its clock, if it has one.
     pub fn deadline(&self) -> Option<u64> {
         self.deadline

@@ -40,8 +40,10 @@ pub enum PipelineError<E> {
         /// The last attempt's error.
         last: Box<PipelineError<E>>,
     },
-    /// The caller's deadline (or the policy's `max_total`) passed, or
-    /// waiting for another attempt would have passed it.
+    /// The caller's deadline (or the policy's `max_total`, or, for a
+    /// request admitted as a Half-Open probe, the breaker's
+    /// [`probe_timeout`](crate::breaker::BreakerConfigBuilder::probe_timeout))
+    /// passed, or waiting for another attempt would have passed it.
     Deadline {
         /// Attempts made.
         attempts: u32,

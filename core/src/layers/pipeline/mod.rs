@@ -242,7 +242,11 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
     }
 
     /// Puts the breaker outside the retries: one admission and one outcome
-    /// per logical request, however many attempts it takes.
+    /// per logical request, however many attempts it takes. A request
+    /// admitted as a Half-Open probe ends by the breaker's
+    /// [`probe_timeout`](crate::breaker::BreakerConfigBuilder::probe_timeout):
+    /// no attempt or pause begins past it and an async call is cut there (a
+    /// failure), so the probe is never taken over while it runs.
     pub fn breaker_outside_retry(mut self) -> Self {
         self.pipeline.nesting = Nesting::BreakerOutsideRetry;
         self

@@ -75,7 +75,7 @@
 //! | nesting | consequence |
 //! | --- | --- |
 //! | retry → breaker → bulkhead → call (the default, as in the [`Pipeline`](crate::Pipeline)) | each attempt is one outcome for the breaker; a refusal of the breaker or the bulkhead ends the retries at once ([`RetryError::Final`](crate::retry::RetryError::Final) holding it) |
-//! | breaker → retry → … | one logical request is one outcome: a failure only once the retries ran out; an inner refusal that ended them is ignored |
+//! | breaker → retry → … | one logical request is one outcome: a failure only once the retries ran out; an inner refusal that ended them is ignored. A probe runs as long as the retries do: bound them with a [`TimeoutLayer`] between the two, below the breaker's `probe_timeout`, or a slow probe is taken over |
 //! | breaker → bulkhead | the breaker admits, then the bulkhead; an open breaker refuses without taking a slot; a full bulkhead's [`BulkheadError::Full`] comes back inside [`CallError::Inner`](crate::CallError::Inner) and counts as ignored |
 //! | bulkhead → breaker | the bulkhead caps every call, including those the breaker refuses (a refusal frees its slot at once); a full bulkhead never reaches the breaker |
 //! | breaker → timeout → call | a timed-out call is the inner [`TimeoutError::Elapsed`], judged by the classifier: a failure with [`HttpClassifier`], retried by a retry layer outside |
