@@ -25,6 +25,7 @@
 //! | [`shared`] | state several processes map: a breaker's region, a bulkhead for every process of a host, the one header protocol and [`RegionError`](shared::RegionError) |
 //! | [`retry`] | the [`RetryPolicy`](retry::RetryPolicy) and its [`Classify`](retry::Classify), [`Backoff`](retry::Backoff), the [`RetryBudget`](retry::RetryBudget), the sans-IO [`RetryLoop`](retry::RetryLoop) and the executors that wait (`std`, `async`) |
 //! | [`clock`] | every clock: monotonic, coarse, cached by an upkeep thread, manual, fixed |
+//! | [`limiter`] | a rate limiter with weights and several limits at once, taken all or nothing |
 //! | `pipeline` | the composition (`std`): fallback → retry → breaker → bulkhead → timeout → call, in either nesting, sync and async |
 //! | `timeout` | timeouts on a runtime's timer (`async`), `TokioTimer` (`tokio`) |
 //! | `stale` | last-good values served with their age (`std`) |
@@ -79,6 +80,7 @@ pub mod breaker;
 pub mod bulkhead;
 pub mod clock;
 mod config_error;
+pub mod limiter;
 mod refusal;
 #[cfg(not(loom))]
 mod region;
