@@ -121,6 +121,16 @@ def targets(est):
           get("rejection", "tripwire", "CachedClock"), get("rejection", "baseline", "fetch_add"), 2)
     check("two threads, tripwire consecutive ÷ two threads on one fetch_add",
           get("two_threads_success", "tripwire", "consecutive"), get("two_threads_success", "baseline", "fetch_add"), 1)
+    check("rate limiter, one limit, CachedClock ÷ fetch_add",
+          get("limiter_check", "tripwire", "one limit, CachedClock"), get("limiter_check", "baseline", "fetch_add"), 2)
+    limiter = get("limiter_check", "tripwire", "one limit, CachedClock")
+    governor = get("limiter_check", "governor", "direct")
+    if limiter and governor:
+        verdict = "met" if limiter < governor else "**missed**"
+        checks.append(f"| rate limiter: tripwire (one limit, CachedClock) ÷ governor's direct limiter | "
+                      f"{limiter / governor:.2f}× | < 1× | {verdict} |")
+    else:
+        checks.append("| rate limiter: tripwire ÷ governor's direct limiter | not measured | < 1× | — |")
     coarse = get("closed_success", "baseline", "CoarseClock read")
     cached = get("closed_success", "baseline", "CachedClock read")
     cas = get("closed_success", "baseline", "compare_exchange")
@@ -205,6 +215,10 @@ def main():
         "## Two threads on one shared object\n",
         "Time per call on each thread while the other thread calls too.\n",
         group_table(est, "two_threads_success", ("two_threads_success", "baseline", "fetch_add")),
+        "## Rate limiter: a check that admits, next to governor\n",
+        group_table(est, "limiter_check", ("limiter_check", "baseline", "fetch_add")),
+        "Two threads on one limiter, time per check on each thread:\n",
+        group_table(est, "limiter_two_threads", ("limiter_two_threads", "baseline", "fetch_add")),
         "## Other core pieces\n", group_table(est, "pieces", ("pieces", "baseline", "fetch_add")),
         "## The std layer: what each layer adds (sync)\n",
         group_table(est, "layers_sync", ("layers_sync", "baseline", "bare call")),

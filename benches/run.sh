@@ -11,6 +11,7 @@ cargo bench -p tripwire-benches --bench breaker -- "${quick[@]}"
 cargo bench -p tripwire-benches --bench pieces -- "${quick[@]}"
 cargo bench -p tripwire-benches --bench layers -- "${quick[@]}"
 cargo bench -p tripwire-benches --bench contention
+cargo bench -p tripwire-benches --bench limiter -- "${quick[@]}"
 cargo bench -p tripwire-benches --bench heap | grep '^|' > "$target/bench/heap.md"
 # The fleet: through TRIPWIRE_BENCH_REDIS / TRIPWIRE_TEST_REDIS, or a
 # redis-server of its own (without one: the unlinked rows only).

@@ -26,7 +26,7 @@
 //! | [`retry`] | the [`RetryPolicy`](retry::RetryPolicy) and its [`Classify`](retry::Classify), [`Backoff`](retry::Backoff), the [`RetryBudget`](retry::RetryBudget), the sans-IO [`RetryLoop`](retry::RetryLoop) and the executors that wait (`std`, `async`) |
 //! | [`clock`] | every clock: monotonic, coarse, cached by an upkeep thread, manual, fixed |
 //! | [`limiter`] | a rate limiter with weights and several limits at once, taken all or nothing |
-//! | `pipeline` | the composition (`std`): fallback → retry → breaker → bulkhead → timeout → call, in either nesting, sync and async |
+//! | `pipeline` | the composition (`std`): fallback → retry → breaker → rate limit → bulkhead → timeout → call, in either nesting, sync and async |
 //! | `timeout` | timeouts on a runtime's timer (`async`), `TokioTimer` (`tokio`) |
 //! | `stale` | last-good values served with their age (`std`) |
 //! | `events` | what the layers report, to listeners, counters, `tracing`, `metrics` (`std`) |

@@ -1,7 +1,7 @@
 //! Whether a guard refused a call, read from any layer's error: [`refusal`]
 //! walks an error's [`source`](core::error::Error::source) chain for a
-//! breaker's [`Rejected`], a bulkhead's [`BulkheadFull`] or a
-//! [`DeadlinePassed`], so a caller asks "was I refused, and for how long?"
+//! breaker's [`Rejected`], a bulkhead's [`BulkheadFull`], a rate
+//! limiter's [`Throttled`] or a [`DeadlinePassed`], so a caller asks "was I refused, and for how long?"
 //! in one call, whatever the layers and their order.
 //!
 //! A refusal is never a failure of the dependency: the call was not made.
@@ -14,6 +14,7 @@ use core::time::Duration;
 
 use crate::breaker::ticket::Rejected;
 use crate::bulkhead::BulkheadFull;
+use crate::limiter::Throttled;
 
 /// A retry loop's deadline passed before any attempt was made, so nothing
 /// reached the dependency: the [`source`](Error::source) of a
@@ -40,17 +41,21 @@ pub enum RefusedBy {
     Bulkhead(BulkheadFull),
     /// The deadline passed before any attempt.
     Deadline(DeadlinePassed),
+    /// A rate limiter would not let the request go in time (or ever, for a
+    /// cost above its burst).
+    RateLimited(Throttled),
 }
 
 impl RefusedBy {
     /// When trying again makes sense, if the guard said: the breaker's
-    /// `retry_after` (the end of its cool-down or of a server's hold).
-    /// `None` for a full bulkhead (a slot may free at any moment), a passed
-    /// deadline, and a breaker forced open.
+    /// `retry_after` (the end of its cool-down or of a server's hold), or a
+    /// rate limiter's wait. `None` for a full bulkhead (a slot may free at any moment), a passed
+    /// deadline, a breaker forced open, and a cost above a limiter's burst.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             RefusedBy::Breaker(r) => r.retry_after,
-            RefusedBy::Bulkhead(_) | RefusedBy::Deadline(_) => None,
+            RefusedBy::RateLimited(Throttled::Wait { wait, .. }) => Some(*wait),
+            RefusedBy::Bulkhead(_) | RefusedBy::Deadline(_) | RefusedBy::RateLimited(_) => None,
         }
     }
 }
@@ -61,6 +66,7 @@ impl fmt::Display for RefusedBy {
             RefusedBy::Breaker(r) => r.fmt(f),
             RefusedBy::Bulkhead(b) => b.fmt(f),
             RefusedBy::Deadline(d) => d.fmt(f),
+            RefusedBy::RateLimited(t) => t.fmt(f),
         }
     }
 }
@@ -98,6 +104,9 @@ pub fn refusal(error: &(dyn Error + 'static)) -> Option<RefusedBy> {
         }
         if let Some(d) = e.downcast_ref::<DeadlinePassed>() {
             return Some(RefusedBy::Deadline(*d));
+        }
+        if let Some(t) = e.downcast_ref::<Throttled>() {
+            return Some(RefusedBy::RateLimited(*t));
         }
         cause = e.source();
     }

@@ -55,6 +55,12 @@ pub struct Grant<const N: usize> {
 }
 
 impl<const N: usize> Grant<N> {
+    /// A grant of `costs` taken earlier, to refund them.
+    #[cfg(feature = "std")]
+    pub(crate) fn of(costs: [u32; N]) -> Self {
+        Grant { costs, ready_in: Duration::ZERO }
+    }
+
     /// How long to wait before sending: zero when the units were there, up
     /// to the `max_wait` asked for when they were reserved ahead.
     pub fn ready_in(&self) -> Duration {

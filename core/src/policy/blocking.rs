@@ -36,6 +36,13 @@ pub(crate) fn drive<C: Clock, K: BlockingCalls>(
             return Err(run.cancelled());
         }
         let mut attempt = run.start()?;
+        if let Some(wait) = run.ration(&mut attempt)? {
+            sleep(wait, cancel);
+            if cancelled(cancel) {
+                return Err(run.cancelled());
+            }
+            attempt.restart_clock();
+        }
         if let Some(w) = run.slot_wait() {
             let got = wait_slot(w.bulkhead, w.wait, run.events());
             run.slotted(&mut attempt, got, w.cut)?;

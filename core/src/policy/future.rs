@@ -30,6 +30,10 @@ pub(crate) async fn drive<C: Clock, K: AsyncCalls, Tm: Timer>(
     let mut run = Run::new(plan, deadline, outer);
     loop {
         let mut attempt = run.start()?;
+        if let Some(wait) = run.ration(&mut attempt)? {
+            timer.sleep(wait).await;
+            attempt.restart_clock();
+        }
         if let Some(w) = run.slot_wait() {
             let got = wait_slot_async(w.bulkhead, timer, w.wait, run.events()).await;
             run.slotted(&mut attempt, got, w.cut)?;

@@ -3,13 +3,14 @@
 //! happens next; two drivers perform its steps.
 //!
 //! ```text
-//! retry → breaker → bulkhead → timeout → call      (Nesting::RetryOutsideBreaker)
-//! breaker → retry → bulkhead → timeout → call      (Nesting::BreakerOutsideRetry)
+//! retry → breaker → rate limit → bulkhead → timeout → call   (Nesting::RetryOutsideBreaker)
+//! breaker → retry → rate limit → bulkhead → timeout → call   (Nesting::BreakerOutsideRetry)
 //! ```
 //!
 //! A [`Plan`] names the parts (each optional) and their nesting. A [`Run`](run::Run)
-//! takes one request through it: it admits through the breaker, says how
-//! long the attempt may wait for a bulkhead slot and how long its call may
+//! takes one request through it: it admits through the breaker, takes the
+//! attempt's units from the rate limiter (and says how long to wait for
+//! them), says how long the attempt may wait for a bulkhead slot and how long its call may
 //! take, records each attempt's [`Judged`] verdict (placing a hold for
 //! backpressure), and answers with the pause before the next attempt or
 //! the end of the request. It never sleeps, parks or polls: that is the
@@ -24,5 +25,5 @@ pub(crate) mod future;
 mod plan;
 mod run;
 
-pub(crate) use plan::{Calls, Judged, Plan};
+pub(crate) use plan::{Calls, Judged, Plan, Ration, Rationed};
 pub(crate) use run::{Ended, Tried};

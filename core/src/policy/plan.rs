@@ -2,13 +2,16 @@
 //! integration tells it about each answer.
 
 use core::time::Duration;
+use std::sync::Arc;
 
 use crate::assessment::Assessment;
 use crate::bulkhead::Bulkhead;
 use crate::clock::Clock;
+use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Events, RetryCause};
 use crate::layers::named::NamedBreaker;
 use crate::layers::pipeline::Nesting;
+use crate::limiter::{Grant, RateLimiter, Throttled};
 use crate::retry::budget::RetryBudget;
 use crate::retry::policy::{RetryAll, RetryPolicy, Verdict};
 
@@ -19,6 +22,12 @@ pub(crate) struct Plan<'a, C: Clock> {
     pub(crate) bulkhead: Option<&'a Bulkhead>,
     /// How long an attempt may wait for a bulkhead slot; zero: not at all.
     pub(crate) bulkhead_wait: Duration,
+    /// The rate limiter each attempt asks before the bulkhead, with the
+    /// request's costs.
+    pub(crate) rate: Option<&'a dyn Rationed>,
+    /// How long an attempt may wait for the rate limiter (cut to the
+    /// request's time left).
+    pub(crate) rate_wait: Duration,
     /// `None`: one attempt. Borrowed, not copied: a run reads it in place.
     pub(crate) retry: Option<&'a RetryPolicy<'a, RetryAll>>,
     /// The budget every retry draws on (the one in `retry` is not read).
@@ -39,12 +48,42 @@ impl<'a, C: Clock> Plan<'a, C> {
             breaker: None,
             bulkhead: None,
             bulkhead_wait: Duration::ZERO,
+            rate: None,
+            rate_wait: Duration::ZERO,
             retry: Some(policy),
             budget: policy.retry_budget(),
             timeout: None,
             nesting: Nesting::RetryOutsideBreaker,
             events,
         }
+    }
+}
+
+/// A rate limiter with one request's costs: the engine takes them before
+/// each attempt, and gives them back for an attempt that was not sent.
+pub(crate) trait Rationed: Sync {
+    /// Takes the costs if they can go within `max_wait`: the wait before
+    /// sending, or the refusal (nothing taken).
+    fn take(&self, max_wait: Duration) -> Result<Duration, Throttled>;
+
+    /// Gives the costs back: the attempt they were taken for was not sent.
+    fn give_back(&self);
+}
+
+/// The rate limiter of a [`Pipeline`](crate::Pipeline) or a middleware,
+/// with the costs of its every request, read on [`MonotonicClock`].
+pub(crate) struct Ration<const N: usize> {
+    pub(crate) limiter: Arc<RateLimiter<N>>,
+    pub(crate) costs: [u32; N],
+}
+
+impl<const N: usize> Rationed for Ration<N> {
+    fn take(&self, max_wait: Duration) -> Result<Duration, Throttled> {
+        self.limiter.acquire(self.costs, max_wait, &MonotonicClock).map(|grant| grant.ready_in())
+    }
+
+    fn give_back(&self) {
+        let _ = self.limiter.refund(Grant::of(self.costs), &MonotonicClock);
     }
 }
 

@@ -9,7 +9,7 @@ use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Events, slot_wait};
 use crate::layers::named::{NamedBreaker, NamedPermit};
 use crate::layers::pipeline::Nesting;
-use crate::policy::plan::{Calls, Judged, Plan};
+use crate::policy::plan::{Calls, Judged, Plan, Rationed};
 use crate::refusal::{DeadlinePassed, RefusedBy};
 use crate::retry::error::RetryError;
 use crate::retry::policy::{Refusal, RetryAll, RetryPolicy};
@@ -81,9 +81,51 @@ pub(crate) struct Attempt<'a, C: Clock> {
     pub(crate) n: u32,
     permit: Option<NamedPermit<'a, C>>,
     _slot: Option<BulkheadPermit<'a>>,
+    /// The rate limiter's units, given back unless the call is made.
+    ration: Option<Taken<'a>>,
     /// When its probe (breaker inside the retries) counts as lost.
     #[cfg_attr(not(feature = "async"), allow(dead_code))]
     probe_end: Option<u64>,
+}
+
+/// Units a rate limiter gave an attempt: dropped before the call is made
+/// (a refusal after it, a cancelled wait), they go back.
+struct Taken<'a> {
+    rate: &'a dyn Rationed,
+    sent: bool,
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        if !self.sent {
+            self.rate.give_back();
+        }
+    }
+}
+
+impl core::fmt::Debug for Taken<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Taken").field("sent", &self.sent).finish()
+    }
+}
+
+impl<C: Clock> Attempt<'_, C> {
+    /// The call is about to be made: the wait before it (for the rate
+    /// limiter) is no part of its time, and its units are spent.
+    #[inline(always)]
+    pub(crate) fn restart_clock(&mut self) {
+        if let Some(p) = &mut self.permit {
+            p.restart_clock();
+        }
+    }
+
+    /// The call was made: its units stay spent.
+    #[inline(always)]
+    fn sent(&mut self) {
+        if let Some(t) = &mut self.ration {
+            t.sent = true;
+        }
+    }
 }
 
 /// What follows an attempt: the end of the request, or a pause before the
@@ -144,8 +186,19 @@ impl<'a, C: Clock, R> Run<'a, C, R> {
     /// copied whole on every call.)
     #[inline(always)]
     pub(crate) fn new(plan: Plan<'a, C>, deadline: Option<u64>, outer: Option<NamedPermit<'a, C>>) -> Self {
-        let Plan { breaker, bulkhead, bulkhead_wait, retry, budget, timeout, nesting, events } = plan;
-        let layers = Layers { breaker, bulkhead, bulkhead_wait, timeout, nesting, events };
+        let Plan {
+            breaker,
+            bulkhead,
+            bulkhead_wait,
+            rate,
+            rate_wait,
+            retry,
+            budget,
+            timeout,
+            nesting,
+            events,
+        } = plan;
+        let layers = Layers { breaker, bulkhead, bulkhead_wait, rate, rate_wait, timeout, nesting, events };
         // No policy: one attempt, and nothing drawn from a budget.
         let (policy, budget) = match retry {
             Some(policy) => (policy, budget),
@@ -207,7 +260,28 @@ impl<'a, C: Clock, R> Run<'a, C, R> {
             _ => None,
         };
         let probe_end = permit.as_ref().and_then(NamedPermit::probe_left).map(end_after);
-        Ok(Attempt { n, permit, _slot: None, probe_end })
+        Ok(Attempt { n, permit, _slot: None, ration: None, probe_end })
+    }
+
+    /// Takes this attempt's units from the plan's rate limiter, if it has
+    /// one: the wait before the call (the driver sleeps it, then
+    /// [`Attempt::restart_clock`]), or the refusal that ends the request
+    /// when the units would not go within the plan's `rate_wait` or the
+    /// request's time left. A refusal is never the dependency's failure.
+    #[inline(always)]
+    pub(crate) fn ration(&mut self, attempt: &mut Attempt<'a, C>) -> Result<Option<Duration>, Ended<R>> {
+        let Some(rate) = self.layers.rate else { return Ok(None) };
+        let max_wait = match left_until(self.retry.deadline()) {
+            Some(left) => left.min(self.layers.rate_wait),
+            None => self.layers.rate_wait,
+        };
+        match rate.take(max_wait) {
+            Ok(wait) => {
+                attempt.ration = Some(Taken { rate, sent: false });
+                Ok((!wait.is_zero()).then_some(wait))
+            }
+            Err(t) => Err(self.refused(RefusedBy::RateLimited(t))),
+        }
     }
 
     /// The wait for a bulkhead slot this attempt may begin, if there is a
@@ -264,7 +338,8 @@ impl<'a, C: Clock, R> Run<'a, C, R> {
     /// After the call: records `judged` (a hold for backpressure), and says
     /// whether the request ends with this answer or retries after a pause.
     #[inline(always)]
-    pub(crate) fn finish(&mut self, attempt: Attempt<'a, C>, tried: Tried<R>, judged: Judged) -> Next<R> {
+    pub(crate) fn finish(&mut self, mut attempt: Attempt<'a, C>, tried: Tried<R>, judged: Judged) -> Next<R> {
+        attempt.sent();
         let Attempt { n, permit, _slot, .. } = attempt;
         drop(_slot);
         self.calls = n;
@@ -296,7 +371,8 @@ impl<'a, C: Clock, R> Run<'a, C, R> {
     /// this attempt, if any. The call counts as made, and as ignored: the
     /// caller's limit says nothing of the dependency.
     #[cfg(feature = "async")]
-    pub(crate) fn cut_short(&mut self, attempt: Attempt<'a, C>, after: Duration) -> Ended<R> {
+    pub(crate) fn cut_short(&mut self, mut attempt: Attempt<'a, C>, after: Duration) -> Ended<R> {
+        attempt.sent();
         let Attempt { n, permit, _slot, .. } = attempt;
         drop(_slot);
         self.outcome = Assessment::Ignored;
@@ -390,6 +466,8 @@ struct Layers<'a, C: Clock> {
     breaker: Option<&'a NamedBreaker<C>>,
     bulkhead: Option<&'a Bulkhead>,
     bulkhead_wait: Duration,
+    rate: Option<&'a dyn Rationed>,
+    rate_wait: Duration,
     #[cfg_attr(not(feature = "async"), allow(dead_code))]
     timeout: Option<Duration>,
     nesting: Nesting,
@@ -420,6 +498,8 @@ mod tests {
             breaker: Some(breaker),
             bulkhead: None,
             bulkhead_wait: Duration::ZERO,
+            rate: None,
+            rate_wait: Duration::ZERO,
             retry: Some(policy),
             budget: None,
             timeout: None,

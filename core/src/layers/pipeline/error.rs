@@ -6,7 +6,8 @@ use std::boxed::Box;
 
 use crate::breaker::ticket::Rejected;
 use crate::bulkhead::BulkheadFull;
-use crate::refusal::DeadlinePassed;
+use crate::limiter::Throttled;
+use crate::refusal::{DeadlinePassed, RefusedBy};
 
 /// Why a pipeline returned no value; each variant names the layer that
 /// answered.
@@ -22,6 +23,10 @@ pub enum PipelineError<E> {
     Open(Rejected),
     /// The bulkhead had no free slot (in time). The call was not made.
     Full(BulkheadFull),
+    /// The rate limiter would not let the call go within the wait allowed
+    /// (the pipeline's `rate_limit_wait`, cut to the deadline). The call
+    /// was not made.
+    RateLimited(Throttled),
     /// The attempt ran out of time (async pipelines); counted by the
     /// breaker as a failure.
     Timeout(Duration),
@@ -72,7 +77,7 @@ impl<E> PipelineError<E> {
     /// layer answered.
     pub fn attempts(&self) -> u32 {
         match self {
-            PipelineError::Open(_) | PipelineError::Full(_) => 0,
+            PipelineError::Open(_) | PipelineError::Full(_) | PipelineError::RateLimited(_) => 0,
             PipelineError::Timeout(_) | PipelineError::Call(_) => 1,
             PipelineError::BudgetExhausted { attempts, .. }
             | PipelineError::RetriesExhausted { attempts, .. }
@@ -80,10 +85,12 @@ impl<E> PipelineError<E> {
         }
     }
 
-    /// When trying again makes sense, if a layer said so (an open breaker).
+    /// When trying again makes sense, if a layer said so (an open breaker,
+    /// a rate limiter's wait).
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             PipelineError::Open(r) => r.retry_after,
+            PipelineError::RateLimited(t) => RefusedBy::RateLimited(*t).retry_after(),
             _ => None,
         }
     }
@@ -94,6 +101,7 @@ impl<E: fmt::Display> fmt::Display for PipelineError<E> {
         match self {
             PipelineError::Open(r) => r.fmt(f),
             PipelineError::Full(b) => b.fmt(f),
+            PipelineError::RateLimited(t) => t.fmt(f),
             PipelineError::Timeout(d) => write!(f, "call timed out after {d:?}"),
             PipelineError::BudgetExhausted { attempts, last } => {
                 write!(f, "retry budget exhausted after {attempts} attempts; last error: {last}")
@@ -117,6 +125,7 @@ impl<E: core::error::Error + 'static> core::error::Error for PipelineError<E> {
         match self {
             PipelineError::Open(r) => Some(r),
             PipelineError::Full(b) => Some(b),
+            PipelineError::RateLimited(t) => Some(t),
             PipelineError::Call(e) => Some(e),
             PipelineError::BudgetExhausted { last, .. } | PipelineError::RetriesExhausted { last, .. } => {
                 Some(&**last)

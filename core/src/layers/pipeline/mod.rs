@@ -38,8 +38,9 @@ use crate::layers::classify::ClassifyResult;
 use crate::layers::clock::{MonotonicClock, monotonic_at};
 use crate::layers::events::{Events, RetryCause};
 use crate::layers::named::NamedBreaker;
+use crate::limiter::RateLimiter;
 use crate::policy::blocking::{self, BlockingCalls};
-use crate::policy::{Calls, Ended, Judged, Plan, Tried};
+use crate::policy::{Calls, Ended, Judged, Plan, Ration, Rationed, Tried};
 use crate::refusal::RefusedBy;
 use crate::retry::budget::RetryBudget;
 use crate::retry::error::RetryError;
@@ -115,6 +116,8 @@ pub struct Pipeline<C: Clock = MonotonicClock, Tm = ()> {
     breaker: Option<Arc<NamedBreaker<C>>>,
     bulkhead: Option<Arc<Bulkhead>>,
     bulkhead_wait: Duration,
+    rate: Option<Arc<dyn Rationed + Send>>,
+    rate_wait: Duration,
     retry: Option<RetryPolicy<'static, RetryAll>>,
     budget: Option<Arc<RetryBudget>>,
     timeout: Option<Duration>,
@@ -155,6 +158,8 @@ impl Pipeline {
                 breaker: None,
                 bulkhead: None,
                 bulkhead_wait: Duration::ZERO,
+                rate: None,
+                rate_wait: Duration::MAX,
                 retry: None,
                 budget: None,
                 timeout: None,
@@ -176,6 +181,8 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
                 breaker: Some(breaker),
                 bulkhead: p.bulkhead,
                 bulkhead_wait: p.bulkhead_wait,
+                rate: p.rate,
+                rate_wait: p.rate_wait,
                 retry: p.retry,
                 budget: p.budget,
                 timeout: p.timeout,
@@ -198,6 +205,49 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
     /// slow call is timed from the slot on.
     pub fn bulkhead_wait(mut self, d: Duration) -> Self {
         self.pipeline.bulkhead_wait = d;
+        self
+    }
+
+    /// The rate limiter every attempt asks first, before the bulkhead,
+    /// taking `costs` (one per limit: the endpoint's weight, 1 on an order
+    /// count for an order, 0 on the limits it does not count on). Share one
+    /// limiter between the pipelines of an exchange's endpoints, each with
+    /// its own costs. An attempt waits for its units (the wait counts
+    /// against the deadline); one that would wait longer than
+    /// [`rate_limit_wait`](Self::rate_limit_wait) ends the request with
+    /// [`PipelineError::RateLimited`], which is no failure of the
+    /// dependency. Units taken for an attempt that is then not sent (a
+    /// full bulkhead, a cancelled wait) are given back where the limiter
+    /// can ([`RateLimiter::refund`](crate::limiter::RateLimiter::refund)).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use tripwire::Pipeline;
+    /// use tripwire::limiter::{LimitConfig, RateLimiter};
+    ///
+    /// // Request weight per minute, and orders per 10 s.
+    /// let weight = LimitConfig::builder(6_000, Duration::from_secs(60)).build()?;
+    /// let orders = LimitConfig::builder(50, Duration::from_secs(10)).build()?;
+    /// let limiter = Arc::new(RateLimiter::new([weight, orders]));
+    /// let depth = Pipeline::builder().rate_limit(limiter.clone(), [5, 0]).build();
+    /// let order = Pipeline::builder().rate_limit(limiter.clone(), [1, 1]).build();
+    /// assert_eq!(depth.call(|| Ok::<_, ()>("book")), Ok("book"));
+    /// assert_eq!(order.call(|| Ok::<_, ()>("placed")), Ok("placed"));
+    /// assert_eq!(limiter.in_use(&tripwire::MonotonicClock), [6, 1]);
+    /// # Ok::<(), tripwire::ConfigError>(())
+    /// ```
+    pub fn rate_limit<const N: usize>(mut self, limiter: Arc<RateLimiter<N>>, costs: [u32; N]) -> Self {
+        self.pipeline.rate = Some(Arc::new(Ration { limiter, costs }));
+        self
+    }
+
+    /// The longest an attempt waits for the rate limiter's units (default:
+    /// as long as the limiter reserves ahead, one period's units), cut to
+    /// the request's time left; zero: it never waits.
+    pub fn rate_limit_wait(mut self, d: Duration) -> Self {
+        self.pipeline.rate_wait = d;
         self
     }
 
@@ -231,6 +281,8 @@ impl<C: Clock, Tm> PipelineBuilder<C, Tm> {
                 breaker: p.breaker,
                 bulkhead: p.bulkhead,
                 bulkhead_wait: p.bulkhead_wait,
+                rate: p.rate,
+                rate_wait: p.rate_wait,
                 retry: p.retry,
                 budget: p.budget,
                 timeout: p.timeout,
@@ -312,6 +364,7 @@ pub(crate) fn answer<T, E>(run: Result<Result<T, E>, Ended<Result<T, E>>>) -> Re
     match ended {
         Ended::Refused { by: RefusedBy::Breaker(r), .. } => Err(PipelineError::Open(r)),
         Ended::Refused { by: RefusedBy::Bulkhead(full), .. } => Err(PipelineError::Full(full)),
+        Ended::Refused { by: RefusedBy::RateLimited(t), .. } => Err(PipelineError::RateLimited(t)),
         Ended::Refused { by: RefusedBy::Deadline(_), attempts, last }
         | Ended::CutShort { attempts, last, .. } => deadline(attempts, last),
         Ended::Stopped(e) => match e {
@@ -463,6 +516,8 @@ impl<C: Clock, Tm> Pipeline<C, Tm> {
             breaker: self.breaker.as_deref(),
             bulkhead: self.bulkhead.as_deref(),
             bulkhead_wait: self.bulkhead_wait,
+            rate: self.rate.as_deref().map(|r| r as &dyn Rationed),
+            rate_wait: self.rate_wait,
             retry: self.retry.as_ref(),
             budget: self.budget.as_deref(),
             timeout: self.timeout,

@@ -294,6 +294,8 @@ where
             breaker: Some(&*self.breaker),
             bulkhead: self.bulkhead.as_deref(),
             bulkhead_wait: self.bulkhead_wait,
+            rate: None,
+            rate_wait: Duration::ZERO,
             retry: self.retry.as_ref(),
             budget: self.budget.as_deref(),
             timeout: Some(self.timeout),

@@ -51,6 +51,7 @@ impl Error for Refused {
             RefusedBy::Breaker(r) => Some(r),
             RefusedBy::Bulkhead(b) => Some(b),
             RefusedBy::Deadline(d) => Some(d),
+            RefusedBy::RateLimited(t) => Some(t),
         }
     }
 }

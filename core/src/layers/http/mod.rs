@@ -29,6 +29,9 @@ use crate::assessment::Assessment;
 
 pub use crate::layers::classify::HttpClassifier;
 
+mod usage;
+pub use usage::{Usage, UsageKind, Usages, usage};
+
 /// How a response with this status and these headers ended, by the
 /// module's table. A status `StatusCode` holds but HTTP does not define
 /// (600 to 999) is a failure: no healthy server sends one.
