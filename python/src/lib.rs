@@ -29,6 +29,8 @@
 //!   [`bulkhead_wait::BulkheadWait`]: a coroutine's wait for a slot, woken
 //!   by a release.
 //! - [`fleet::Fleet`]: the fleet link over Redis (`tripwire-fleet`), for named breakers.
+//! - [`limiter::RateLimiter`] and [`limiter::Limit`]: the core's rate
+//!   limiter, whose waits `tripwire/_limiter.py` sleeps and awaits.
 //! - [`budget::RetryBudget`], [`backoff::Backoff`]: the core's retry budget
 //!   and backoff; [`retry::RetryPolicy`] and [`retry::RetryRun`]: the
 //!   core's retry loop, whose decisions `tripwire.retry`
@@ -59,6 +61,7 @@ mod errors;
 mod fleet;
 mod guarded;
 mod http;
+mod limiter;
 mod listeners;
 mod registry;
 mod retry;
@@ -90,6 +93,8 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<retry::RetryPolicy>()?;
     m.add_class::<retry::RetryRun>()?;
     m.add_class::<fleet::Fleet>()?;
+    m.add_class::<limiter::Limit>()?;
+    m.add_class::<limiter::RateLimiter>()?;
     m.add_function(wrap_pyfunction!(registry::prometheus_text, m)?)?;
     m.add_function(wrap_pyfunction!(registry::breaker_names, m)?)?;
     m.add_function(wrap_pyfunction!(args::seconds_or_none, m)?)?;

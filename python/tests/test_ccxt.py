@@ -545,3 +545,39 @@ def test_the_seed_example_in_seven_lines(fake: fx.FakeExchange) -> None:
             await binance.exchange.close()
 
     asyncio.run(main())
+
+
+def test_a_rate_limiter_replaces_ccxts_throttle_and_learns_the_servers_count(env: Env) -> None:
+    limiter = tripwire.RateLimiter(tripwire.Limit(1_200, 60))
+    g = env.guard(rate_limiter=limiter)
+    env.run(g.fetch_order_book, "BTC/USDT", 5)
+    spent = limiter.in_use()[0]
+    assert spent >= 1, "ccxt asked the limiter for the endpoint's weight"
+    # Other clients on the same IP: the server has counted far more.
+    env.fake.used_weight = 1_150
+    env.run(g.fetch_order_book, "BTC/USDT", 5)
+    assert limiter.in_use()[0] >= 1_150
+    assert limiter.wait_for(1) > 0, "the next call waits"
+    env.fake.used_weight = None
+
+
+def test_a_rate_limiter_paces_the_calls(env: Env) -> None:
+    # A burst of 100 weight: five order books go at once.
+    limiter = tripwire.RateLimiter(tripwire.Limit(1_000, 8, burst=100))
+    g = env.guard(rate_limiter=limiter)
+    start = time.monotonic()
+    for _ in range(5):
+        env.run(g.fetch_order_book, "BTC/USDT", 5)
+    assert env.fake.hits(BOOK) >= 5
+    assert limiter.in_use()[0] >= 5
+    assert time.monotonic() - start < 5, "a burst of 100 never waited"
+
+
+def test_rate_limit_options_are_checked(env: Env) -> None:
+    with pytest.raises(TypeError, match="rate_limiter must be a tripwire.RateLimiter"):
+        env.guard(rate_limiter=object())
+    with pytest.raises(TypeError, match="rate_headers needs a rate_limiter"):
+        env.guard(rate_headers={"x-mbx-used-weight-1m": 0})
+    limiter = tripwire.RateLimiter(tripwire.Limit(1_200, 60))
+    with pytest.raises(ValueError, match=r"rate_headers\['x-used'\] must be a limit's index, 0 to 0, got 1"):
+        env.guard(rate_limiter=limiter, rate_headers={"x-used": 1})

@@ -205,7 +205,23 @@ def wrong_breakers(path: str) -> None:
     tripwire.Breaker.shared(path, open_timeout="30")  # type: ignore[arg-type]
 
 
+def rate_limits() -> None:
+    """The limiter's costs and waits keep their types."""
+    limiter = tripwire.RateLimiter([tripwire.Limit(1_200, 60), tripwire.Limit(50, 10, burst=5)])
+    assert_type(limiter.acquire((5, 0), max_wait=1.0), float)
+    assert_type(limiter.in_use(), list[int])
+    assert_type(limiter.limits[0].burst, int)
+    limiter.wait([1, 1])
+
+
+def wrong_rate_limits(limiter: tripwire.RateLimiter) -> None:
+    """Each line must be an error: a cost is ints, a period seconds."""
+    limiter.wait("5")  # type: ignore[arg-type]
+    tripwire.Limit(1_200, "60")  # type: ignore[arg-type]
+
+
 def main() -> None:
+    rate_limits()
     sync_calls()
     asyncio.run(async_calls())
     http_calls()

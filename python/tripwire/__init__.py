@@ -12,10 +12,13 @@ Python (``_retry``, ``_fallback``), with their arguments checked by the
 extension. ``tripwire.http`` guards requests, httpx and aiohttp calls by
 their responses (the core's classification), ``tripwire.ccxt`` ccxt
 exchanges, ``tripwire.compat.pybreaker`` is pybreaker's API.
+``tripwire.RateLimiter`` keeps a client under an exchange's weight
+limits, several at once.
 """
 
-from ._errors import BulkheadFullError, CircuitOpenError, RetryBudgetExhausted, TripwireError
+from ._errors import BulkheadFullError, CircuitOpenError, RateLimitedError, RetryBudgetExhausted, TripwireError
 from ._fallback import Cached, StaleCache
+from ._limiter import Cost, RateLimiter
 from ._retry import Retry, retry, retry_after_attribute
 from ._tripwire import (
     Backoff,
@@ -23,6 +26,7 @@ from ._tripwire import (
     Bulkhead,
     Fleet,
     Guarded,
+    Limit,
     ManualClock,
     RetryBudget,
     Snapshot,
@@ -41,10 +45,14 @@ __all__ = [
     "BulkheadFullError",
     "Cached",
     "CircuitOpenError",
+    "Cost",
     "ExceptionClasses",
     "Fleet",
     "Guarded",
+    "Limit",
     "ManualClock",
+    "RateLimitedError",
+    "RateLimiter",
     "Retry",
     "RetryBudget",
     "RetryBudgetExhausted",

@@ -74,3 +74,27 @@ class BulkheadFullError(TripwireError):
 class RetryBudgetExhausted(TripwireError):
     """A retry was due but the retry budget had no token left; the error of
     the last attempt is ``__cause__``."""
+
+
+class RateLimitedError(TripwireError):
+    """A rate limiter would not let the request go (within ``max_wait``, if
+    one was given); nothing was taken from any of its limits.
+
+    ``retry_after``: seconds until the request's cost would go at once, if
+    nothing else is taken meanwhile. ``limit``: the index of the limit that
+    waits longest.
+    """
+
+    # Arguments: (retry_after, limit), kept in `args`.
+
+    @property
+    def retry_after(self) -> float:
+        return self.args[0]  # type: ignore[no-any-return]
+
+    @property
+    def limit(self) -> int:
+        return self.args[1]  # type: ignore[no-any-return]
+
+    def __str__(self) -> str:
+        retry_after, limit = self.args[:2]
+        return f"rate limit {limit}: wait {retry_after:.3f}s"

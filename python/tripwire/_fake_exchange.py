@@ -145,6 +145,9 @@ class FakeExchange:
         self.retry_after = retry_after
         self.script = script
         self._mode = HEALTHY
+        #: The weight every answer reports used this minute
+        #: (``X-MBX-USED-WEIGHT-1M``), as Binance does; None: no such header.
+        self.used_weight: Optional[int] = None
         #: Every request read, in order (appended on the server's thread).
         self.requests: List[Request] = []
         #: The orders placed, as the exchange stored them.
@@ -292,6 +295,8 @@ class FakeExchange:
                         "Content-Type: application/json;charset=UTF-8", f"Content-Length: {len(body)}",
                         "Connection: close" if close else "Connection: keep-alive"]
                 head += [f"{k}: {v}" for k, v in response.headers]
+                if self.used_weight is not None:
+                    head.append(f"X-MBX-USED-WEIGHT-1M: {self.used_weight}")
                 writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
                 await writer.drain()
                 if close:

@@ -7,7 +7,7 @@ from os import PathLike
 from types import TracebackType
 from typing import Any, Generic, Literal, TypedDict, TypeVar, final, overload
 
-from typing_extensions import Concatenate, ParamSpec, Self, Unpack
+from typing_extensions import Concatenate, ParamSpec, Self, Unpack, disjoint_base
 
 from ._types import ExceptionClasses, Seconds, StateName
 
@@ -26,7 +26,9 @@ __all__ = [
     "BulkheadWait",
     "Fleet",
     "Guarded",
+    "Limit",
     "ManualClock",
+    "RateLimiter",
     "RetryBudget",
     "RetryPolicy",
     "RetryRun",
@@ -323,6 +325,34 @@ class Fleet:
     def wait_linked(self, timeout: Seconds) -> bool: ...
     def snapshot(self) -> dict[str, int]: ...
     def prometheus(self) -> str: ...
+
+@final
+class Limit:
+    """One limit: ``units`` in any stretch of ``period`` seconds, ``burst`` of them at once."""
+
+    def __new__(cls, units: int, period: Seconds, *, burst: int | None = None) -> Self: ...
+    @property
+    def units(self) -> int: ...
+    @property
+    def period(self) -> float: ...
+    @property
+    def burst(self) -> int: ...
+    @property
+    def max_wait(self) -> float: ...
+
+@disjoint_base
+class RateLimiter:
+    """A rate limiter of weighted costs on one to four limits, taken all or nothing."""
+
+    def __new__(cls, limits: Limit | Iterable[Limit]) -> Self: ...
+    @property
+    def limits(self) -> list[Limit]: ...
+    def try_acquire(self, cost: int | Iterable[int] = 1) -> None: ...
+    def acquire(self, cost: int | Iterable[int] = 1, max_wait: Seconds | None = None) -> float: ...
+    def refund(self, cost: int | Iterable[int] = 1) -> list[bool]: ...
+    def wait_for(self, cost: int | Iterable[int] = 1) -> float: ...
+    def observe_used(self, limit: int, used: int) -> bool: ...
+    def in_use(self) -> list[int]: ...
 
 @final
 class RetryBudget:

@@ -72,6 +72,14 @@ Balances, orders and trading are never served stale:
 ``ccxt.ExchangeNotAvailable`` at once, so a bot's ``except
 ccxt.NetworkError`` keeps working. The call is not made.
 
+**Rate limits.** ``guard(exchange, rate_limiter=tripwire.RateLimiter(...))``
+replaces ccxt's own throttle, which is per process and reads no header, by
+a limiter that can be shared: ccxt asks it before every request with the
+endpoint's weight (its ``cost``), and waits its turn; the weight the server
+reports used (Binance's ``X-MBX-USED-WEIGHT-1M``) is read after every
+response, so the next calls slow down at once when other clients on the
+same IP have spent the budget.
+
 ``Retry-After`` is read from the response of the very call that failed
 (``guard`` wraps the exchange's ``on_rest_response`` to see it), not from
 ``last_response_headers``, which concurrent calls overwrite.
@@ -82,12 +90,14 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import math
 import re
 from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, Literal, Mapping, Optional, Tuple, Type, Union
 
 from . import _tripwire
 from ._errors import CircuitOpenError, TripwireError
 from ._fallback import Cached, StaleCache
+from ._limiter import RateLimiter
 from ._retry import Retry, no_pauses
 from ._tripwire import Breaker, Bulkhead, RetryBudget, Ticket
 from ._types import Verdict
@@ -209,7 +219,8 @@ _response_headers: contextvars.ContextVar[Optional[Mapping[str, Any]]] = context
 
 def _watch_responses(exchange: Any) -> None:
     """Makes the exchange report each response's headers to the call that
-    received it (once per exchange object)."""
+    received it, and the counts its server reports to its rate limiter, if
+    it has one (once per exchange object)."""
     original = exchange.on_rest_response
     if getattr(original, "_tripwire_watch", False):
         return
@@ -217,10 +228,58 @@ def _watch_responses(exchange: Any) -> None:
     @functools.wraps(original)
     def on_rest_response(code: Any, reason: Any, url: Any, method: Any, headers: Any, body: Any, *rest: Any) -> Any:
         _response_headers.set(headers)
+        counts = getattr(exchange, "_tripwire_counts", None)
+        if counts is not None and headers:
+            _observe(counts[0], counts[1], headers)
         return original(code, reason, url, method, headers, body, *rest)
 
     on_rest_response._tripwire_watch = True  # type: ignore[attr-defined]
     exchange.on_rest_response = on_rest_response
+
+
+def _observe(limiter: RateLimiter, sources: Mapping[str, int], headers: Mapping[str, Any]) -> None:
+    """Tells ``limiter`` what the server counted: each header of
+    ``sources`` (lower-case name → limit) that holds a whole number. A value
+    that is not one is ignored: it can neither raise nor lower the count."""
+    lowered = {str(k).lower(): v for k, v in headers.items()}
+    for name, limit in sources.items():
+        value = str(lowered.get(name, "")).strip()
+        if value.isascii() and value.isdigit():
+            limiter.observe_used(limit, int(value))
+
+
+def _cost(limiter: RateLimiter, cost: Any) -> Union[int, Tuple[int, ...]]:
+    """ccxt's cost of a request (its endpoint's weight, a float; None: 1),
+    rounded up, on the limiter's first limit; 0 on the others."""
+    weight = 1 if cost is None else max(0, math.ceil(float(cost)))
+    n = len(limiter.limits)
+    return weight if n == 1 else (weight,) + (0,) * (n - 1)
+
+
+def _throttle_with(exchange: Any, limiter: RateLimiter, sources: Mapping[str, int]) -> None:
+    """Replaces the exchange's own throttle (ccxt calls it before every
+    request, with the endpoint's cost) by ``limiter``'s wait, and has it
+    learn from the counts in ``sources``."""
+    exchange.enableRateLimit = True
+    exchange._tripwire_counts = (limiter, dict(sources))
+    if inspect.iscoroutinefunction(exchange.throttle):
+
+        async def throttle_async(cost: Any = None) -> None:
+            await limiter.wait_async(_cost(limiter, cost))
+
+        exchange.throttle = throttle_async
+    else:
+
+        def throttle(cost: Any = None) -> None:
+            limiter.wait(_cost(limiter, cost))
+
+        exchange.throttle = throttle
+
+
+#: The headers Binance reports its used request weight in, per exchange id
+#: prefix: read into the limiter's first limit unless ``rate_headers`` says
+#: otherwise.
+_USED_WEIGHT = {"binance": {"x-mbx-used-weight-1m": 0}}
 
 
 # -- the guarded exchange --------------------------------------------------------
@@ -263,6 +322,8 @@ class GuardedExchange:
         groups: Optional[Mapping[str, str]] = None,
         rules: Optional[Mapping[Type[BaseException], str]] = None,
         max_retry_after: float = 300.0,
+        rate_limiter: Optional[RateLimiter] = None,
+        rate_headers: Optional[Mapping[str, int]] = None,
     ) -> None:
         if not hasattr(exchange, "on_rest_response") or not hasattr(exchange, "id"):
             raise TypeError(f"guard() takes a ccxt exchange object, got {exchange!r}")
@@ -296,6 +357,18 @@ class GuardedExchange:
         self.cache = StaleCache(max_age=stale_max_age)
         self._methods: Dict[str, Callable[..., Any]] = {}
         self._stale_methods: Dict[str, Callable[..., Any]] = {}
+        if rate_limiter is not None:
+            if not isinstance(rate_limiter, RateLimiter):
+                raise TypeError(f"rate_limiter must be a tripwire.RateLimiter, got {type(rate_limiter).__name__}")
+            if rate_headers is None:
+                rate_headers = next((h for p, h in _USED_WEIGHT.items() if str(exchange.id).startswith(p)), {})
+            n = len(rate_limiter.limits)
+            for header, limit in rate_headers.items():
+                if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit < n:
+                    raise ValueError(f"rate_headers[{header!r}] must be a limit's index, 0 to {n - 1}, got {limit!r}")
+            _throttle_with(exchange, rate_limiter, {h.lower(): i for h, i in rate_headers.items()})
+        elif rate_headers is not None:
+            raise TypeError("rate_headers needs a rate_limiter")
         _watch_responses(exchange)
 
     def _make_retry(self, retry: Union[bool, Mapping[str, Any]]) -> Optional[Retry]:
@@ -594,5 +667,13 @@ def guard(exchange: Any, **options: Any) -> GuardedExchange:
       class: "failure" | "backpressure" | "ignored"}`` overrides.
     - ``max_retry_after``: the longest ``Retry-After`` taken as given
       (seconds, default 300); a longer one is cut to it.
+    - ``rate_limiter``: a ``tripwire.RateLimiter`` that replaces ccxt's own
+      per-process throttle: before every request ccxt asks it for the
+      endpoint's cost (ccxt's weight, rounded up, on the limiter's first
+      limit) and waits its turn; share one limiter (or one in shared memory)
+      between every exchange object that spends the same budget.
+      ``rate_headers``: ``{header: limit index}`` whose whole-number value
+      is the weight the server counted, read after every response
+      (default for Binance: ``{"x-mbx-used-weight-1m": 0}``).
     """
     return GuardedExchange(exchange, **options)

@@ -7,6 +7,7 @@
 //! | [`breaker`] | states, generations, probes, manual modes, `no_std` targets |
 //! | [`windows`] | failure and slow-call rates over a time or count window; clocks |
 //! | [`holds`] | 429 and 418: holding the breaker open for `Retry-After`, and its cap |
+//! | [`rate_limits`] | staying under an exchange's weight limits: several limits, waits, refunds, the server's counts |
 //! | [`composition`] | bulkhead, retries and their budget, the pipeline, nesting, stale data, events |
 //! | [`tower`] | the tower layers, and a reqwest or hyper client inside them |
 //! | [`reqwest`] | the `reqwest-middleware` middleware |
@@ -25,6 +26,9 @@ pub mod windows {}
 #[doc = include_str!("holds.md")]
 #[doc = include_str!("../layers/conformance.md")]
 pub mod holds {}
+
+#[doc = include_str!("rate_limits.md")]
+pub mod rate_limits {}
 
 #[doc = include_str!("composition.md")]
 pub mod composition {}

@@ -55,12 +55,6 @@ pub struct Grant<const N: usize> {
 }
 
 impl<const N: usize> Grant<N> {
-    /// A grant of `costs` taken earlier, to refund them.
-    #[cfg(feature = "std")]
-    pub(crate) fn of(costs: [u32; N]) -> Self {
-        Grant { costs, ready_in: Duration::ZERO }
-    }
-
     /// How long to wait before sending: zero when the units were there, up
     /// to the `max_wait` asked for when they were reserved ahead.
     pub fn ready_in(&self) -> Duration {
@@ -186,8 +180,14 @@ impl<const N: usize> RateLimiter<N> {
     /// more through than the limit, and never takes back what a server
     /// reported ([`observe_used`](Self::observe_used)).
     pub fn refund(&self, grant: Grant<N>, clock: &impl Clock) -> [bool; N] {
+        self.refund_costs(grant.costs, clock)
+    }
+
+    /// [`refund`](Self::refund) by the costs a grant took, for a binding
+    /// that keeps the costs rather than the grant.
+    pub fn refund_costs(&self, costs: [u32; N], clock: &impl Clock) -> [bool; N] {
         let now = clock.now();
-        core::array::from_fn(|i| grant.costs[i] > 0 && self.cells[i].refund(grant.costs[i], now))
+        core::array::from_fn(|i| costs[i] > 0 && self.cells[i].refund(costs[i], now))
     }
 
     /// Counts at least `used` units on limit `limit` from now on: what the

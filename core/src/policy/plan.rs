@@ -11,7 +11,7 @@ use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Events, RetryCause};
 use crate::layers::named::NamedBreaker;
 use crate::layers::pipeline::Nesting;
-use crate::limiter::{Grant, RateLimiter, Throttled};
+use crate::limiter::{RateLimiter, Throttled};
 use crate::retry::budget::RetryBudget;
 use crate::retry::policy::{RetryAll, RetryPolicy, Verdict};
 
@@ -83,7 +83,7 @@ impl<const N: usize> Rationed for Ration<N> {
     }
 
     fn give_back(&self) {
-        let _ = self.limiter.refund(Grant::of(self.costs), &MonotonicClock);
+        let _ = self.limiter.refund_costs(self.costs, &MonotonicClock);
     }
 }
 

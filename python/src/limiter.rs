@@ -1,0 +1,305 @@
+//! The core's rate limiter: weighted costs on one to four limits at once,
+//! taken all or nothing (`tripwire.RateLimiter`; the waits that sleep and
+//! await are `tripwire/_limiter.py`).
+//!
+//! The core's limiter is generic over its number of limits; [`Limits`]
+//! holds one of four sizes, and every method converts the costs it is given
+//! into an array of that size, or raises.
+
+use core::time::Duration;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyInt, PyList, PyType};
+use tripwire::MonotonicClock;
+use tripwire::limiter::{LimitConfig, RateLimiter as Core, Throttled};
+
+use crate::args::{count, seconds, short_repr, type_name};
+
+/// One limit: `units` in any stretch of `period` seconds, `burst` of them
+/// at once.
+#[pyclass(module = "tripwire", frozen)]
+#[derive(Debug, Clone, Copy)]
+pub struct Limit {
+    config: LimitConfig,
+}
+
+#[pymethods]
+impl Limit {
+    #[new]
+    #[pyo3(signature = (units, period, *, burst = None))]
+    fn new(
+        units: &Bound<'_, PyAny>,
+        period: &Bound<'_, PyAny>,
+        burst: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let units = count("rate limit", "units", units, 0)?;
+        let period = seconds("period", period)?;
+        let mut builder = LimitConfig::builder(units, period);
+        if let Some(b) = burst.filter(|b| !b.is_none()) {
+            builder = builder.burst(count("rate limit", "burst", b, 0)?);
+        }
+        let config = builder.build().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(Limit { config })
+    }
+
+    /// Units allowed in any stretch of one period.
+    #[getter]
+    fn units(&self) -> u32 {
+        self.config.units()
+    }
+
+    /// The period, in seconds.
+    #[getter]
+    fn period(&self) -> f64 {
+        self.config.period().as_secs_f64()
+    }
+
+    /// Units that may go at once after a quiet period.
+    #[getter]
+    fn burst(&self) -> u32 {
+        self.config.burst()
+    }
+
+    /// The longest a wait may be reserved ahead, in seconds.
+    #[getter]
+    fn max_wait(&self) -> f64 {
+        self.config.max_wait().as_secs_f64()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Limit({}, {}, burst={})",
+            self.config.units(),
+            self.config.period().as_secs_f64(),
+            self.config.burst()
+        )
+    }
+}
+
+/// The core's limiter, of as many limits as it was given.
+enum Limits {
+    One(Core<1>),
+    Two(Core<2>),
+    Three(Core<3>),
+    Four(Core<4>),
+}
+
+/// `$body` with `$l` bound to the limiter and `$costs` to `$given` as an
+/// array of its size.
+macro_rules! with_costs {
+    ($self:expr, $given:expr, |$l:ident, $costs:ident| $body:expr) => {
+        match &$self.limits {
+            Limits::One($l) => {
+                let $costs: [u32; 1] = costs($given, 1)?.try_into().expect("checked");
+                $body
+            }
+            Limits::Two($l) => {
+                let $costs: [u32; 2] = costs($given, 2)?.try_into().expect("checked");
+                $body
+            }
+            Limits::Three($l) => {
+                let $costs: [u32; 3] = costs($given, 3)?.try_into().expect("checked");
+                $body
+            }
+            Limits::Four($l) => {
+                let $costs: [u32; 4] = costs($given, 4)?.try_into().expect("checked");
+                $body
+            }
+        }
+    };
+}
+
+/// `$body` with `$l` bound to the limiter, whatever its size.
+macro_rules! with_limiter {
+    ($self:expr, |$l:ident| $body:expr) => {
+        match &$self.limits {
+            Limits::One($l) => $body,
+            Limits::Two($l) => $body,
+            Limits::Three($l) => $body,
+            Limits::Four($l) => $body,
+        }
+    };
+}
+
+/// The costs of one request, one per limit: an `int` for a limiter of one
+/// limit, else a sequence of `n` ints.
+fn costs(given: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<u32>> {
+    let cost = |v: &Bound<'_, PyAny>| count("rate limit", "cost", v, 0);
+    if given.is_instance_of::<PyInt>() || given.is_instance_of::<pyo3::types::PyBool>() {
+        if n != 1 {
+            return Err(PyTypeError::new_err(format!(
+                "cost must be a sequence of {n} ints, one per limit (0 for a limit it does not count on), got {}",
+                short_repr(given)
+            )));
+        }
+        return Ok(vec![cost(given)?]);
+    }
+    let Ok(items) = given.try_iter() else {
+        return Err(PyTypeError::new_err(format!(
+            "cost must be an int or a sequence of ints, got {}",
+            type_name(given)
+        )));
+    };
+    let costs = items.map(|item| cost(&item?)).collect::<PyResult<Vec<u32>>>()?;
+    if costs.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "cost has {} values, the limiter {n} limits: one cost per limit",
+            costs.len()
+        )));
+    }
+    Ok(costs)
+}
+
+static RATE_LIMITED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// A refusal: `RateLimitedError(retry_after, limit)`, or a `ValueError`
+/// for a cost above a limit's burst, which never goes.
+fn refused(py: Python<'_>, t: Throttled) -> PyErr {
+    match t {
+        Throttled::Wait { limit, wait } => {
+            match RATE_LIMITED.import(py, "tripwire._errors", "RateLimitedError") {
+                Ok(ty) => PyErr::from_type(ty.clone(), (wait.as_secs_f64(), limit)),
+                Err(e) => e,
+            }
+        }
+        too_costly => PyValueError::new_err(too_costly.to_string()),
+    }
+}
+
+/// A rate limiter of weighted costs on one to four limits, taken all or
+/// nothing; see `tripwire.RateLimiter`.
+#[pyclass(module = "tripwire", frozen, subclass)]
+pub struct RateLimiter {
+    limits: Limits,
+}
+
+#[pymethods]
+impl RateLimiter {
+    #[new]
+    fn new(limits: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let given = if let Ok(one) = limits.cast::<Limit>() {
+            vec![one.get().config]
+        } else {
+            let Ok(items) = limits.try_iter() else {
+                return Err(PyTypeError::new_err(format!(
+                    "limits must be a Limit or a sequence of Limits, got {}",
+                    type_name(limits)
+                )));
+            };
+            items
+                .map(|item| {
+                    let item = item?;
+                    item.cast::<Limit>().map(|l| l.get().config).map_err(|_| {
+                        PyTypeError::new_err(format!("limits must hold Limits, got {}", type_name(&item)))
+                    })
+                })
+                .collect::<PyResult<Vec<_>>>()?
+        };
+        let limits = match given.as_slice() {
+            [a] => Limits::One(Core::new([*a])),
+            [a, b] => Limits::Two(Core::new([*a, *b])),
+            [a, b, c] => Limits::Three(Core::new([*a, *b, *c])),
+            [a, b, c, d] => Limits::Four(Core::new([*a, *b, *c, *d])),
+            _ => {
+                return Err(PyValueError::new_err(format!("limits: 1 to 4 Limits, got {}", given.len())));
+            }
+        };
+        Ok(RateLimiter { limits })
+    }
+
+    /// The limits, in order.
+    #[getter]
+    fn limits(&self) -> Vec<Limit> {
+        with_limiter!(self, |l| l.configs().iter().map(|&config| Limit { config }).collect())
+    }
+
+    /// Takes `cost` if every limit lets it go now; else takes nothing and
+    /// raises `RateLimitedError`.
+    #[pyo3(signature = (cost = None), text_signature = "(self, /, cost=1)")]
+    fn try_acquire(&self, py: Python<'_>, cost: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let one = PyInt::new(py, 1);
+        let cost = cost.unwrap_or(one.as_any());
+        with_costs!(self, cost, |l, costs| match l.try_acquire(costs, &MonotonicClock) {
+            Ok(_) => Ok(()),
+            Err(t) => Err(refused(py, t)),
+        })
+    }
+
+    /// Takes `cost` if it can go within `max_wait` seconds (None: as far
+    /// ahead as the limits reserve), and returns the seconds to wait before
+    /// sending; else takes nothing and raises `RateLimitedError`.
+    #[pyo3(signature = (cost = None, max_wait = None), text_signature = "(self, /, cost=1, max_wait=None)")]
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        cost: Option<&Bound<'_, PyAny>>,
+        max_wait: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<f64> {
+        let one = PyInt::new(py, 1);
+        let cost = cost.unwrap_or(one.as_any());
+        let max_wait = match max_wait.filter(|w| !w.is_none()) {
+            Some(w) => seconds("max_wait", w)?,
+            None => Duration::MAX,
+        };
+        with_costs!(self, cost, |l, costs| match l.acquire(costs, max_wait, &MonotonicClock) {
+            Ok(grant) => Ok(grant.ready_in().as_secs_f64()),
+            Err(t) => Err(refused(py, t)),
+        })
+    }
+
+    /// Gives back `cost` of a request that was never sent, on each limit
+    /// where that is safe; the limits that took it back.
+    #[pyo3(signature = (cost = None), text_signature = "(self, /, cost=1)")]
+    fn refund(&self, py: Python<'_>, cost: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<bool>> {
+        let one = PyInt::new(py, 1);
+        let cost = cost.unwrap_or(one.as_any());
+        with_costs!(self, cost, |l, costs| Ok(l.refund_costs(costs, &MonotonicClock).to_vec()))
+    }
+
+    /// Seconds until `cost` would go at once; takes nothing.
+    #[pyo3(signature = (cost = None), text_signature = "(self, /, cost=1)")]
+    fn wait_for(&self, py: Python<'_>, cost: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+        let one = PyInt::new(py, 1);
+        let cost = cost.unwrap_or(one.as_any());
+        with_costs!(self, cost, |l, costs| match l.wait_for(costs, &MonotonicClock) {
+            Ok(wait) => Ok(wait.as_secs_f64()),
+            Err(t) => Err(refused(py, t)),
+        })
+    }
+
+    /// Counts at least `used` units on limit `limit` from now on (what a
+    /// server reports having seen); whether that raised the count.
+    fn observe_used(&self, limit: &Bound<'_, PyAny>, used: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let n = with_limiter!(self, |l| l.configs().len());
+        let index = limit
+            .extract::<usize>()
+            .ok()
+            .filter(|&i| i < n && !limit.is_instance_of::<pyo3::types::PyBool>())
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "limit must be an int from 0 to {}, got {}",
+                    n - 1,
+                    short_repr(limit)
+                ))
+            })?;
+        if used.is_instance_of::<pyo3::types::PyBool>() || !used.is_instance_of::<PyInt>() {
+            return Err(PyTypeError::new_err(format!("used must be an int, got {}", type_name(used))));
+        }
+        // A count beyond u64 is a count past any limit.
+        let used = used.extract::<u64>().or_else(|_| {
+            if used.lt(0)? {
+                Err(PyValueError::new_err(format!("used must be at least 0, got {}", short_repr(used))))
+            } else {
+                Ok(u64::MAX)
+            }
+        })?;
+        Ok(with_limiter!(self, |l| l.observe_used(index, used, &MonotonicClock)))
+    }
+
+    /// The units each limit counts now.
+    fn in_use<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        with_limiter!(self, |l| PyList::new(py, l.in_use(&MonotonicClock)))
+    }
+}

@@ -1,0 +1,169 @@
+"""The rate limiter: weighted costs on several limits, all or nothing, its
+waits sync and async, refunds, a server's count, and bad arguments."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+import tripwire
+from tripwire import Limit, RateLimitedError, RateLimiter
+
+# 10 a second, 2 at once: a unit stays counted 125 ms.
+UNIT = 0.125
+
+
+def ten_a_second() -> RateLimiter:
+    return RateLimiter(Limit(10, 1.0, burst=2))
+
+
+def test_a_limit_says_what_it_allows():
+    weight = Limit(6_000, 60)
+    assert (weight.units, weight.period, weight.burst) == (6_000, 60.0, 300)
+    assert weight.max_wait == pytest.approx(60 * 6_000 / 5_700)
+    assert repr(Limit(10, 1, burst=2)) == "Limit(10, 1, burst=2)"
+
+
+def test_the_burst_goes_at_once_and_the_next_cost_is_refused_with_its_wait():
+    limiter = ten_a_second()
+    limiter.try_acquire()
+    limiter.try_acquire(1)
+    with pytest.raises(RateLimitedError) as refused:
+        limiter.try_acquire()
+    assert refused.value.limit == 0
+    assert 0 < refused.value.retry_after <= UNIT
+    assert str(refused.value).startswith("rate limit 0: wait 0.1")
+    assert isinstance(refused.value, tripwire.TripwireError)
+    assert limiter.in_use() == [2]
+
+
+def test_a_request_one_limit_refuses_takes_nothing_from_the_others():
+    limiter = RateLimiter([Limit(1_200, 60), Limit(10, 10, burst=2)])
+    limiter.try_acquire((5, 1))
+    limiter.try_acquire([1, 1])
+    with pytest.raises(RateLimitedError) as refused:
+        limiter.try_acquire((1, 1))
+    assert refused.value.limit == 1
+    assert limiter.in_use() == [6, 2]
+    limiter.try_acquire((20, 0))
+    assert limiter.in_use() == [26, 2]
+
+
+def test_reserving_ahead_returns_the_wait_and_wait_sleeps_it():
+    limiter = ten_a_second()
+    assert [limiter.acquire() for _ in range(4)] == pytest.approx([0, 0, UNIT, 2 * UNIT], abs=0.01)
+    with pytest.raises(RateLimitedError):
+        limiter.acquire(1, max_wait=0.1)
+    limiter = ten_a_second()
+    start = time.monotonic()
+    for _ in range(4):
+        limiter.wait()
+    assert time.monotonic() - start >= 2 * UNIT - 0.005
+
+
+def test_wait_async_awaits_and_a_cancelled_wait_gives_nothing_more_through():
+    async def main() -> None:
+        limiter = ten_a_second()
+        start = time.monotonic()
+        for _ in range(3):
+            await limiter.wait_async()
+        assert time.monotonic() - start >= UNIT - 0.005
+        # A wait cancelled before its send time: its units, which later
+        # reservations rest on, stay counted and run out on their own.
+        task = asyncio.ensure_future(limiter.wait_async())
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert limiter.in_use()[0] >= 2
+
+    asyncio.run(main())
+
+
+def test_a_refund_gives_back_a_request_that_was_not_sent():
+    limiter = ten_a_second()
+    limiter.try_acquire(2)
+    assert limiter.refund(2) == [True]
+    assert limiter.in_use() == [0]
+    limiter.try_acquire(2)
+
+
+def test_a_server_count_raises_the_limiter_and_never_past_its_units():
+    limiter = RateLimiter([Limit(1_200, 60), Limit(50, 10)])
+    assert limiter.observe_used(0, 1_100)
+    assert limiter.in_use() == [1_100, 0]
+    assert not limiter.observe_used(0, 10), "a lower count changes nothing"
+    assert limiter.observe_used(1, 10**30)
+    assert limiter.in_use() == [1_100, 50]
+    assert limiter.wait_for((1, 0)) > 0
+    with pytest.raises(RateLimitedError):
+        limiter.try_acquire((1, 1))
+
+
+def test_threads_never_take_more_than_the_burst():
+    limiter = RateLimiter(Limit(1_000, 3_600, burst=100))
+    taken = []
+
+    def take() -> None:
+        n = 0
+        for _ in range(200):
+            try:
+                limiter.try_acquire()
+                n += 1
+            except RateLimitedError:
+                pass
+        taken.append(n)
+
+    threads = [threading.Thread(target=take) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(taken) == 100
+    assert limiter.in_use() == [100]
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda: Limit(1, 1), ValueError, "units = 1, expected 2 to 1000000000"),
+        (lambda: Limit(10, 0), ValueError, "period = 0ns"),
+        (lambda: Limit(10, 1, burst=6), ValueError, "burst = 6, expected 1 to 5"),
+        (lambda: Limit(10, -1), ValueError, "period"),
+        (lambda: Limit("10", 1), TypeError, "units must be an int"),
+        (lambda: Limit(10, 1, burst=2.5), TypeError, "burst must be an int"),
+        (lambda: RateLimiter([]), ValueError, "1 to 4 Limits, got 0"),
+        (lambda: RateLimiter([Limit(10, 1)] * 5), ValueError, "1 to 4 Limits, got 5"),
+        (lambda: RateLimiter([(10, 1)]), TypeError, "limits must hold Limits, got tuple"),
+        (lambda: RateLimiter(10), TypeError, "limits must be a Limit or a sequence of Limits, got int"),
+    ],
+)
+def test_bad_settings_raise_a_clear_error(make, error, message):
+    with pytest.raises(error, match=message):
+        make()
+
+
+def test_bad_costs_raise_a_clear_error_and_take_nothing():
+    limiter = RateLimiter([Limit(100, 1), Limit(10, 1, burst=2)])
+    with pytest.raises(TypeError, match="one per limit"):
+        limiter.try_acquire(1)
+    with pytest.raises(ValueError, match="cost has 3 values, the limiter 2 limits"):
+        limiter.try_acquire((1, 1, 1))
+    with pytest.raises(ValueError, match="cost = -1"):
+        limiter.try_acquire((-1, 0))
+    with pytest.raises(TypeError, match="cost must be an int"):
+        limiter.try_acquire(("1", 0))
+    with pytest.raises(ValueError, match="a cost of 3 is above its burst of 2"):
+        limiter.acquire((1, 3), max_wait=60)
+    with pytest.raises(ValueError, match="limit must be an int from 0 to 1"):
+        limiter.observe_used(2, 5)
+    with pytest.raises(ValueError, match="used must be at least 0"):
+        limiter.observe_used(0, -5)
+    with pytest.raises(TypeError, match="used must be an int"):
+        limiter.observe_used(0, 5.0)
+    with pytest.raises(TypeError, match="max_wait"):
+        limiter.acquire((1, 0), max_wait="soon")
+    assert limiter.in_use() == [0, 0]
