@@ -43,6 +43,23 @@ try:
     import purgatory
 except ImportError:  # pragma: no cover
     purgatory = None
+try:
+    import limits
+    import limits.storage
+    import limits.strategies
+except ImportError:  # pragma: no cover
+    limits = None
+try:
+    import pyrate_limiter
+except ImportError:  # pragma: no cover
+    pyrate_limiter = None
+try:
+    import aiolimiter
+except ImportError:  # pragma: no cover
+    aiolimiter = None
+
+#: A rate no loop here reaches: every check of a limiter admits.
+FAST = 10**9
 
 N = 200_000
 ROUNDS = 7
@@ -180,6 +197,8 @@ def main() -> None:
 
         rows.append(("purgatory: with breaker", per_call(pg_with)))
 
+    rows += limiter_candidates()
+
     rows = [rows[0]] + [r for r in rows[1:] if selected(r[0])]
     rows = measure(rows)
     async_rows = async_candidates()
@@ -210,13 +229,32 @@ def main() -> None:
         print("\n" + fleet.text(*via_redis))
 
 
+def limiter_candidates() -> list:
+    """One check of a rate limiter that admits, sync: tripwire's next to
+    limits' (in-memory storage) and pyrate-limiter's."""
+    rows = []
+    one = tripwire.RateLimiter(tripwire.Limit(FAST, 1.0))
+    rows.append(("limiter: tripwire RateLimiter.try_acquire()", per_call(one.try_acquire)))
+    two = tripwire.RateLimiter([tripwire.Limit(FAST, 1.0), tripwire.Limit(FAST, 60.0)])
+    rows.append(("limiter: tripwire, two limits, try_acquire((1, 1))", per_call(lambda: two.try_acquire((1, 1)))))
+    if limits is not None:
+        item = limits.RateLimitItemPerSecond(FAST)
+        for name in ("FixedWindowRateLimiter", "SlidingWindowCounterRateLimiter"):
+            strategy = getattr(limits.strategies, name)(limits.storage.MemoryStorage())
+            rows.append((f"limiter: limits {name}.hit", per_call(lambda s=strategy: s.hit(item))))
+    if pyrate_limiter is not None:
+        pyrate = pyrate_limiter.Limiter(pyrate_limiter.Rate(FAST, pyrate_limiter.Duration.SECOND))
+        rows.append(("limiter: pyrate-limiter Limiter.try_acquire", per_call(lambda: pyrate.try_acquire("bench", blocking=False))))
+    return rows
+
+
 def markdown(rows, async_rows, thread_rows) -> None:
     """The same figures as Markdown tables, for benches/RESULTS.md."""
     from importlib.metadata import version
 
     versions = ", ".join(
         f"{m.__name__} {version(m.__name__)}"
-        for m in (pybreaker, circuitbreaker, aiobreaker, purgatory)
+        for m in (pybreaker, circuitbreaker, aiobreaker, purgatory, limits, pyrate_limiter, aiolimiter)
         if m is not None
     )
     print(f"Python {platform.python_version()}; peers from PyPI: {versions or 'none installed'}.")
@@ -252,6 +290,11 @@ def async_candidates() -> list:
     if purgatory is not None:
         factory = purgatory.AsyncCircuitBreakerFactory(default_threshold=5, default_ttl=30)
         rows.append(("purgatory: decorated async def", factory("bench")(awork)))
+    limiter = tripwire.RateLimiter(tripwire.Limit(FAST, 1.0))
+    rows.append(("limiter: tripwire await RateLimiter.wait_async()", limiter.wait_async))
+    if aiolimiter is not None:
+        al = aiolimiter.AsyncLimiter(FAST, 1.0)
+        rows.append(("limiter: aiolimiter await AsyncLimiter.acquire()", al.acquire))
     return rows
 
 

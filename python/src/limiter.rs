@@ -11,7 +11,7 @@ use core::time::Duration;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyInt, PyList, PyType};
+use pyo3::types::{PyInt, PyList, PyTuple, PyType};
 use tripwire::MonotonicClock;
 use tripwire::limiter::{LimitConfig, RateLimiter as Core, Throttled};
 
@@ -92,19 +92,23 @@ macro_rules! with_costs {
     ($self:expr, $given:expr, |$l:ident, $costs:ident| $body:expr) => {
         match &$self.limits {
             Limits::One($l) => {
-                let $costs: [u32; 1] = costs($given, 1)?.try_into().expect("checked");
+                let given = costs($given, 1)?;
+                let $costs: [u32; 1] = core::array::from_fn(|i| given[i]);
                 $body
             }
             Limits::Two($l) => {
-                let $costs: [u32; 2] = costs($given, 2)?.try_into().expect("checked");
+                let given = costs($given, 2)?;
+                let $costs: [u32; 2] = core::array::from_fn(|i| given[i]);
                 $body
             }
             Limits::Three($l) => {
-                let $costs: [u32; 3] = costs($given, 3)?.try_into().expect("checked");
+                let given = costs($given, 3)?;
+                let $costs: [u32; 3] = core::array::from_fn(|i| given[i]);
                 $body
             }
             Limits::Four($l) => {
-                let $costs: [u32; 4] = costs($given, 4)?.try_into().expect("checked");
+                let given = costs($given, 4)?;
+                let $costs: [u32; 4] = core::array::from_fn(|i| given[i]);
                 $body
             }
         }
@@ -125,16 +129,39 @@ macro_rules! with_limiter {
 
 /// The costs of one request, one per limit: an `int` for a limiter of one
 /// limit, else a sequence of `n` ints.
-fn costs(given: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<u32>> {
-    let cost = |v: &Bound<'_, PyAny>| count("rate limit", "cost", v, 0);
-    if given.is_instance_of::<PyInt>() || given.is_instance_of::<pyo3::types::PyBool>() {
+fn costs(given: &Bound<'_, PyAny>, n: usize) -> PyResult<[u32; 4]> {
+    let cost = |v: &Bound<'_, PyAny>| {
+        // An exact int (not a bool) in range: the common case, one extract.
+        if v.is_exact_instance_of::<PyInt>()
+            && let Ok(c) = v.extract::<u32>()
+        {
+            return Ok(c);
+        }
+        count("rate limit", "cost", v, 0)
+    };
+    let mut out = [0u32; 4];
+    if given.is_instance_of::<PyInt>() {
         if n != 1 {
             return Err(PyTypeError::new_err(format!(
                 "cost must be a sequence of {n} ints, one per limit (0 for a limit it does not count on), got {}",
                 short_repr(given)
             )));
         }
-        return Ok(vec![cost(given)?]);
+        out[0] = cost(given)?;
+        return Ok(out);
+    }
+    let wrong_length = |len: usize| {
+        PyValueError::new_err(format!("cost has {len} values, the limiter {n} limits: one cost per limit"))
+    };
+    // A tuple, read in place.
+    if let Ok(t) = given.cast::<PyTuple>() {
+        if t.len() != n {
+            return Err(wrong_length(t.len()));
+        }
+        for (slot, item) in out.iter_mut().zip(t.iter()) {
+            *slot = cost(&item)?;
+        }
+        return Ok(out);
     }
     let Ok(items) = given.try_iter() else {
         return Err(PyTypeError::new_err(format!(
@@ -142,14 +169,18 @@ fn costs(given: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<u32>> {
             type_name(given)
         )));
     };
-    let costs = items.map(|item| cost(&item?)).collect::<PyResult<Vec<u32>>>()?;
-    if costs.len() != n {
-        return Err(PyValueError::new_err(format!(
-            "cost has {} values, the limiter {n} limits: one cost per limit",
-            costs.len()
-        )));
+    let mut len = 0;
+    for item in items {
+        let c = cost(&item?)?;
+        if len < n {
+            out[len] = c;
+        }
+        len += 1;
     }
-    Ok(costs)
+    if len != n {
+        return Err(wrong_length(len));
+    }
+    Ok(out)
 }
 
 static RATE_LIMITED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
