@@ -82,19 +82,28 @@ pub(crate) fn plan(
     Ok((word(now, after), ready_in))
 }
 
-/// One limit: the word its own requests move, and the count a server
-/// reported, kept apart so that no refund can take it back.
-#[derive(Debug)]
-pub(crate) struct Cell {
-    pub(crate) config: LimitConfig,
+/// One limit's two words, in a [`RateLimiter`](super::RateLimiter) or in a
+/// shared region: the time its requests' units reach to, and the count a
+/// server reported, kept apart so that no refund can take it back. Any
+/// value of either is valid (see the [module docs](super)).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct LimitWords {
     tat: AtomicU64,
-    /// `tat` as [`raise`](Self::raise) left it: units a server has seen.
+    /// `tat` as [`Cell::raise`] left it: units a server has seen.
     floor: AtomicU64,
 }
 
-impl Cell {
-    pub(crate) fn new(config: LimitConfig) -> Self {
-        Cell { config, tat: AtomicU64::new(0), floor: AtomicU64::new(0) }
+/// One limit: its config, and its words.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cell<'a> {
+    pub(crate) config: &'a LimitConfig,
+    words: &'a LimitWords,
+}
+
+impl<'a> Cell<'a> {
+    pub(crate) fn new(config: &'a LimitConfig, words: &'a LimitWords) -> Self {
+        Cell { config, words }
     }
 
     /// How far ahead of `now` the units counted reach: the requests' own,
@@ -102,14 +111,14 @@ impl Cell {
     #[inline(always)]
     pub(crate) fn counted(&self, tat: u64, now: u64) -> u64 {
         // Relaxed: see the module's Orderings.
-        let floor = self.floor.load(Ordering::Relaxed);
-        counted(tat, now, &self.config).max(counted(floor, now, &self.config))
+        let floor = self.words.floor.load(Ordering::Relaxed);
+        counted(tat, now, self.config).max(counted(floor, now, self.config))
     }
 
     /// The requests' word, for a decision that writes nothing.
     #[inline(always)]
     pub(crate) fn load(&self) -> u64 {
-        self.tat.load(Ordering::Relaxed)
+        self.words.tat.load(Ordering::Relaxed)
     }
 
     /// Takes `cost` for a request sent `send_in` after `now` if it can go
@@ -120,9 +129,9 @@ impl Cell {
         let mut tat = self.load();
         loop {
             let (next, ready_in) =
-                plan(self.counted(tat, now), now, &self.config, cost, send_in, max_wait_ns)?;
+                plan(self.counted(tat, now), now, self.config, cost, send_in, max_wait_ns)?;
             // Relaxed: see the module's Orderings.
-            match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
+            match self.words.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => return Ok(ready_in),
                 Err(actual) => tat = actual,
             }
@@ -139,13 +148,13 @@ impl Cell {
         let back = u64::from(cost) * self.config.emission_ns;
         let mut tat = self.load();
         loop {
-            let own = counted(tat, now, &self.config);
+            let own = counted(tat, now, self.config);
             if own == 0 || self.counted(tat, now) > self.config.tolerance_ns {
                 return false;
             }
             let next = word(now, own.saturating_sub(back));
             // Relaxed: see the module's Orderings.
-            match self.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
+            match self.words.tat.compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => return true,
                 Err(actual) => tat = actual,
             }
@@ -157,13 +166,13 @@ impl Cell {
     /// limiter counts. Whether it was more.
     pub(crate) fn raise(&self, used: u64, now: u64) -> bool {
         let floor = used.min(u64::from(self.config.units)) * self.config.emission_ns;
-        let mut old = self.floor.load(Ordering::Relaxed);
+        let mut old = self.words.floor.load(Ordering::Relaxed);
         loop {
             if self.counted(self.load(), now) >= floor {
                 return false;
             }
             // Relaxed: see the module's Orderings.
-            match self.floor.compare_exchange_weak(
+            match self.words.floor.compare_exchange_weak(
                 old,
                 word(now, floor),
                 Ordering::Relaxed,

@@ -4,7 +4,7 @@ use core::fmt;
 use core::time::Duration;
 
 use crate::clock::{Clock, duration_ns};
-use crate::limiter::cell::{Cell, plan};
+use crate::limiter::cell::{Cell, LimitWords, plan};
 use crate::limiter::config::LimitConfig;
 
 /// A rate limiter of `N` limits (say, request weight per minute and
@@ -39,9 +39,45 @@ use crate::limiter::config::LimitConfig;
 /// assert!(limiter.try_acquire([1, 1], &clock).is_ok());
 /// # Ok::<(), tripwire::ConfigError>(())
 /// ```
+///
+/// Its words live in the limiter (`W`, by default), or in memory several
+/// processes share: a [`SharedRateLimiter`] is this type over a shared
+/// region's words ([`SharedRateLimiterRegion`](crate::shared::SharedRateLimiterRegion)).
 #[derive(Debug)]
-pub struct RateLimiter<const N: usize> {
-    cells: [Cell; N],
+pub struct RateLimiter<const N: usize, W: Words<N> = [LimitWords; N]> {
+    configs: [LimitConfig; N],
+    words: W,
+}
+
+/// A [`RateLimiter`] whose limits live in a shared region, so that every
+/// process that maps it spends one budget.
+pub type SharedRateLimiter<'a, const N: usize> = RateLimiter<N, &'a [LimitWords; N]>;
+
+/// Where a [`RateLimiter`]'s words live: in the limiter, or in a shared
+/// region. Implemented for `[LimitWords; N]` and `&[LimitWords; N]` only.
+pub trait Words<const N: usize>: sealed::Sealed {
+    /// The words of every limit.
+    fn words(&self) -> &[LimitWords; N];
+}
+
+impl<const N: usize> Words<N> for [LimitWords; N] {
+    #[inline(always)]
+    fn words(&self) -> &[LimitWords; N] {
+        self
+    }
+}
+
+impl<const N: usize> Words<N> for &[LimitWords; N] {
+    #[inline(always)]
+    fn words(&self) -> &[LimitWords; N] {
+        self
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl<const N: usize> Sealed for [super::LimitWords; N] {}
+    impl<const N: usize> Sealed for &[super::LimitWords; N] {}
 }
 
 /// Units taken from every limit of a [`RateLimiter`]: send after
@@ -105,12 +141,35 @@ impl core::error::Error for Throttled {}
 impl<const N: usize> RateLimiter<N> {
     /// A limiter of the limits `configs`, none of their units in use.
     pub fn new(configs: [LimitConfig; N]) -> Self {
-        RateLimiter { cells: configs.map(Cell::new) }
+        RateLimiter { configs, words: core::array::from_fn(|_| LimitWords::default()) }
+    }
+}
+
+#[cfg(not(loom))]
+impl<'a, const N: usize> RateLimiter<N, &'a [LimitWords; N]> {
+    /// A limiter of `configs` over words that live elsewhere (a shared
+    /// region, checked by its caller).
+    pub(crate) fn over(configs: [LimitConfig; N], words: &'a [LimitWords; N]) -> Self {
+        RateLimiter { configs, words }
+    }
+}
+
+impl<const N: usize, W: Words<N>> RateLimiter<N, W> {
+    /// Limit `i`.
+    #[inline(always)]
+    fn cell(&self, i: usize) -> Cell<'_> {
+        Cell::new(&self.configs[i], &self.words.words()[i])
+    }
+
+    /// Every limit, in order.
+    #[inline(always)]
+    fn cells(&self) -> impl Iterator<Item = Cell<'_>> {
+        self.configs.iter().zip(self.words.words()).map(|(c, w)| Cell::new(c, w))
     }
 
     /// The config of each limit.
     pub fn configs(&self) -> [LimitConfig; N] {
-        core::array::from_fn(|i| self.cells[i].config)
+        self.configs
     }
 
     /// Takes `costs` (one per limit; 0 leaves a limit alone) if every limit
@@ -138,7 +197,7 @@ impl<const N: usize> RateLimiter<N> {
         let max_wait = duration_ns(max_wait);
         if N == 1 {
             // One limit: its own take decides.
-            let cell = &self.cells[0];
+            let cell = self.cell(0);
             return match cell.take(costs[0], now, 0, max_wait.min(cell.config.max_wait_ns)) {
                 Ok(wait) => Ok(Grant { costs, ready_in: Duration::from_nanos(wait) }),
                 Err(wait) => Err(Throttled::Wait { limit: 0, wait: Duration::from_nanos(wait) }),
@@ -148,7 +207,7 @@ impl<const N: usize> RateLimiter<N> {
             // A look first, which writes nothing: when the slowest limit
             // lets the request go. Every limit then counts it from then.
             let send_in = self.send_in(&costs, now, max_wait)?;
-            for (i, (cell, &cost)) in self.cells.iter().zip(&costs).enumerate() {
+            for (i, (cell, &cost)) in self.cells().zip(&costs).enumerate() {
                 if cost == 0 {
                     continue;
                 }
@@ -157,7 +216,7 @@ impl<const N: usize> RateLimiter<N> {
                     Err(_) => {
                         // Another caller took units since the look: put
                         // back what this one took, and look again.
-                        for (cell, &cost) in self.cells[..i].iter().zip(&costs) {
+                        for (cell, &cost) in self.cells().take(i).zip(&costs) {
                             if cost > 0 {
                                 cell.refund(cost, now);
                             }
@@ -187,7 +246,7 @@ impl<const N: usize> RateLimiter<N> {
     /// that keeps the costs rather than the grant.
     pub fn refund_costs(&self, costs: [u32; N], clock: &impl Clock) -> [bool; N] {
         let now = clock.now();
-        core::array::from_fn(|i| costs[i] > 0 && self.cells[i].refund(costs[i], now))
+        core::array::from_fn(|i| costs[i] > 0 && self.cell(i).refund(costs[i], now))
     }
 
     /// Counts at least `used` units on limit `limit` from now on: what the
@@ -197,13 +256,13 @@ impl<const N: usize> RateLimiter<N> {
     /// units. Whether it raised the count; `false` too for a `limit` out
     /// of range.
     pub fn observe_used(&self, limit: usize, used: u64, clock: &impl Clock) -> bool {
-        self.cells.get(limit).is_some_and(|cell| cell.raise(used, clock.now()))
+        limit < N && self.cell(limit).raise(used, clock.now())
     }
 
     /// The units each limit counts now, rounded up.
     pub fn in_use(&self, clock: &impl Clock) -> [u64; N] {
         let now = clock.now();
-        core::array::from_fn(|i| self.cells[i].in_use(now))
+        core::array::from_fn(|i| self.cell(i).in_use(now))
     }
 
     /// How long `costs` would wait to go at once, now (zero: they would go);
@@ -220,7 +279,7 @@ impl<const N: usize> RateLimiter<N> {
 
     /// Refuses a cost above its limit's burst, which would never go.
     fn affordable(&self, costs: &[u32; N]) -> Result<(), Throttled> {
-        for (limit, (cell, &cost)) in self.cells.iter().zip(costs).enumerate() {
+        for (limit, (cell, &cost)) in self.cells().zip(costs).enumerate() {
             if cost > cell.config.burst {
                 return Err(Throttled::TooCostly { limit, cost, burst: cell.config.burst });
             }
@@ -234,12 +293,12 @@ impl<const N: usize> RateLimiter<N> {
     /// only.
     fn send_in(&self, costs: &[u32; N], now: u64, max_wait: u64) -> Result<u64, Throttled> {
         let (mut cap, mut worst) = (max_wait, None::<(usize, u64)>);
-        for (limit, (cell, &cost)) in self.cells.iter().zip(costs).enumerate() {
+        for (limit, (cell, &cost)) in self.cells().zip(costs).enumerate() {
             if cost == 0 {
                 continue;
             }
             cap = cap.min(cell.config.max_wait_ns);
-            let wait = match plan(cell.counted(cell.load(), now), now, &cell.config, cost, 0, u64::MAX) {
+            let wait = match plan(cell.counted(cell.load(), now), now, cell.config, cost, 0, u64::MAX) {
                 Ok((_, wait)) | Err(wait) => wait,
             };
             if worst.is_none_or(|(_, w)| wait > w) {

@@ -44,7 +44,10 @@
 mod cell;
 mod config;
 #[allow(clippy::module_inception)]
-mod limiter;
+pub(crate) mod limiter;
+#[cfg(not(loom))]
+pub(crate) mod region;
 
+pub use cell::LimitWords;
 pub use config::{LimitConfig, LimitConfigBuilder, MAX_PERIOD, MAX_UNITS, MIN_PERIOD};
-pub use limiter::{Grant, RateLimiter, Throttled};
+pub use limiter::{Grant, RateLimiter, SharedRateLimiter, Throttled, Words};

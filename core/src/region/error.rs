@@ -147,6 +147,38 @@ pub enum RegionError {
         /// The `max` asked for.
         wanted: u32,
     },
+    /// A rate limiter region holds another number of limits than asked
+    /// for, or one out of range (asked for, or found in the header).
+    LimitCount {
+        /// The number found (or asked for, when out of range).
+        found: u64,
+        /// The number asked for.
+        wanted: usize,
+    },
+    /// A rate limiter region's `size` is not that of its number of limits.
+    LimiterSize {
+        /// The size recorded.
+        size: u64,
+        /// The size its limits need.
+        needed: usize,
+    },
+    /// A rate limiter region's `reserved` field is not 0.
+    LimiterReserved {
+        /// The value found.
+        value: u64,
+    },
+    /// A rate limiter region's limit does not build.
+    BadLimit {
+        /// Which limit.
+        index: usize,
+        /// What its config says is wrong.
+        error: ConfigError,
+    },
+    /// `open_in` found a rate limiter made with other limits.
+    LimitMismatch {
+        /// The first limit that differs.
+        index: usize,
+    },
 }
 
 impl fmt::Display for RegionError {
@@ -230,6 +262,26 @@ impl fmt::Display for RegionError {
             E::MaxMismatch { found, wanted } => {
                 write!(f, "shared bulkhead region has `max` = {found}, not the {wanted} asked for")
             }
+            E::LimitCount { found, wanted } if found == wanted as u64 => write!(
+                f,
+                "shared rate limiter region: {wanted} limits asked for, expected 1 to {}",
+                crate::shared::SharedRateLimiterRegion::MAX_LIMITS
+            ),
+            E::LimitCount { found, wanted } => {
+                write!(f, "shared rate limiter region holds `limits` = {found}, not the {wanted} asked for")
+            }
+            E::LimiterSize { size, needed } => write!(
+                f,
+                "shared rate limiter region header records `size` = {size}; its limits need {needed}"
+            ),
+            E::LimiterReserved { value } => {
+                write!(f, "shared rate limiter region `reserved` = {value}, expected 0")
+            }
+            E::BadLimit { index, error } => write!(f, "shared rate limiter region `limit[{index}]`: {error}"),
+            E::LimitMismatch { index } => write!(
+                f,
+                "shared rate limiter region holds other limits than asked for (`limit[{index}]` differs)"
+            ),
         }
     }
 }

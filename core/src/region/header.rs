@@ -40,6 +40,7 @@ use core::ptr::addr_of;
 
 use crate::breaker::circuit::Breaker;
 use crate::breaker::config::BreakerConfig;
+use crate::limiter::LimitWords;
 use crate::region::error::RegionError;
 use crate::region::kind::RegionKind;
 use crate::shared_bulkhead::slots::Header as BulkheadHeader;
@@ -81,6 +82,8 @@ unsafe impl Plain for BreakerConfig {}
 unsafe impl Plain for Breaker {}
 // SAFETY: atomics and integers; no drop glue; its integers are written only before publication.
 unsafe impl Plain for BulkheadHeader {}
+// SAFETY: two atomics (`repr(C)`); no drop glue; changed only atomically.
+unsafe impl Plain for LimitWords {}
 
 /// Memory handed to a region's `init_in` or `attach`: non-null, aligned,
 /// and at least the length the kind asked for (checked), valid for `'a`

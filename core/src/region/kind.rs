@@ -15,18 +15,24 @@ pub enum RegionKind {
     /// A [`SharedBulkhead`](crate::shared::SharedBulkhead), laid out by
     /// [`SharedBulkheadRegion`](crate::shared::SharedBulkheadRegion).
     Bulkhead,
+    /// A [`SharedRateLimiter`](crate::limiter::SharedRateLimiter), laid out by
+    /// [`SharedRateLimiterRegion`](crate::shared::SharedRateLimiterRegion).
+    RateLimiter,
 }
 
 impl RegionKind {
     /// Every kind, for telling one kind's magic from another's.
-    pub(crate) const ALL: [RegionKind; 2] = [RegionKind::Breaker, RegionKind::Bulkhead];
+    pub(crate) const ALL: [RegionKind; 3] =
+        [RegionKind::Breaker, RegionKind::Bulkhead, RegionKind::RateLimiter];
 
     /// The magic number of an initialised region of this kind: eight
-    /// ASCII bytes in native byte order (`"TRIPWIRE"`, `"TWBULKHD"`).
+    /// ASCII bytes in native byte order (`"TRIPWIRE"`, `"TWBULKHD"`,
+    /// `"TWLIMITR"`).
     pub const fn magic(self) -> u64 {
         match self {
             RegionKind::Breaker => u64::from_ne_bytes(*b"TRIPWIRE"),
             RegionKind::Bulkhead => u64::from_ne_bytes(*b"TWBULKHD"),
+            RegionKind::RateLimiter => u64::from_ne_bytes(*b"TWLIMITR"),
         }
     }
 
@@ -36,6 +42,7 @@ impl RegionKind {
         match self {
             RegionKind::Breaker => u64::from_ne_bytes(*b"TRIPWIR~"),
             RegionKind::Bulkhead => u64::from_ne_bytes(*b"TWBULKH~"),
+            RegionKind::RateLimiter => u64::from_ne_bytes(*b"TWLIMIT~"),
         }
     }
 
@@ -45,6 +52,7 @@ impl RegionKind {
         match self {
             RegionKind::Breaker => 4,
             RegionKind::Bulkhead => 2,
+            RegionKind::RateLimiter => 1,
         }
     }
 
@@ -58,6 +66,7 @@ impl RegionKind {
         match self {
             RegionKind::Breaker => "shared region",
             RegionKind::Bulkhead => "shared bulkhead region",
+            RegionKind::RateLimiter => "shared rate limiter region",
         }
     }
 
@@ -66,7 +75,7 @@ impl RegionKind {
     pub(crate) const fn quote(self) -> &'static str {
         match self {
             RegionKind::Breaker => "",
-            RegionKind::Bulkhead => "`",
+            RegionKind::Bulkhead | RegionKind::RateLimiter => "`",
         }
     }
 }
@@ -76,6 +85,7 @@ impl fmt::Display for RegionKind {
         f.write_str(match self {
             RegionKind::Breaker => "breaker",
             RegionKind::Bulkhead => "bulkhead",
+            RegionKind::RateLimiter => "rate limiter",
         })
     }
 }
