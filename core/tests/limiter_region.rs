@@ -114,6 +114,9 @@ fn a_region_of_another_kind_or_too_short_is_refused() {
     assert_eq!(err, E::WrongKind { kind: RegionKind::Bulkhead, found: RegionKind::RateLimiter });
     let short = Mem::new(Region::size_for(1).unwrap());
     assert!(matches!(short.open([weight(), orders()]), Err(E::TooSmall { .. })));
+    // Too short for two limits, but holding one: that is the error.
+    short.open([weight()]).unwrap();
+    assert_eq!(short.open([weight(), orders()]).unwrap_err(), E::LimitCount { found: 1, wanted: 2 });
     let fresh = Mem::new(Region::size_for(1).unwrap());
     assert!(matches!(fresh.attach::<1>(), Err(E::Uninitialised { kind: RegionKind::RateLimiter })));
 }

@@ -12,10 +12,15 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyInt, PyList, PyTuple, PyType};
+use std::path::{Path, PathBuf};
 use tripwire::MonotonicClock;
-use tripwire::limiter::{LimitConfig, RateLimiter as Core, Throttled};
+
+use memmap2::MmapRaw;
+use tripwire::limiter::{LimitConfig, RateLimiter as Core, SharedRateLimiter, Throttled};
+use tripwire::shared::SharedRateLimiterRegion;
 
 use crate::args::{count, seconds, short_repr, type_name};
+use crate::shared::map_region;
 
 /// One limit: `units` in any stretch of `period` seconds, `burst` of them
 /// at once.
@@ -78,12 +83,19 @@ impl Limit {
     }
 }
 
-/// The core's limiter, of as many limits as it was given.
+/// The core's limiter, of as many limits as it was given, in this process
+/// or in a shared mapping.
 enum Limits {
     One(Core<1>),
     Two(Core<2>),
     Three(Core<3>),
     Four(Core<4>),
+    // Over the mapping kept next to them in `RateLimiter` (see its `Send`
+    // impl): `'static` stands for "as long as the mapping".
+    SharedOne(SharedRateLimiter<'static, 1>),
+    SharedTwo(SharedRateLimiter<'static, 2>),
+    SharedThree(SharedRateLimiter<'static, 3>),
+    SharedFour(SharedRateLimiter<'static, 4>),
 }
 
 /// `$body` with `$l` bound to the limiter and `$costs` to `$given` as an
@@ -91,28 +103,21 @@ enum Limits {
 macro_rules! with_costs {
     ($self:expr, $given:expr, |$l:ident, $costs:ident| $body:expr) => {
         match &$self.limits {
-            Limits::One($l) => {
-                let given = costs($given, 1)?;
-                let $costs: [u32; 1] = core::array::from_fn(|i| given[i]);
-                $body
-            }
-            Limits::Two($l) => {
-                let given = costs($given, 2)?;
-                let $costs: [u32; 2] = core::array::from_fn(|i| given[i]);
-                $body
-            }
-            Limits::Three($l) => {
-                let given = costs($given, 3)?;
-                let $costs: [u32; 3] = core::array::from_fn(|i| given[i]);
-                $body
-            }
-            Limits::Four($l) => {
-                let given = costs($given, 4)?;
-                let $costs: [u32; 4] = core::array::from_fn(|i| given[i]);
-                $body
-            }
+            Limits::One($l) => with_costs!(@ 1, $given, $costs, $body),
+            Limits::Two($l) => with_costs!(@ 2, $given, $costs, $body),
+            Limits::Three($l) => with_costs!(@ 3, $given, $costs, $body),
+            Limits::Four($l) => with_costs!(@ 4, $given, $costs, $body),
+            Limits::SharedOne($l) => with_costs!(@ 1, $given, $costs, $body),
+            Limits::SharedTwo($l) => with_costs!(@ 2, $given, $costs, $body),
+            Limits::SharedThree($l) => with_costs!(@ 3, $given, $costs, $body),
+            Limits::SharedFour($l) => with_costs!(@ 4, $given, $costs, $body),
         }
     };
+    (@ $n:literal, $given:expr, $costs:ident, $body:expr) => {{
+        let given = costs($given, $n)?;
+        let $costs: [u32; $n] = core::array::from_fn(|i| given[i]);
+        $body
+    }};
 }
 
 /// `$body` with `$l` bound to the limiter, whatever its size.
@@ -123,6 +128,10 @@ macro_rules! with_limiter {
             Limits::Two($l) => $body,
             Limits::Three($l) => $body,
             Limits::Four($l) => $body,
+            Limits::SharedOne($l) => $body,
+            Limits::SharedTwo($l) => $body,
+            Limits::SharedThree($l) => $body,
+            Limits::SharedFour($l) => $body,
         }
     };
 }
@@ -183,6 +192,30 @@ fn costs(given: &Bound<'_, PyAny>, n: usize) -> PyResult<[u32; 4]> {
     Ok(out)
 }
 
+/// The limiter of `configs` in the region of the file at `path`, made or
+/// attached to, and its mapping.
+fn shared<const N: usize>(
+    py: Python<'_>,
+    path: &Path,
+    configs: [LimitConfig; N],
+    wrap: fn(SharedRateLimiter<'static, N>) -> Limits,
+) -> PyResult<(Limits, MmapRaw)> {
+    let needed = SharedRateLimiterRegion::size_for(N).expect("1 to 4 limits");
+    let (limiter, map) = map_region(py, path, needed, |mem, len| {
+        // SAFETY:
+        // - `mem` is a shared read-write mapping of `len` bytes,
+        //   page-aligned, valid for as long as the map `map_region` returns,
+        //   which `RateLimiter` keeps next to the limiter and drops after it.
+        // - The region's bytes are only accessed through the core's region
+        //   functions and the limiter they return, in this process and (by
+        //   contract of the file) in every other one; the file is never
+        //   truncated by this code.
+        unsafe { SharedRateLimiterRegion::open_in::<N>(mem, len, configs) }
+    })
+    .map_err(|e| e.into_py(path))?;
+    Ok((wrap(limiter), map))
+}
+
 static RATE_LIMITED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// A refusal: `RateLimitedError(retry_after, limit)`, or a `ValueError`
@@ -203,13 +236,25 @@ fn refused(py: Python<'_>, t: Throttled) -> PyErr {
 /// nothing; see `tripwire.RateLimiter`.
 #[pyclass(module = "tripwire", frozen, subclass)]
 pub struct RateLimiter {
+    /// Dropped before `_map`, which a shared limiter borrows.
     limits: Limits,
+    _map: Option<MmapRaw>,
 }
+
+// SAFETY:
+// - A shared limiter's words point into `_map`, which lives as long as
+//   `self` (fields drop in order: `limits` first) and is reached only
+//   through `&self`.
+// - The words are atomics, shared between threads and processes by design.
+unsafe impl Send for RateLimiter {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for RateLimiter {}
 
 #[pymethods]
 impl RateLimiter {
     #[new]
-    fn new(limits: &Bound<'_, PyAny>) -> PyResult<Self> {
+    #[pyo3(signature = (limits, *, path = None))]
+    fn new(py: Python<'_>, limits: &Bound<'_, PyAny>, path: Option<PathBuf>) -> PyResult<Self> {
         let given = if let Ok(one) = limits.cast::<Limit>() {
             vec![one.get().config]
         } else {
@@ -228,16 +273,33 @@ impl RateLimiter {
                 })
                 .collect::<PyResult<Vec<_>>>()?
         };
-        let limits = match given.as_slice() {
-            [a] => Limits::One(Core::new([*a])),
-            [a, b] => Limits::Two(Core::new([*a, *b])),
-            [a, b, c] => Limits::Three(Core::new([*a, *b, *c])),
-            [a, b, c, d] => Limits::Four(Core::new([*a, *b, *c, *d])),
-            _ => {
-                return Err(PyValueError::new_err(format!("limits: 1 to 4 Limits, got {}", given.len())));
-            }
+        if !(1..=4).contains(&given.len()) {
+            return Err(PyValueError::new_err(format!("limits: 1 to 4 Limits, got {}", given.len())));
+        }
+        let Some(path) = path else {
+            let limits = match given.as_slice() {
+                [a] => Limits::One(Core::new([*a])),
+                [a, b] => Limits::Two(Core::new([*a, *b])),
+                [a, b, c] => Limits::Three(Core::new([*a, *b, *c])),
+                [a, b, c, d] => Limits::Four(Core::new([*a, *b, *c, *d])),
+                _ => unreachable!("1 to 4, checked"),
+            };
+            return Ok(RateLimiter { limits, _map: None });
         };
-        Ok(RateLimiter { limits })
+        let (limits, map) = match given.as_slice() {
+            [a] => shared(py, &path, [*a], Limits::SharedOne),
+            [a, b] => shared(py, &path, [*a, *b], Limits::SharedTwo),
+            [a, b, c] => shared(py, &path, [*a, *b, *c], Limits::SharedThree),
+            [a, b, c, d] => shared(py, &path, [*a, *b, *c, *d], Limits::SharedFour),
+            _ => unreachable!("1 to 4, checked"),
+        }?;
+        Ok(RateLimiter { limits, _map: Some(map) })
+    }
+
+    /// Whether the limits live in a shared mapping (`path=`).
+    #[getter]
+    fn is_shared(&self) -> bool {
+        self._map.is_some()
     }
 
     /// The limits, in order.

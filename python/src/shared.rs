@@ -49,53 +49,88 @@ impl Mapping {
     /// breaker made with `config`.
     pub(crate) fn open(py: Python<'_>, path: &Path, config: BreakerConfig) -> PyResult<Self> {
         let (needed, _align) = SharedRegion::layout();
-        let os_err = |e: std::io::Error| os_error(path, &e);
-        let mut options = OpenOptions::new();
-        options.read(true).write(true).create(true).truncate(false);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let file = options.open(path).map_err(os_err)?;
-        // A new file is empty: extend it with zeros, the unclaimed state.
-        // Racing creators all extend it to the same size, which changes
-        // nothing for the one that got there first.
-        if file.metadata().map_err(os_err)?.len() == 0 {
-            file.set_len(needed as u64).map_err(os_err)?;
-        }
-        let map = MmapOptions::new().map_raw(&file).map_err(os_err)?;
-        let deadline = Instant::now() + INIT_WAIT;
-        loop {
+        let (breaker, map) = map_region(py, path, needed, |mem, len| {
             // SAFETY:
-            // - `map` is a shared read-write mapping of `map.len()` bytes,
-            //   page-aligned, valid for as long as `map` lives; the returned
-            //   reference is kept next to `map` and never outlives it.
+            // - `mem` is a shared read-write mapping of `len` bytes,
+            //   page-aligned, valid for as long as the map `map_region`
+            //   returns; the reference is kept next to it and never
+            //   outlives it.
             // - The region's bytes are only accessed through the core's
             //   shared-region functions and the breaker they return, in
             //   this process and (by contract of the file) in every other
             //   one; the file is never truncated by this code.
-            let opened = unsafe { SharedRegion::open_in(map.as_mut_ptr(), map.len(), config) };
-            match opened {
-                Ok(breaker) => return Ok(Self { breaker: NonNull::from(breaker), _map: map }),
-                Err(RegionError::Initialising { .. }) if Instant::now() < deadline => {
-                    py.detach(|| std::thread::sleep(Duration::from_millis(1)));
-                }
-                Err(RegionError::ConfigMismatch) => {
-                    return Err(PyValueError::new_err(format!(
-                        "{}: the shared breaker there was made with another config",
-                        path.display()
-                    )));
-                }
-                Err(e) => return Err(PyValueError::new_err(format!("{}: {e}", path.display()))),
-            }
-        }
+            unsafe { SharedRegion::open_in(mem, len, config) }.map(NonNull::from)
+        })
+        .map_err(|e| match e {
+            Opened::Region(RegionError::ConfigMismatch) => PyValueError::new_err(format!(
+                "{}: the shared breaker there was made with another config",
+                path.display()
+            )),
+            e => e.into_py(path),
+        })?;
+        Ok(Self { breaker, _map: map })
     }
 
     #[inline]
     pub(crate) fn breaker(&self) -> &tripwire::Breaker {
         // SAFETY: see the `Send` impl: valid while `self` is.
         unsafe { self.breaker.as_ref() }
+    }
+}
+
+/// Why a region could not be opened: the file, or the region in it.
+pub(crate) enum Opened {
+    Os(PyErr),
+    Region(RegionError),
+}
+
+impl Opened {
+    /// The error Python sees: the `OSError` of the file, or a `ValueError`
+    /// naming the path and what is wrong with the region.
+    pub(crate) fn into_py(self, path: &Path) -> PyErr {
+        match self {
+            Opened::Os(e) => e,
+            Opened::Region(e) => PyValueError::new_err(format!("{}: {e}", path.display())),
+        }
+    }
+}
+
+/// Maps the file at `path` (created with mode 0600 if need be, and
+/// extended with zeros to `needed` bytes when new: the unclaimed state),
+/// and opens the region in it with `open`, waiting up to [`INIT_WAIT`] for
+/// another process that is initialising it. Returns what `open` made, and
+/// the mapping it lives in, which must outlive it.
+pub(crate) fn map_region<T>(
+    py: Python<'_>,
+    path: &Path,
+    needed: usize,
+    open: impl Fn(*mut u8, usize) -> Result<T, RegionError>,
+) -> Result<(T, MmapRaw), Opened> {
+    let os_err = |e: std::io::Error| Opened::Os(os_error(path, &e));
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let file = options.open(path).map_err(os_err)?;
+    // A new file is empty: extend it with zeros, the unclaimed state.
+    // Racing creators all extend it to the same size, which changes
+    // nothing for the one that got there first.
+    if file.metadata().map_err(os_err)?.len() == 0 {
+        file.set_len(needed as u64).map_err(os_err)?;
+    }
+    let map = MmapOptions::new().map_raw(&file).map_err(os_err)?;
+    let deadline = Instant::now() + INIT_WAIT;
+    loop {
+        match open(map.as_mut_ptr(), map.len()) {
+            Ok(made) => return Ok((made, map)),
+            Err(RegionError::Initialising { .. }) if Instant::now() < deadline => {
+                py.detach(|| std::thread::sleep(Duration::from_millis(1)));
+            }
+            Err(e) => return Err(Opened::Region(e)),
+        }
     }
 }
 

@@ -167,3 +167,48 @@ def test_bad_costs_raise_a_clear_error_and_take_nothing():
     with pytest.raises(TypeError, match="max_wait"):
         limiter.acquire((1, 0), max_wait="soon")
     assert limiter.in_use() == [0, 0]
+
+
+def _take_all(path: str, out) -> None:  # a worker process
+    limiter = RateLimiter.shared(path, [Limit(1_000, 3_600, burst=20)])
+    n = 0
+    for _ in range(50):
+        try:
+            limiter.try_acquire()
+            n += 1
+        except RateLimitedError:
+            pass
+    out.put(n)
+
+
+def test_processes_sharing_a_path_spend_one_budget(tmp_path):
+    import multiprocessing
+
+    path = str(tmp_path / "exchange.limiter")
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    workers = [ctx.Process(target=_take_all, args=(path, out)) for _ in range(4)]
+    for w in workers:
+        w.start()
+    taken = [out.get(timeout=60) for _ in workers]
+    for w in workers:
+        w.join(timeout=60)
+    assert sum(taken) == 20, taken
+    mine = RateLimiter.shared(path, Limit(1_000, 3_600, burst=20))
+    assert mine.is_shared and mine.in_use() == [20]
+
+
+def test_a_shared_path_refuses_other_limits_and_a_file_that_is_not_a_region(tmp_path):
+    path = tmp_path / "exchange.limiter"
+    RateLimiter.shared(str(path), [Limit(1_200, 60)])
+    with pytest.raises(ValueError, match="holds other limits than asked for"):
+        RateLimiter.shared(str(path), [Limit(1_200, 30)])
+    with pytest.raises(ValueError, match="holds `limits` = 1, not the 2 asked for"):
+        RateLimiter([Limit(1_200, 60), Limit(50, 10)], path=path)
+    junk = tmp_path / "junk"
+    junk.write_bytes(b"not a region at all, just some bytes" * 4)
+    with pytest.raises(ValueError, match="not a shared rate limiter region"):
+        RateLimiter.shared(str(junk), [Limit(1_200, 60)])
+    with pytest.raises(FileNotFoundError):
+        RateLimiter.shared(str(tmp_path / "no" / "such" / "dir"), [Limit(1_200, 60)])
+    assert not RateLimiter(Limit(10, 1)).is_shared

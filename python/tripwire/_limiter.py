@@ -10,6 +10,7 @@ is interrupted.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Optional, Sequence, Union
 
@@ -37,10 +38,21 @@ class RateLimiter(_CoreLimiter):
     max_wait)`` reserves it ahead and returns the seconds to wait before
     sending; ``wait`` and ``wait_async`` sleep that wait. ``refund(cost)``
     gives back the units of a request that was never sent, where that lets
-    nothing more through. ``observe_used(limit, used)`` counts what the
+    nothing more through. ``RateLimiter.shared(path, limits)`` (or
+    ``path=``) keeps the limits in a memory-mapped file that every process
+    opening it shares. ``observe_used(limit, used)`` counts what the
     server reports having seen (Binance's ``X-MBX-USED-WEIGHT-1M``), so
     the next calls slow down at once.
     """
+
+    @classmethod
+    def shared(cls, path: Union[str, "os.PathLike[str]"], limits: Union[Limit, Sequence[Limit]]) -> "RateLimiter":
+        """The limiter of ``limits`` in the memory-mapped file at ``path``
+        (created if need be): every process that opens the same path with
+        the same limits spends one budget, so four workers behind one IP
+        stay under its limit together. Another process's limits at that
+        path raise ``ValueError``."""
+        return cls(limits, path=path)
 
     def wait(self, cost: Cost = 1, max_wait: Optional[float] = None) -> None:
         """Takes ``cost`` and sleeps until it may be sent; raises

@@ -226,6 +226,16 @@ impl SharedRateLimiterRegion {
         // - The caller's guarantees are those `init_in` needs.
         match unsafe { Self::init_in(mem, len, configs) } {
             Err(RegionError::AlreadyInitialised { .. }) => {}
+            // Too short for these limits: but if it holds another number of
+            // them, that is what the caller needs to hear.
+            Err(short @ RegionError::TooSmall { .. }) => {
+                // SAFETY:
+                // - The caller's guarantees are those `attach` needs.
+                return match unsafe { Self::attach::<N>(mem, len) } {
+                    Err(count @ RegionError::LimitCount { .. }) => Err(count),
+                    _ => Err(short),
+                };
+            }
             done => return done,
         }
         // SAFETY:
