@@ -27,8 +27,9 @@ enum Op {
     Acquire([u32; 2], u64),
     /// Gives back the grant this many grants ago, if it was not sent yet.
     Refund(usize),
-    /// The server reports this much used on a limit.
-    Observe(usize, u64),
+    /// The server reports this much used on a limit (in a window that ends
+    /// this many ms from now, if given).
+    Observe(usize, u64, Option<u64>),
     /// The clock moves on (ns).
     Advance(u64),
     /// The clock goes back (ns).
@@ -39,7 +40,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => ([0u32..8, 0u32..3], prop_oneof![3 => Just(0u64), 1 => 0u64..3_000]).prop_map(|(c, w)| Op::Acquire(c, w)),
         2 => (0usize..4).prop_map(Op::Refund),
-        1 => (0usize..2, 0u64..200).prop_map(|(l, u)| Op::Observe(l, u)),
+        1 => (0usize..2, 0u64..200, proptest::option::of(0u64..12_000)).prop_map(|(l, u, w)| Op::Observe(l, u, w)),
         6 => (0u64..2 * SEC).prop_map(Op::Advance),
         1 => (0u64..30 * 86_400 * SEC).prop_map(Op::Advance),
         1 => (0u64..5 * SEC).prop_map(Op::Back),
@@ -95,9 +96,9 @@ proptest! {
         // fallen (each `Back` adds to the lag, each `Advance` moves both).
         let (mut now, mut real, mut lag) = (start, 0u128, 0u128);
         let mut sent: Vec<Sent> = Vec::new();
-        // Each server report: the limit, when, the units it had seen, and
-        // the requests granted before it.
-        let mut reports: Vec<(usize, u128, u64, usize)> = Vec::new();
+        // Each server report: the limit, when, the rest of its window, the
+        // units it had seen, and the requests granted before it.
+        let mut reports: Vec<(usize, u128, u128, u64, usize)> = Vec::new();
         for op in ops {
             let clock = FixedClock(now);
             let on_time = lag == 0;
@@ -148,19 +149,27 @@ proptest! {
                         sent[i].refunded = true;
                     }
                 }
-                Op::Observe(limit, used) => {
+                Op::Observe(limit, used, window_left) => {
                     let before = limiter.in_use(&clock);
-                    let raised = limiter.observe_used(limit, used, &clock);
+                    let raised = match window_left {
+                        None => limiter.observe_used(limit, used, &clock),
+                        Some(ms) => limiter.observe_used_in(limit, used, Duration::from_millis(ms), &clock),
+                    };
                     let after = limiter.in_use(&clock);
                     prop_assert!(after[limit] >= before[limit], "never lowered");
                     let units = u64::from(configs()[limit].units());
                     if raised {
-                        prop_assert_eq!(after[limit], used.min(units), "counts what the server saw");
+                        prop_assert!(after[limit] <= used.min(units), "never more than the server saw");
                     } else {
                         prop_assert_eq!(after, before, "a lower count changes nothing");
-                        prop_assert!(before[limit] >= used.min(units));
                     }
-                    reports.push((limit, real, used.min(units), sent.len()));
+                    if window_left.is_none() {
+                        prop_assert!(after[limit] >= used.min(units), "counts what the server saw");
+                    }
+                    // The window's rest, as the server counts it.
+                    let period = configs()[limit].period().as_nanos();
+                    let rest = window_left.map_or(period, |ms| (u128::from(ms) * 1_000_000).min(period));
+                    reports.push((limit, real, rest, used.min(units), sent.len()));
                 }
                 Op::Advance(ns) => {
                     now = now.wrapping_add(ns);
@@ -182,11 +191,11 @@ proptest! {
             let period = config.period().as_nanos();
             prop_assert_eq!(over(&sends, period, config.units()), None, "limit {}", limit);
             // After a server reported `used`, the requests granted in the
-            // next period have room for the rest of the units only.
-            for &(_, at, used, before) in reports.iter().filter(|r| r.0 == limit) {
+            // rest of its window have room for the rest of the units only.
+            for &(_, at, rest, used, before) in reports.iter().filter(|r| r.0 == limit) {
                 let after: u64 = sent[before..]
                     .iter()
-                    .filter(|s| !s.refunded && (at..at + period).contains(&s.at))
+                    .filter(|s| !s.refunded && (at..at + rest).contains(&s.at))
                     .map(|s| u64::from(s.costs[limit]))
                     .sum();
                 prop_assert!(after + used <= u64::from(config.units()), "limit {limit}: {after} sent after {used} seen");

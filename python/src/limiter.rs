@@ -363,8 +363,15 @@ impl RateLimiter {
     }
 
     /// Counts at least `used` units on limit `limit` from now on (what a
-    /// server reports having seen); whether that raised the count.
-    fn observe_used(&self, limit: &Bound<'_, PyAny>, used: &Bound<'_, PyAny>) -> PyResult<bool> {
+    /// server reports having seen, in a window that ends `window_left`
+    /// seconds from now if given); whether that raised the count.
+    #[pyo3(signature = (limit, used, window_left = None))]
+    fn observe_used(
+        &self,
+        limit: &Bound<'_, PyAny>,
+        used: &Bound<'_, PyAny>,
+        window_left: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
         let n = with_limiter!(self, |l| l.configs().len());
         let index = limit
             .extract::<usize>()
@@ -388,7 +395,14 @@ impl RateLimiter {
                 Ok(u64::MAX)
             }
         })?;
-        Ok(with_limiter!(self, |l| l.observe_used(index, used, &MonotonicClock)))
+        let left = match window_left.filter(|w| !w.is_none()) {
+            Some(w) => Some(seconds("window_left", w)?),
+            None => None,
+        };
+        Ok(with_limiter!(self, |l| match left {
+            Some(left) => l.observe_used_in(index, used, left, &MonotonicClock),
+            None => l.observe_used(index, used, &MonotonicClock),
+        }))
     }
 
     /// The units each limit counts now.

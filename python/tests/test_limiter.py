@@ -103,6 +103,18 @@ def test_a_server_count_raises_the_limiter_and_never_past_its_units():
         limiter.try_acquire((1, 1))
 
 
+def test_a_server_count_in_a_window_that_ends_soon_leaves_this_pace_alone():
+    limiter = RateLimiter(Limit(1_200, 60))
+    # 40 s into the server's minute: what this pace sends in 40 s is its own.
+    assert not limiter.observe_used(0, 700, window_left=20)
+    assert limiter.observe_used(0, 1_100, window_left=20.0)
+    # Some 340 more than this pace: others on the same IP (less the
+    # moments since, which run out as every unit does).
+    assert limiter.in_use()[0] in (340, 341)
+    with pytest.raises(ValueError, match="window_left"):
+        limiter.observe_used(0, 5, window_left=-1)
+
+
 def test_threads_never_take_more_than_the_burst():
     limiter = RateLimiter(Limit(1_000, 3_600, burst=100))
     taken = []

@@ -92,6 +92,7 @@ import functools
 import inspect
 import math
 import re
+import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, Literal, Mapping, Optional, Tuple, Type, Union
 
 from . import _tripwire
@@ -237,15 +238,35 @@ def _watch_responses(exchange: Any) -> None:
     exchange.on_rest_response = on_rest_response
 
 
+#: Binance's interval suffixes (``-1M``, ``-10S``, ``-1D``): seconds per unit.
+_INTERVAL = re.compile(r"-(\d+)([smhd])$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _window_left(name: str, now: float) -> Optional[float]:
+    """The seconds left in the fixed window a Binance header's interval
+    names (its windows start on multiples of the interval since the Unix
+    epoch, in UTC), or None for a header that names none."""
+    m = _INTERVAL.search(name)
+    if m is None or int(m.group(1)) == 0:
+        return None
+    window = int(m.group(1)) * _UNIT[m.group(2)]
+    return window - now % window
+
+
 def _observe(limiter: RateLimiter, sources: Mapping[str, int], headers: Mapping[str, Any]) -> None:
     """Tells ``limiter`` what the server counted: each header of
-    ``sources`` (lower-case name → limit) that holds a whole number. A value
-    that is not one is ignored: it can neither raise nor lower the count."""
+    ``sources`` (lower-case name → limit) that holds a whole number, with
+    the time left in its window when its name gives the interval, so that
+    the limiter's own paced requests, which the server counts too, are not
+    taken for someone else's. A value that is not a whole number is
+    ignored: it can neither raise nor lower the count."""
     lowered = {str(k).lower(): v for k, v in headers.items()}
+    now = time.time()
     for name, limit in sources.items():
         value = str(lowered.get(name, "")).strip()
         if value.isascii() and value.isdigit():
-            limiter.observe_used(limit, int(value))
+            limiter.observe_used(limit, int(value), _window_left(name, now))
 
 
 def _cost(limiter: RateLimiter, cost: Any) -> Union[int, Tuple[int, ...]]:

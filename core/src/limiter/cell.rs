@@ -161,11 +161,17 @@ impl<'a> Cell<'a> {
         }
     }
 
-    /// Counts at least `used` units at `now` (capped at the limit's units):
-    /// what a server reports having seen, when that is more than this
-    /// limiter counts. Whether it was more.
-    pub(crate) fn raise(&self, used: u64, now: u64) -> bool {
-        let floor = used.min(u64::from(self.config.units)) * self.config.emission_ns;
+    /// Counts at least `used` units at `now` (capped at the limit's units),
+    /// less what the pace lets through in the part of the server's window
+    /// that has passed (its window ends `window_left_ns` from now): what a
+    /// server reports having seen, when that is more than this limiter
+    /// counts. Whether it was more.
+    pub(crate) fn raise(&self, used: u64, window_left_ns: u64, now: u64) -> bool {
+        let cfg = self.config;
+        let passed = cfg.period_ns - window_left_ns.min(cfg.period_ns);
+        // A unit stays counted at least period / (units − burst): the pace
+        // lets at most `passed` ns of units through in `passed`.
+        let floor = (used.min(u64::from(cfg.units)) * cfg.emission_ns).saturating_sub(passed);
         let mut old = self.words.floor.load(Ordering::Relaxed);
         loop {
             if self.counted(self.load(), now) >= floor {

@@ -255,8 +255,49 @@ impl<const N: usize, W: Words<N>> RateLimiter<N, W> {
     /// lowers the count; a `used` above the limit's units counts as its
     /// units. Whether it raised the count; `false` too for a `limit` out
     /// of range.
+    ///
+    /// Without the window's end, the count is taken as if the window had
+    /// just begun: the next period leaves room for `units − used` only.
+    /// A server whose windows are fixed and reset (Binance's minute) counts
+    /// this limiter's own paced requests too, and its count grows through
+    /// its window: give its end to [`observe_used_in`](Self::observe_used_in),
+    /// or the limiter takes a full window's count for a fresh one and
+    /// slows down for nothing.
     pub fn observe_used(&self, limit: usize, used: u64, clock: &impl Clock) -> bool {
-        limit < N && self.cell(limit).raise(used, clock.now())
+        limit < N && self.cell(limit).raise(used, u64::MAX, clock.now())
+    }
+
+    /// [`observe_used`](Self::observe_used) for a server whose window ends
+    /// `window_left` from now: only what the count holds beyond what this
+    /// limiter's pace lets through in the part of the window that has
+    /// passed is counted, so that the rest of the window has room for
+    /// `units − used` at most, and a limiter alone at its pace never slows
+    /// down for its own requests.
+    ///
+    /// # Examples
+    /// ```
+    /// use core::time::Duration;
+    /// use tripwire::ManualClock;
+    /// use tripwire::limiter::{LimitConfig, RateLimiter};
+    ///
+    /// let limiter = RateLimiter::new([LimitConfig::builder(1_200, Duration::from_secs(60)).build()?]);
+    /// let clock = ManualClock::new(0);
+    /// // 40 s into the server's minute, 700 used: less than this pace sends
+    /// // in 40 s (1,140 a minute), so nothing to learn.
+    /// assert!(!limiter.observe_used_in(0, 700, Duration::from_secs(20), &clock));
+    /// // 1,100 used: others on the same IP spent some 340 more.
+    /// assert!(limiter.observe_used_in(0, 1_100, Duration::from_secs(20), &clock));
+    /// assert_eq!(limiter.in_use(&clock), [341]);
+    /// # Ok::<(), tripwire::ConfigError>(())
+    /// ```
+    pub fn observe_used_in(
+        &self,
+        limit: usize,
+        used: u64,
+        window_left: Duration,
+        clock: &impl Clock,
+    ) -> bool {
+        limit < N && self.cell(limit).raise(used, duration_ns(window_left), clock.now())
     }
 
     /// The units each limit counts now, rounded up.
