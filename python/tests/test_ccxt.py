@@ -583,3 +583,15 @@ def test_rate_limit_options_are_checked(env: Env) -> None:
     limiter = tripwire.RateLimiter(tripwire.Limit(1_200, 60))
     with pytest.raises(ValueError, match=r"rate_headers\['x-used'\] must be a limit's index, 0 to 0, got 1"):
         env.guard(rate_limiter=limiter, rate_headers={"x-used": 1})
+
+
+def test_a_429_despite_the_rate_limiter_tightens_it(env: Env) -> None:
+    limiter = tripwire.RateLimiter(tripwire.Limit(1_200, 60))
+    g = env.guard(rate_limiter=limiter)
+    env.fake.mode = fx.RATE_LIMITED
+    with pytest.raises(ccxt.DDoSProtection):
+        env.run(g.fetch_order_book, "BTC/USDT", 5)
+    env.fake.mode = fx.HEALTHY
+    assert limiter.in_use() == [1_200], "the whole limit counts as spent"
+    assert g.breaker.hold_left is not None and g.breaker.hold_left > 0
+

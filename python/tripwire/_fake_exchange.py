@@ -37,6 +37,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -76,6 +77,74 @@ class Request:
     client: str
     raw_query: str = ""
     at: float = field(default_factory=time.monotonic)
+
+
+def point_at(exchange: Any, port: int) -> Any:
+    """``FakeExchange.point`` for the server on ``port`` (from another
+    process, which has only the port)."""
+
+    def rehost(urls: Any) -> Any:
+        if isinstance(urls, dict):
+            return {k: rehost(v) for k, v in urls.items()}
+        if isinstance(urls, str):
+            parts = urlsplit(urls)
+            return urlunsplit(("http", f"127.0.0.1:{port}", parts.path, parts.query, ""))
+        return urls
+
+    exchange.urls["api"] = rehost(exchange.urls["api"])
+    exchange.options.update(CCXT_OPTIONS)
+    return exchange
+
+
+@dataclass(frozen=True)
+class WeightRules:
+    """Binance's limits on request weight, per IP (every client of this
+    server is one IP): ``limit`` weight per fixed ``window`` (seconds;
+    windows start on multiples of it since the Unix epoch, as Binance's
+    minutes do); past it, 429 with ``Retry-After`` until the window ends;
+    ``ban_after`` requests sent during that wait earn a 418 ban of
+    ``ban_for`` seconds. Weights: ``/api/v3/depth`` 5 up to 100 levels (25,
+    50, 250 beyond), ``/api/v3/account`` and ``/api/v3/exchangeInfo`` 20,
+    everything else 1."""
+
+    limit: int = 6000
+    window: float = 60.0
+    ban_after: int = 3
+    ban_for: float = 120.0
+
+
+def weight_of(r: "Request") -> int:
+    """A request's weight, as Binance's spot API documents it."""
+    if r.path == "/api/v3/depth":
+        raw = r.query.get("limit", "100")
+        levels = int(raw) if raw.isdigit() else 100
+        return 5 if levels <= 100 else 25 if levels <= 500 else 50 if levels <= 1000 else 250
+    if r.path in ("/api/v3/account", "/api/v3/exchangeInfo"):
+        return 20
+    return 1
+
+
+@dataclass
+class WeightLedger:
+    """What the weight rules did: answers by status, the weight served,
+    the 418 bans placed (start, end), and per window the weight served and
+    the 429s and 418s answered."""
+
+    statuses: Dict[int, int] = field(default_factory=dict)
+    served_weight: int = 0
+    bans: List[Tuple[float, float]] = field(default_factory=list)
+    per_window: Dict[int, List[int]] = field(default_factory=dict)
+
+    def note(self, window: int, status: int, weight: int) -> None:
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+        row = self.per_window.setdefault(window, [0, 0, 0])
+        if status == 200:
+            self.served_weight += weight
+            row[0] += weight
+        elif status == 429:
+            row[1] += 1
+        elif status == 418:
+            row[2] += 1
 
 
 @dataclass(frozen=True)
@@ -138,6 +207,7 @@ class FakeExchange:
         latency: float = 0.0,
         retry_after: float = 1.0,
         script: Optional[Callable[[Request], Union[str, Tuple[str, Optional[float]]]]] = None,
+        weights: Optional[WeightRules] = None,
     ) -> None:
         if not latency >= 0:
             raise ValueError(f"latency must be >= 0 seconds, got {latency!r}")
@@ -145,6 +215,15 @@ class FakeExchange:
         self.retry_after = retry_after
         self.script = script
         self._mode = HEALTHY
+        #: Binance's weight limits, enforced when given; ``ledger`` says
+        #: what they did.
+        self.weights = weights
+        self.ledger = WeightLedger()
+        self._window = -1
+        self._used = 0
+        self._held_until = 0.0
+        self._strikes = 0
+        self._banned_until = 0.0
         #: The weight every answer reports used this minute
         #: (``X-MBX-USED-WEIGHT-1M``), as Binance does; None: no such header.
         self.used_weight: Optional[int] = None
@@ -188,17 +267,7 @@ class FakeExchange:
     def point(self, exchange: Any) -> Any:
         """Points every REST URL of a ccxt exchange here (each keeps its
         path, e.g. ``/api/v3``), keeps it on spot markets, and returns it."""
-        exchange.urls["api"] = self._rehost(exchange.urls["api"])
-        exchange.options.update(CCXT_OPTIONS)
-        return exchange
-
-    def _rehost(self, urls: Any) -> Any:
-        if isinstance(urls, dict):
-            return {k: self._rehost(v) for k, v in urls.items()}
-        if isinstance(urls, str):
-            parts = urlsplit(urls)
-            return urlunsplit(("http", f"127.0.0.1:{self.port}", parts.path, parts.query, ""))
-        return urls
+        return point_at(exchange, self.port)
 
     def hits(self, path: Optional[str] = None, method: Optional[str] = None) -> int:
         """How many requests came in (for ``path`` and ``method``, if given)."""
@@ -344,7 +413,42 @@ class FakeExchange:
             return Response(418, BANNED_BODY, after)
         if mode != HEALTHY:
             raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
+        if self.weights is not None:
+            return self._weighed(request)
         return self._route(request)
+
+    def _weighed(self, r: Request) -> Response:
+        """Binance's weight limits in front of ``_route`` (``WeightRules``)."""
+        rules = self.weights
+        assert rules is not None
+        now = time.time()
+        window = int(now // rules.window)
+        if window != self._window:
+            self._window, self._used = window, 0
+        weight = weight_of(r)
+
+        def answer(status: int, body: Any, wait: float) -> Response:
+            self.ledger.note(window, status, weight)
+            return Response(status, body, (("Retry-After", str(max(1, math.ceil(wait)))),))
+
+        if now < self._banned_until:
+            return answer(418, BANNED_BODY, self._banned_until - now)
+        if now < self._held_until:
+            # Sent while told to back off.
+            self._strikes += 1
+            if self._strikes >= rules.ban_after:
+                self._banned_until = now + rules.ban_for
+                self.ledger.bans.append((now, self._banned_until))
+                return answer(418, BANNED_BODY, rules.ban_for)
+            return answer(429, RATE_LIMIT_BODY, self._held_until - now)
+        if self._used + weight > rules.limit:
+            self._held_until, self._strikes = (window + 1) * rules.window, 0
+            return answer(429, RATE_LIMIT_BODY, self._held_until - now)
+        self._used += weight
+        response = self._route(r)
+        self.ledger.note(window, response.status, weight)
+        used = (("X-MBX-USED-WEIGHT-1M", str(self._used)),)
+        return Response(response.status, response.body, response.headers + used)
 
     # -- the endpoints -----------------------------------------------------------
 

@@ -230,8 +230,13 @@ def _watch_responses(exchange: Any) -> None:
     def on_rest_response(code: Any, reason: Any, url: Any, method: Any, headers: Any, body: Any, *rest: Any) -> Any:
         _response_headers.set(headers)
         counts = getattr(exchange, "_tripwire_counts", None)
-        if counts is not None and headers:
-            _observe(counts[0], counts[1], headers)
+        if counts is not None:
+            if str(code) in ("429", "418"):
+                # Refused despite the limiter (someone else spent the
+                # budget): its first limit counts as spent for a period.
+                counts[0].observe_used(0, counts[0].limits[0].units)
+            elif headers:
+                _observe(counts[0], counts[1], headers)
         return original(code, reason, url, method, headers, body, *rest)
 
     on_rest_response._tripwire_watch = True  # type: ignore[attr-defined]
@@ -696,5 +701,7 @@ def guard(exchange: Any, **options: Any) -> GuardedExchange:
       ``rate_headers``: ``{header: limit index}`` whose whole-number value
       is the weight the server counted, read after every response
       (default for Binance: ``{"x-mbx-used-weight-1m": 0}``).
+      A 429 or 418 despite the limiter counts its first limit as spent
+      for a period, besides the breaker's hold.
     """
     return GuardedExchange(exchange, **options)
