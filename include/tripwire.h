@@ -98,6 +98,11 @@
 #define TW_HOT_GENERATION_SHIFT 32
 
 /**
+ * The most limits a C rate limiter has.
+ */
+#define TW_RATE_LIMITER_MAX_LIMITS 4
+
+/**
  * Major version of this header. With `TW_VERSION_MINOR` and
  * `TW_VERSION_PATCH`, the version of the library the header belongs to;
  * `tw_version()` is the version of the library a program loaded, so
@@ -315,6 +320,16 @@ typedef struct tw_bulkhead tw_bulkhead;
  * Every function taking a `const tw_fleet *` is thread-safe.
  */
 typedef struct tw_fleet tw_fleet;
+
+/**
+ * A rate limiter in a shared region. Opaque: a `const tw_rate_limiter *`
+ * is the address of the region itself (the caller's memory), handed out
+ * by `tw_rate_limiter_open_in` or `_attach`. It is never freed: it is
+ * valid while the memory stays mapped. Every function taking one is
+ * thread-safe, and safe to call from every process mapping the region at
+ * once.
+ */
+typedef struct tw_rate_limiter tw_rate_limiter;
 
 /**
  * Named breakers to export together. Opaque; made by `tw_registry_new`,
@@ -747,6 +762,22 @@ typedef struct tw_assessment {
      */
     uint64_t hold_ns;
 } tw_assessment;
+
+/**
+ * Why a rate limiter took nothing: limit number `limit` (the one that
+ * waits longest) lets the cost go at once after `wait_ns`, if nothing else
+ * is taken meanwhile.
+ */
+typedef struct tw_throttled {
+    /**
+     * The index of the limit.
+     */
+    uint32_t limit;
+    /**
+     * The wait, in nanoseconds of `CLOCK_MONOTONIC`.
+     */
+    uint64_t wait_ns;
+} tw_throttled;
 
 /**
  * How a backoff spaces retries. Durations are `uint64_t` nanoseconds.
@@ -1398,6 +1429,130 @@ enum tw_status tw_breaker_settle(const struct tw_breaker *breaker, struct tw_tic
  * As for `tw_breaker_settle`.
  */
 enum tw_status tw_breaker_settle_at(const struct tw_breaker *breaker, uint64_t now_ns, struct tw_ticket ticket, uint32_t outcome, uint64_t hold_ns, struct tw_transition *transition);
+
+/**
+ * Writes the size (bytes) a region of `limits` limits needs to `*size`,
+ * and the alignment it needs (64; any page from `mmap` has it) to
+ * `*align`: 32 bytes of header, then 32 per limit.
+ * `TW_STATUS_INVALID_ARGUMENT` for `limits` out of 1 to 4.
+ *
+ * Neither pointer may be NULL. Thread-safe.
+ *
+ * # Safety
+ * `size` and `align` are NULL or writable.
+ */
+enum tw_status tw_rate_limiter_size(size_t limits, size_t *size, size_t *align);
+
+/**
+ * Initialises the region at `mem` (`len` bytes, at least
+ * `tw_rate_limiter_size(n)`: a fresh zero-filled `MAP_SHARED` mapping of
+ * a file or `shm_open` object, or an anonymous one made before `fork`)
+ * with `n` limits (1 to 4) if nobody has, otherwise attaches to it, and
+ * writes its handle to `*out`: the one call every process of a host makes
+ * at start-up. Limit `i` allows `units[i]` (2 to 10^9) in any stretch of
+ * `period_ns[i]` (1 ms to 7 days), `burst[i]` of them at once (1 to half
+ * the units; `burst` may be NULL for the default, a twentieth).
+ *
+ * `TW_STATUS_INVALID_CONFIG` for a limit out of range (the message names
+ * the array and the index); `TW_STATUS_REGION_CONFIG_MISMATCH` if the
+ * region holds other limits; `TW_STATUS_REGION_INITIALISING` if another
+ * process is initialising it right now (retry shortly); the region errors
+ * of `tw_shared_bulkhead_attach` otherwise. Never trusts the bytes: a
+ * garbage region is an error naming the field, never undefined behaviour.
+ *
+ * Ownership: the memory stays the caller's; the handle points into it and
+ * is valid while it stays mapped; it is never freed. No pointer but
+ * `burst` may be NULL. Thread-safe.
+ *
+ * # Safety
+ * - `mem` is NULL or valid for reads and writes of `len` bytes for as long
+ *   as the handle is used, in every process that maps it.
+ * - The region's bytes are only accessed through tripwire (in every
+ *   process) while any handle to it is in use.
+ * - `units` and `period_ns` are NULL or hold `n` values; `burst` too, or
+ *   is NULL; `out` is NULL or writable.
+ */
+enum tw_status tw_rate_limiter_open_in(void *mem, size_t len, size_t n, const uint32_t *units, const uint64_t *period_ns, const uint32_t *burst, const struct tw_rate_limiter **out);
+
+/**
+ * Checks that `mem` (`len` bytes) holds a rate limiter made by
+ * `tw_rate_limiter_open_in` (in this process or another) and writes its
+ * handle to `*out`, with its number of limits to `*n`. Never trusts the
+ * bytes: see `tw_rate_limiter_open_in`. No pointer may be NULL.
+ * Thread-safe.
+ *
+ * # Safety
+ * As for `tw_rate_limiter_open_in`; `n` is NULL or writable.
+ */
+enum tw_status tw_rate_limiter_attach(void *mem, size_t len, size_t *n, const struct tw_rate_limiter **out);
+
+/**
+ * Takes `costs` (`n` of them, one per limit, 0 for a limit a request does
+ * not count on) if every limit lets them go within `max_wait_ns`,
+ * reserving them ahead: `TW_STATUS_OK` with the nanoseconds to wait before
+ * sending in `*ready_in_ns` (0: at once). Else takes nothing:
+ * `TW_STATUS_REJECTED` with the limit that waits longest and the wait
+ * after which the costs would go at once in `*throttled` (no message is
+ * set). `TW_STATUS_INVALID_ARGUMENT` for `n` other than the limiter's
+ * number of limits, or a cost above its limit's burst (it never goes).
+ *
+ * Lock-free and allocation-free: one compare-and-swap per limit a cost is
+ * taken from. No pointer may be NULL. Thread-safe; safe from every
+ * process.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `costs` is NULL or holds `n`
+ * values; `ready_in_ns` and `throttled` are NULL or writable.
+ */
+enum tw_status tw_rate_limiter_acquire(const struct tw_rate_limiter *limiter, const uint32_t *costs, size_t n, uint64_t max_wait_ns, uint64_t *ready_in_ns, struct tw_throttled *throttled);
+
+/**
+ * Gives back `costs` (`n` of them) of a request that was never sent, on
+ * each limit where that lets nothing more through (see the core's
+ * `RateLimiter::refund`). `TW_STATUS_INVALID_ARGUMENT` for `n` other than
+ * the limiter's number of limits. No pointer may be NULL. Thread-safe.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `costs` is NULL or holds `n` values.
+ */
+enum tw_status tw_rate_limiter_refund(const struct tw_rate_limiter *limiter, const uint32_t *costs, size_t n);
+
+/**
+ * Counts at least `used` units on limit `limit` from now on: what the
+ * server reports having seen (Binance's `X-MBX-USED-WEIGHT-1M`), in a
+ * window that ends `window_left_ns` from now (`UINT64_MAX`: unknown, as
+ * if it had just begun). Never lowers the count, never raises it past the
+ * limit's units. `TW_STATUS_INVALID_ARGUMENT` for a `limit` out of range.
+ * `limiter` may not be NULL. Thread-safe.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle.
+ */
+enum tw_status tw_rate_limiter_observe_used(const struct tw_rate_limiter *limiter, size_t limit, uint64_t used, uint64_t window_left_ns);
+
+/**
+ * Reads a server's used-weight header value (`value`: whole decimal
+ * digits, surrounding spaces allowed, saturating) and counts it as
+ * `tw_rate_limiter_observe_used` does. A value that is no whole number is
+ * `TW_STATUS_INVALID_ARGUMENT` and changes nothing: it never raises nor
+ * lowers the count. No pointer may be NULL. Thread-safe.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `value` is NULL or a NUL-terminated
+ * string.
+ */
+enum tw_status tw_rate_limiter_observe_header(const struct tw_rate_limiter *limiter, size_t limit, const char *value, uint64_t window_left_ns);
+
+/**
+ * Writes the units each limit counts now to `in_use[0..n]`.
+ * `TW_STATUS_INVALID_ARGUMENT` for `n` other than the limiter's number of
+ * limits. No pointer may be NULL. Thread-safe.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `in_use` is NULL or writable for `n`
+ * values.
+ */
+enum tw_status tw_rate_limiter_in_use(const struct tw_rate_limiter *limiter, uint64_t *in_use, size_t n);
 
 /**
  * Makes an empty registry and writes its handle to `*out`. Free it with

@@ -68,6 +68,13 @@
 //!   [`tw_shared_bulkhead_release`], [`tw_shared_bulkhead_available`],
 //!   [`tw_shared_bulkhead_reclaim`], [`tw_shared_bulkhead_snapshot`] →
 //!   [`tw_shared_bulkhead_stats`].
+//! - Rate limiter shared between processes (one request-weight budget
+//!   for a host): [`tw_rate_limiter_size`], [`tw_rate_limiter_open_in`],
+//!   [`tw_rate_limiter_attach`] → [`tw_rate_limiter`];
+//!   [`tw_rate_limiter_acquire`] (or [`tw_throttled`]),
+//!   [`tw_rate_limiter_refund`], [`tw_rate_limiter_observe_used`],
+//!   [`tw_rate_limiter_observe_header`], [`tw_rate_limiter_in_use`];
+//!   [`TW_RATE_LIMITER_MAX_LIMITS`].
 //! - Backoff: [`tw_backoff_config`], [`tw_backoff_config_default`],
 //!   [`tw_backoff_new`], [`tw_backoff_free`], [`tw_backoff_next_delay`],
 //!   [`tw_backoff_reset`], [`tw_jitter`].
@@ -94,6 +101,7 @@ mod fleet;
 mod handle;
 mod hold;
 mod hot;
+mod rate_limiter;
 mod registry;
 mod retry;
 mod shared;
@@ -129,6 +137,11 @@ pub use hold::{
 pub use hot::{
     TW_HOT_ADMIT_FLAGS, TW_HOT_ADMIT_MASK, TW_HOT_ADMIT_VALUE, TW_HOT_COUNT_SUCCESSES,
     TW_HOT_GENERATION_SHIFT, TW_HOT_RECORD_FLAGS, TW_HOT_STAMP, tw_breaker_hot,
+};
+pub use rate_limiter::{
+    TW_RATE_LIMITER_MAX_LIMITS, tw_rate_limiter, tw_rate_limiter_acquire, tw_rate_limiter_attach,
+    tw_rate_limiter_in_use, tw_rate_limiter_observe_header, tw_rate_limiter_observe_used,
+    tw_rate_limiter_open_in, tw_rate_limiter_refund, tw_rate_limiter_size, tw_throttled,
 };
 pub use registry::{
     tw_registry, tw_registry_add_breaker, tw_registry_free, tw_registry_new, tw_registry_prometheus,

@@ -25,7 +25,9 @@ pub(crate) fn status_of(e: RegionError) -> tw_status {
         E::AlreadyInitialised { .. } => tw_status::RegionAlreadyInitialised,
         E::NotARegion { .. } | E::WrongKind { .. } | E::NotZeroFilled { .. } => tw_status::RegionInvalid,
         E::Version { .. } => tw_status::RegionVersionMismatch,
-        E::ConfigMismatch | E::MaxMismatch { .. } => tw_status::RegionConfigMismatch,
+        E::ConfigMismatch | E::MaxMismatch { .. } | E::LimitMismatch { .. } | E::LimitCount { .. } => {
+            tw_status::RegionConfigMismatch
+        }
         // The bulkhead's callers check their `max` argument first: a `max`
         // out of range here is the header's.
         E::BreakerLayout { .. }
@@ -37,7 +39,10 @@ pub(crate) fn status_of(e: RegionError) -> tw_status {
         | E::MaxOutOfRange { .. }
         | E::BulkheadSize { .. }
         | E::Reserved { .. }
-        | E::BadSlot { .. } => tw_status::RegionCorrupt,
+        | E::BadSlot { .. }
+        | E::LimiterSize { .. }
+        | E::LimiterReserved { .. }
+        | E::BadLimit { .. } => tw_status::RegionCorrupt,
         // A variant added to the core later: still an error, never OK.
         _ => tw_status::RegionCorrupt,
     }

@@ -121,6 +121,12 @@ fn one_bulkhead_shared_by_several_processes() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore)] // runs a C compiler, and the test forks
+fn one_rate_limiter_shared_by_several_processes() {
+    build_and_run("test_rate_limiter.c", false);
+}
+
+#[test]
 #[cfg_attr(miri, ignore)] // runs a C++ compiler, and the test forks
 fn shared_bulkhead_from_cpp() {
     build_and_run("test_shared_bulkhead.cpp", true);

@@ -248,6 +248,46 @@ impl SharedRateLimiterRegion {
         Ok(limiter)
     }
 
+    /// The number of limits of a region that [`init_in`](Self::init_in),
+    /// [`attach`](Self::attach) or [`open_in`](Self::open_in) has already
+    /// accepted: the `N` to call [`attached`](Self::attached) with.
+    ///
+    /// # Safety
+    /// - `mem` is the address one of them succeeded on (in this process),
+    ///   with its provenance, and their guarantees still hold.
+    pub unsafe fn limits_in(mem: *const u8) -> usize {
+        // SAFETY: the caller's guarantees are those `Region::accepted` needs.
+        unsafe { Region::accepted(mem) }.word() as usize
+    }
+
+    /// The limiter in a region already accepted, without its checks: for a
+    /// binding that keeps only the region's address (a C handle). Its
+    /// configs are read and built again (they were checked when it was
+    /// accepted). `None` if the region holds another number of limits
+    /// than `N`.
+    ///
+    /// # Safety
+    /// As for [`limits_in`](Self::limits_in).
+    pub unsafe fn attached<'a, const N: usize>(mem: *const u8) -> Option<SharedRateLimiter<'a, N>> {
+        // SAFETY: the caller's guarantees are those `Region::accepted` needs.
+        let region = unsafe { Region::accepted(mem) };
+        if region.word() as usize != N {
+            return None;
+        }
+        let mut configs = [None; N];
+        for (i, slot) in configs.iter_mut().enumerate() {
+            let at = CONFIGS + CONFIG * i;
+            let (units, burst, period) =
+                (region.read::<u32>(at), region.read::<u32>(at + 4), region.read::<u64>(at + 8));
+            *slot = LimitConfig::builder(units, Duration::from_nanos(period)).burst(burst).build().ok();
+        }
+        let configs = configs.map(|c| c.ok_or(()));
+        if configs.iter().any(Result::is_err) {
+            return None;
+        }
+        Some(Self::view(region, configs.map(|c| c.expect("checked"))))
+    }
+
     /// The limiter over a region's configs and words; the region is at
     /// least `size_for(N)` long.
     fn view<const N: usize>(region: Region<'_>, configs: [LimitConfig; N]) -> SharedRateLimiter<'_, N> {
