@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 use support::{Mode, Server};
+use tripwire::http::UsageKind;
+use tripwire::limiter::{LimitConfig, RateLimiter};
 use tripwire::reqwest::{GuardMiddleware, Refused};
 use tripwire::{
     BreakerConfig, Bulkhead, BulkheadFull, ManualClock, NamedBreaker, RefusedBy, State, refusal,
@@ -503,4 +505,61 @@ async fn a_client_made_by_the_middleware_is_guarded_by_it() {
     assert_eq!(status(&client, &server).await, 503);
     assert!(matches!(refused(&client, &server).await, RefusedBy::Breaker(_)));
     assert_eq!(server.hits(), 2);
+}
+
+/// 10 a second, 2 at once: a unit stays counted 125 ms.
+fn ten_a_second() -> Arc<RateLimiter<1>> {
+    Arc::new(RateLimiter::new([LimitConfig::builder(10, Duration::from_secs(1)).burst(2).build().unwrap()]))
+}
+
+#[tokio::test]
+async fn the_rate_limiter_paces_the_requests_and_a_refused_wait_sends_nothing() {
+    let server = Server::start().await;
+    let limiter = ten_a_second();
+    let paced =
+        client_with(GuardMiddleware::new(breaker("reqwest/paced", 5)).rate_limit(limiter.clone(), |_| [1]));
+    for _ in 0..3 {
+        assert_eq!(status(&paced, &server).await, 200);
+    }
+    // The third went past the burst of 2: it waited for its unit (the
+    // engine's wait, timed in pipeline_rate.rs), and all three count: the
+    // next one would wait too.
+    assert!(limiter.wait_for([1], &tripwire::MonotonicClock).unwrap() > Duration::ZERO);
+    let breaker = breaker("reqwest/no-wait", 5);
+    let impatient = client_with(
+        GuardMiddleware::new(breaker.clone())
+            .rate_limit(ten_a_second(), |_| [2])
+            .rate_limit_wait(Duration::ZERO),
+    );
+    assert_eq!(status(&impatient, &server).await, 200);
+    let hits = server.hits();
+    let err = get(&impatient, &server).await.unwrap_err();
+    assert!(matches!(refusal(&err), Some(tripwire::RefusedBy::RateLimited(_))), "{err:?}");
+    assert_eq!(server.hits(), hits, "the refused request was not sent");
+    let s = breaker.snapshot();
+    assert_eq!((s.failures, s.successes), (0, 1), "a refusal is no failure");
+}
+
+#[tokio::test]
+async fn a_429_despite_the_limiter_spends_its_first_limit_and_the_server_s_count_raises_it() {
+    let server = Server::start().await;
+    let limiter =
+        Arc::new(RateLimiter::new([LimitConfig::builder(10, Duration::from_secs(600)).build().unwrap()]));
+    let client = client_with(
+        GuardMiddleware::new(breaker("reqwest/sync", 5))
+            .rate_limit(limiter.clone(), |_| [1])
+            .rate_limit_sync(UsageKind::Quota, None, 0),
+    );
+    // One left of the server's 10: others on the same IP spent 9 (a count
+    // without a window's end counts whole).
+    server.set(Mode::UpWith("x-ratelimit-remaining", "1".into()));
+    assert_eq!(status(&client, &server).await, 200);
+    assert_eq!(limiter.in_use(&tripwire::MonotonicClock), [9]);
+    let fresh =
+        Arc::new(RateLimiter::new([LimitConfig::builder(1_200, Duration::from_secs(60)).build().unwrap()]));
+    let client =
+        client_with(GuardMiddleware::new(breaker("reqwest/429", 5)).rate_limit(fresh.clone(), |_| [1]));
+    server.set(Mode::TooMany("5".into()));
+    assert_eq!(status(&client, &server).await, 429);
+    assert_eq!(fresh.in_use(&tripwire::MonotonicClock), [1_200], "the whole limit counts as spent");
 }

@@ -267,8 +267,9 @@ impl<const N: usize, W: Words<N>> RateLimiter<N, W> {
         limit < N && self.cell(limit).raise(used, u64::MAX, clock.now())
     }
 
-    /// [`observe_used`](Self::observe_used) for a server whose window ends
-    /// `window_left` from now: only what the count holds beyond what this
+    /// [`observe_used`](Self::observe_used) for a server whose window, as
+    /// long as the limit's period, ends `window_left` from now: only what
+    /// the count holds beyond what this
     /// limiter's pace lets through in the part of the window that has
     /// passed is counted, so that the rest of the window has room for
     /// `units − used` at most, and a limiter alone at its pace never slows

@@ -39,6 +39,8 @@ pub enum Mode {
     /// `status`, with this `Retry-After` value if any, up to and including
     /// hit number `last`; 200 after it.
     StatusUntil { status: u16, retry_after: Option<String>, last: u64 },
+    /// 200 with a body and this header (name, value).
+    UpWith(&'static str, String),
 }
 
 /// A server on 127.0.0.1, on a port the OS chose; it stops with the runtime.
@@ -135,6 +137,11 @@ async fn answer(
             r
         }
         Mode::StatusUntil { .. } => Response::new(Full::new(Bytes::from_static(b"bids/asks"))),
+        Mode::UpWith(name, value) => {
+            let mut r = Response::new(Full::new(Bytes::from_static(b"bids/asks")));
+            r.headers_mut().insert(name, value.parse().unwrap());
+            r
+        }
         Mode::TooMany(after) => {
             let mut r = status(StatusCode::TOO_MANY_REQUESTS);
             r.headers_mut().insert("retry-after", after.parse().unwrap());

@@ -19,6 +19,7 @@
 
 use core::time::Duration;
 use std::format;
+use std::time::SystemTime;
 use std::vec::Vec;
 
 use http::HeaderMap;
@@ -81,6 +82,33 @@ impl Usage {
             }
             _ => units.saturating_sub(remaining),
         })
+    }
+}
+
+impl Usage {
+    /// The time left in this count's window at wall-clock time `now`, for
+    /// Binance's counts (weight and orders), whose fixed windows start on
+    /// multiples of their length since the Unix epoch; `None` for a count
+    /// without a window, or of another kind (a quota's window is its
+    /// server's own).
+    ///
+    /// # Examples
+    /// ```
+    /// use core::time::Duration;
+    /// use std::time::SystemTime;
+    /// use tripwire::http::{Usage, UsageKind};
+    ///
+    /// let weight = Usage { kind: UsageKind::Weight, window: Some(Duration::from_secs(60)), used: Some(300), remaining: None, limit: None };
+    /// // 45 s into a minute (1,699,999,980 is a multiple of 60).
+    /// let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_025);
+    /// assert_eq!(weight.window_left_at(now), Some(Duration::from_secs(15)));
+    /// ```
+    pub fn window_left_at(&self, now: SystemTime) -> Option<Duration> {
+        let window = self.window.filter(|_| matches!(self.kind, UsageKind::Weight | UsageKind::Orders))?;
+        let since = now.duration_since(SystemTime::UNIX_EPOCH).ok()?;
+        let window_ns = window.as_nanos();
+        let into = since.as_nanos() % window_ns;
+        Some(Duration::from_nanos(u64::try_from(window_ns - into).unwrap_or(u64::MAX)))
     }
 }
 

@@ -16,13 +16,16 @@ use crate::bulkhead::Bulkhead;
 use crate::clock::Clock;
 use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Events, RetryCause};
+use crate::layers::http::UsageKind;
 use crate::layers::http::{assess, retry_after};
 use crate::layers::named::NamedBreaker;
 use crate::layers::pipeline::Nesting;
+use crate::layers::reqwest::rate::{Limits, RateLimit, SyncRule, SyncRules};
 use crate::layers::reqwest::refused::Refused;
 use crate::layers::timeout::{Elapsed, Timer, TokioTimer};
+use crate::limiter::RateLimiter;
 use crate::policy::future::{self, AsyncCalls};
-use crate::policy::{Calls, Ended, Judged, Plan, Tried};
+use crate::policy::{Calls, Ended, Judged, Plan, Rationed, Tried};
 use crate::refusal::{DeadlinePassed, RefusedBy, refusal};
 use crate::retry::budget::RetryBudget;
 use crate::retry::policy::{RetryAll, RetryPolicy, Verdict};
@@ -43,6 +46,11 @@ pub struct GuardMiddleware<C: Clock = MonotonicClock, Tm = TokioTimer> {
     events: Option<Arc<Events>>,
     /// How long one attempt may take down the chain.
     timeout: Duration,
+    /// The rate limiter, how long an attempt may wait for it, and the
+    /// server's counts it reads.
+    rate: Option<Arc<dyn RateLimit>>,
+    rate_wait: Duration,
+    rate_sync: SyncRules,
     timer: Tm,
 }
 
@@ -76,6 +84,9 @@ impl<C: Clock> GuardMiddleware<C, TokioTimer> {
             budget: None,
             events: None,
             timeout: DEFAULT_TIMEOUT,
+            rate: None,
+            rate_wait: Duration::MAX,
+            rate_sync: SyncRules::new(),
             timer: TokioTimer,
         }
     }
@@ -142,10 +153,93 @@ impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
         self
     }
 
+    /// Takes each attempt's costs from `limiter` (`cost` of the request:
+    /// one per limit, 0 where it does not count) after the breaker's
+    /// admission and before the bulkhead, waiting for them up to
+    /// [`rate_limit_wait`](Self::rate_limit_wait) (one period's units by
+    /// default); a longer wait is a refusal
+    /// ([`RefusedBy::RateLimited`](crate::RefusedBy)), never a breaker
+    /// failure. A 429 or 418 despite it counts the limiter's first limit
+    /// as spent for a period (the breaker holds, as for any 429); see
+    /// [`rate_limit_sync`](Self::rate_limit_sync) for the server's counts.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use tripwire::http::UsageKind;
+    /// use tripwire::limiter::{LimitConfig, RateLimiter};
+    /// use tripwire::reqwest::GuardMiddleware;
+    /// use tripwire::{BreakerConfig, NamedBreaker};
+    ///
+    /// // Binance: 6,000 weight a minute; an order book of 100 levels weighs 5.
+    /// let limiter = Arc::new(RateLimiter::new([LimitConfig::builder(6_000, Duration::from_secs(60)).build()?]));
+    /// let breaker = Arc::new(NamedBreaker::new("binance", BreakerConfig::default()));
+    /// let guard = GuardMiddleware::new(breaker)
+    ///     .rate_limit(limiter, |req: &reqwest::Request| if req.url().path() == "/api/v3/depth" { [5] } else { [1] })
+    ///     .rate_limit_sync(UsageKind::Weight, Some(Duration::from_secs(60)), 0);
+    /// let client = guard.client(reqwest::Client::new());
+    /// # drop(client);
+    /// # Ok::<(), tripwire::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn rate_limit<const N: usize>(
+        mut self,
+        limiter: Arc<RateLimiter<N>>,
+        cost: impl Fn(&Request) -> [u32; N] + Send + Sync + 'static,
+    ) -> Self {
+        self.rate = Some(Arc::new(Limits { limiter, cost }));
+        self
+    }
+
+    /// The longest an attempt waits for the rate limiter's units (cut to
+    /// the policy's total time left); zero: it never waits.
+    #[must_use]
+    pub fn rate_limit_wait(mut self, wait: Duration) -> Self {
+        self.rate_wait = wait;
+        self
+    }
+
+    /// After every answer, the first count of `kind` over `window` (any
+    /// window when `None`) that its headers report
+    /// ([`http::usage`](crate::http::usage)) raises limit `limit` of the
+    /// rate limiter ([`RateLimiter::observe_used_in`](crate::limiter::RateLimiter::observe_used_in),
+    /// with the time left in Binance's fixed windows). Call it once per
+    /// count to read.
+    #[must_use]
+    pub fn rate_limit_sync(mut self, kind: UsageKind, window: Option<Duration>, limit: usize) -> Self {
+        self.rate_sync.push(SyncRule { kind, window, limit });
+        self
+    }
+
     /// Waits (the retries' backoff, a bulkhead slot) on `timer` instead.
     pub fn timer<Tm2: Timer>(self, timer: Tm2) -> GuardMiddleware<C, Tm2> {
-        let Self { breaker, bulkhead, bulkhead_wait, retry, budget, events, timeout, .. } = self;
-        GuardMiddleware { breaker, bulkhead, bulkhead_wait, retry, budget, events, timeout, timer }
+        let Self {
+            breaker,
+            bulkhead,
+            bulkhead_wait,
+            retry,
+            budget,
+            events,
+            timeout,
+            rate,
+            rate_wait,
+            rate_sync,
+            ..
+        } = self;
+        GuardMiddleware {
+            breaker,
+            bulkhead,
+            bulkhead_wait,
+            retry,
+            budget,
+            events,
+            timeout,
+            rate,
+            rate_wait,
+            rate_sync,
+            timer,
+        }
     }
 
     /// The breaker.
@@ -197,6 +291,8 @@ struct Sends<'r, 'n> {
     req: Option<Request>,
     extensions: &'r mut Extensions,
     next: Next<'n>,
+    /// The rate limiter that learns from each answer, and its rules.
+    rate: Option<(&'r dyn RateLimit, &'r [SyncRule])>,
 }
 
 impl Calls for Sends<'_, '_> {
@@ -205,6 +301,9 @@ impl Calls for Sends<'_, '_> {
     /// A failure is retried after the backoff's pause or its 503's own
     /// `Retry-After`, if the request can be sent again.
     fn judge(&self, answer: &Result<Response>) -> Judged {
+        if let (Some((rate, rules)), Ok(response)) = (self.rate, answer) {
+            rate.observe(response, rules);
+        }
         let hint = answer.as_ref().ok().and_then(|r| retry_after(r.headers()));
         let judged = Judged::of(judge(answer), hint);
         match self.req {
@@ -290,19 +389,21 @@ where
     /// The request, retried while it fails, its body can be cloned, and
     /// the policy and the budget allow.
     async fn send(&self, req: Request, extensions: &mut Extensions, next: Next<'_>) -> Result<Response> {
+        let ration = self.rate.as_ref().map(|r| r.ration(&req));
         let plan = Plan {
             breaker: Some(&*self.breaker),
             bulkhead: self.bulkhead.as_deref(),
             bulkhead_wait: self.bulkhead_wait,
-            rate: None,
-            rate_wait: Duration::ZERO,
+            rate: ration.as_deref().map(|r| r as &dyn Rationed),
+            rate_wait: self.rate_wait,
             retry: self.retry.as_ref(),
             budget: self.budget.as_deref(),
             timeout: Some(self.timeout),
             nesting: Nesting::RetryOutsideBreaker,
             events: self.events.as_deref(),
         };
-        let mut sends = Sends { req: Some(req), extensions, next };
+        let rate = self.rate.as_deref().map(|r| (r, self.rate_sync.as_slice()));
+        let mut sends = Sends { req: Some(req), extensions, next, rate };
         answer(future::drive(plan, &self.timer, None, &mut sends).await)
     }
 }

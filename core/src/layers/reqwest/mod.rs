@@ -90,6 +90,7 @@
 //! ```
 
 mod middleware;
+mod rate;
 mod refused;
 
 pub use middleware::GuardMiddleware;
