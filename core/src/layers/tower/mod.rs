@@ -17,6 +17,7 @@
 //! | [`BreakerLayer`] | any | what its classifier judges: `http::Response<_>` for [`HttpClassifier`], anything for a closure given to `classify` | [`ServiceError`]: `std::error::Error + 'static` |
 //! | [`RetryLayer`] | [`RetryRequest`]: `Clone + Send + 'static` | as for the breaker, and `Send` | [`ServiceError`], and `Send` |
 //! | [`TimeoutLayer`] | any | any | any |
+//! | [`RateLimitLayer`] | what its cost function reads | any | any; the service is `Clone` (a call that waits is made by the clone made ready) |
 //!
 //! The retried service is also `Clone + Send + 'static` with `Send`
 //! futures, and the retry layer's timer a [`Timer`](crate::timeout::Timer) such as
@@ -41,7 +42,8 @@
 //! is `Service`'s own method: there rustc's E0599 lists the bounds that
 //! fail, without their notes. A stack whose outermost service is not one
 //! of these (a `tower::util` wrapper, say) meets tower's methods, and that
-//! E0599, again. `tests/ui/tower/` pins each message.
+//! E0599, again. `tests/ui/tower/` pins each message. [`RateLimitService`],
+//! generic over its number of limits, has no such methods: tower's serve it.
 
 //! # Clients that fit as they are
 //! hyper-util's `legacy::Client` is a `Service<http::Request<B>>` with an
@@ -80,12 +82,14 @@
 //! | bulkhead → breaker | the bulkhead caps every call, including those the breaker refuses (a refusal frees its slot at once); a full bulkhead never reaches the breaker |
 //! | breaker → timeout → call | a timed-out call is the inner [`TimeoutError::Elapsed`], judged by the classifier: a failure with [`HttpClassifier`], retried by a retry layer outside |
 //! | timeout → breaker → call | a timeout outside drops the breaker's future: the call counts as ignored, not as a failure (put timeouts inside the breaker); around a retry layer, it bounds the whole request |
+//! | breaker → rate limit → call | the limiter's wait comes after the breaker's admission, as in the pipeline; a wait longer than allowed is [`RateLimitError::Throttled`], counted as ignored; inside a retry layer, each attempt takes its units |
 
 mod bounds;
 mod breaker;
 mod bulkhead;
 pub(crate) mod call_patterns;
 mod classify_fn;
+mod rate_limit;
 #[cfg(feature = "reqwest")]
 mod reqwest;
 mod retry;
@@ -98,6 +102,7 @@ pub use call_patterns::Ready;
 // The classifier of every integration, also named here for tower stacks.
 pub use crate::layers::classify::{ClassifyResult, HttpClassifier};
 pub use classify_fn::ClassifyFn;
+pub use rate_limit::{RateLimitError, RateLimitFuture, RateLimitLayer, RateLimitService};
 #[cfg(feature = "reqwest")]
 pub use reqwest::{ReqwestFuture, ReqwestService, reqwest_service};
 pub use retry::{RetryLayer, RetryService};
