@@ -10,6 +10,9 @@
  *    nothing from the other.
  * 2. Reserving ahead returns the wait; a server's count slows the next
  *    calls; attach finds the limits another process made.
+ * 3. Workers SIGKILLed in the middle of their checks and refunds leave a
+ *    region that attaches, counts no more than was taken, and serves the
+ *    next caller.
  *
  * Built with -std=c11 -Wall -Wextra -Werror -Wconversion, plainly and with
  * -fsanitize=address,undefined, by ffi/tests/c_api.rs.
@@ -19,6 +22,7 @@
 
 #include "check.h"
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -204,9 +208,54 @@ static void one_budget_across_processes(void) {
     munmap(ctl, sizeof *ctl);
 }
 
+/* 3. Killed mid-check. */
+static void killed_workers_leave_a_sound_region(void) {
+    unsigned char *mem = map_shared(4096);
+    const uint32_t units[1] = {1000000};
+    const uint64_t period[1] = {1000000000ull}; /* a million a second: the counts move fast */
+    const tw_rate_limiter *l = NULL;
+    CHECK_STATUS(tw_rate_limiter_open_in(mem, 4096, 1, units, period, NULL, &l), TW_STATUS_OK);
+    for (int round = 0; round < 20; round++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            die("fork");
+        }
+        if (pid == 0) {
+            const uint32_t cost[1] = {3};
+            for (;;) {
+                uint64_t ready = 0;
+                tw_throttled why = {0, 0};
+                if (tw_rate_limiter_acquire(l, cost, 1, 0, &ready, &why) == TW_STATUS_OK) {
+                    tw_rate_limiter_refund(l, cost, 1);
+                }
+            }
+        }
+        usleep((useconds_t)(200 + 137 * round));
+        kill(pid, SIGKILL);
+        int status = 0;
+        if (waitpid(pid, &status, 0) != pid || !WIFSIGNALED(status)) {
+            die("the worker was not killed");
+        }
+        size_t n = 0;
+        const tw_rate_limiter *again = NULL;
+        CHECK_STATUS(tw_rate_limiter_attach(mem, 4096, &n, &again), TW_STATUS_OK);
+        uint64_t in_use[1] = {0};
+        CHECK_STATUS(tw_rate_limiter_in_use(again, in_use, 1), TW_STATUS_OK);
+        /* Each word moves by one compare-and-swap: a kill leaves whole
+         * takes counted, never more than the burst (50,000). */
+        CHECK(in_use[0] <= 50000);
+        uint64_t ready = 0;
+        tw_throttled why = {0, 0};
+        const uint32_t one[1] = {1};
+        CHECK_STATUS(tw_rate_limiter_acquire(again, one, 1, 1000000000ull, &ready, &why), TW_STATUS_OK);
+    }
+    munmap(mem, 4096);
+}
+
 int main(void) {
     bad_calls();
     one_budget_across_processes();
+    killed_workers_leave_a_sound_region();
     if (failures != 0) {
         fprintf(stderr, "test_rate_limiter: %d checks failed\n", failures);
         return 1;
