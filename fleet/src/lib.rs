@@ -86,6 +86,7 @@ mod live;
 mod member;
 mod message;
 mod publish;
+mod rate;
 mod replay;
 mod sign;
 mod sync;
@@ -102,6 +103,7 @@ pub use counters::{FleetSnapshot, LinkState, RejectReason};
 pub use handle::Fleet;
 pub use live::joined_by;
 pub use member::AsBreaker;
+pub use rate::{FleetRateLimiter, FleetThrottled, OnRedisLoss};
 pub use sign::MIN_KEY_LEN;
 
 /// The README's example, compiled as a doctest.
