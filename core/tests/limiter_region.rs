@@ -5,34 +5,23 @@
 //! Runs under miri, which checks the "never undefined behaviour".
 
 use core::time::Duration;
-use std::alloc::{Layout, alloc_zeroed, dealloc};
 
+use region::Mem;
 use tripwire::ManualClock;
 use tripwire::limiter::{LimitConfig, SharedRateLimiter};
 use tripwire::shared::{
     RegionError as E, RegionKind, SharedBulkheadRegion, SharedRateLimiterRegion as Region,
 };
 
-/// Zeroed memory aligned for a region, freed on drop.
-struct Mem {
-    ptr: *mut u8,
-    layout: Layout,
+mod region;
+
+/// The rate limiter region's functions on test memory.
+trait Limiters {
+    fn open<const N: usize>(&self, configs: [LimitConfig; N]) -> Result<SharedRateLimiter<'_, N>, E>;
+    fn attach<const N: usize>(&self) -> Result<SharedRateLimiter<'_, N>, E>;
 }
 
-impl Mem {
-    fn new(len: usize) -> Self {
-        let layout = Layout::from_size_align(len.max(1), Region::ALIGN).unwrap();
-        // SAFETY:
-        // - The layout's size is non-zero.
-        let ptr = unsafe { alloc_zeroed(layout) };
-        assert!(!ptr.is_null());
-        Self { ptr, layout }
-    }
-
-    fn len(&self) -> usize {
-        self.layout.size()
-    }
-
+impl Limiters for Mem {
     fn open<const N: usize>(&self, configs: [LimitConfig; N]) -> Result<SharedRateLimiter<'_, N>, E> {
         // SAFETY:
         // - `ptr` is valid for `len` bytes for as long as `self`, which the
@@ -44,22 +33,6 @@ impl Mem {
         // SAFETY:
         // - As in `open`.
         unsafe { Region::attach::<N>(self.ptr, self.len()) }
-    }
-
-    /// Writes `bytes` at `offset` (tests that corrupt a region).
-    fn poke(&mut self, offset: usize, bytes: &[u8]) {
-        assert!(offset + bytes.len() <= self.len());
-        // SAFETY:
-        // - In bounds (asserted); `&mut self`: no limiter of this memory is alive.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(offset), bytes.len()) }
-    }
-}
-
-impl Drop for Mem {
-    fn drop(&mut self) {
-        // SAFETY:
-        // - `ptr` came from `alloc_zeroed` with this layout.
-        unsafe { dealloc(self.ptr, self.layout) }
     }
 }
 

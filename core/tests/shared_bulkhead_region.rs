@@ -3,6 +3,7 @@
 //! runs under miri (`cargo +nightly miri test -p tripwire-breaker --test
 //! shared_bulkhead_region`), which checks the "never undefined behaviour".
 
+use region::Mem;
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 
 use tripwire::{
@@ -12,28 +13,18 @@ use tripwire::{
     },
 };
 
+mod region;
+
 const KIND: RegionKind = RegionKind::Bulkhead;
 
-/// Zeroed memory aligned for a region, freed on drop.
-struct Mem {
-    ptr: *mut u8,
-    layout: Layout,
+/// The bulkhead's functions on test memory.
+trait Bulkheads {
+    fn init(&self, max: u32) -> Result<SharedBulkhead<'_>, E>;
+    fn attach_len(&self, len: usize) -> Result<SharedBulkhead<'_>, E>;
+    fn attach(&self) -> Result<SharedBulkhead<'_>, E>;
 }
 
-impl Mem {
-    fn new(len: usize) -> Self {
-        let layout = Layout::from_size_align(len.max(1), Region::ALIGN).unwrap();
-        // SAFETY:
-        // - The layout's size is non-zero.
-        let ptr = unsafe { alloc_zeroed(layout) };
-        assert!(!ptr.is_null());
-        Self { ptr, layout }
-    }
-
-    fn len(&self) -> usize {
-        self.layout.size()
-    }
-
+impl Bulkheads for Mem {
     fn init(&self, max: u32) -> Result<SharedBulkhead<'_>, E> {
         // SAFETY:
         // - `ptr` is valid for `len` bytes for as long as `self`, which the
@@ -50,22 +41,6 @@ impl Mem {
 
     fn attach(&self) -> Result<SharedBulkhead<'_>, E> {
         self.attach_len(self.len())
-    }
-
-    /// Writes `bytes` at `offset` (tests that corrupt a region).
-    fn poke(&mut self, offset: usize, bytes: &[u8]) {
-        assert!(offset + bytes.len() <= self.len());
-        // SAFETY:
-        // - In bounds (asserted); `&mut self`: no view of this memory is alive.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(offset), bytes.len()) }
-    }
-}
-
-impl Drop for Mem {
-    fn drop(&mut self) {
-        // SAFETY:
-        // - Allocated in `new` with this layout; no view outlives `self`.
-        unsafe { dealloc(self.ptr, self.layout) }
     }
 }
 

@@ -4,58 +4,12 @@
 //! too (`cargo +nightly miri test -p tripwire-ffi --test rate_limiter_api`),
 //! which checks that no byte pattern is undefined behaviour.
 
-use core::alloc::Layout;
-use core::ffi::{CStr, c_void};
 use core::ptr::{null, null_mut};
-use std::alloc::{alloc_zeroed, dealloc};
 
+use region::{Mem, last_error};
 use tripwire_ffi::*;
 
-fn last_error() -> String {
-    // SAFETY:
-    // - A NUL-terminated string valid until the next failing call on this
-    //   thread; copied here.
-    unsafe { CStr::from_ptr(tw_last_error_message()) }.to_str().unwrap().to_owned()
-}
-
-/// Zeroed memory aligned to 64 bytes, freed on drop.
-struct Mem {
-    ptr: *mut u8,
-    layout: Layout,
-}
-
-impl Mem {
-    fn new(len: usize) -> Self {
-        let layout = Layout::from_size_align(len.max(1), 64).unwrap();
-        // SAFETY:
-        // - Non-zero size.
-        let ptr = unsafe { alloc_zeroed(layout) };
-        assert!(!ptr.is_null());
-        Mem { ptr, layout }
-    }
-
-    fn void(&self) -> *mut c_void {
-        self.ptr.cast()
-    }
-
-    fn len(&self) -> usize {
-        self.layout.size()
-    }
-
-    fn bytes(&mut self) -> &mut [u8] {
-        // SAFETY:
-        // - `len` initialised bytes; `&mut self`: no handle is in use.
-        unsafe { core::slice::from_raw_parts_mut(self.ptr, self.len()) }
-    }
-}
-
-impl Drop for Mem {
-    fn drop(&mut self) {
-        // SAFETY:
-        // - Allocated with this layout in `new`.
-        unsafe { dealloc(self.ptr, self.layout) }
-    }
-}
+mod region;
 
 const UNITS: [u32; 2] = [100, 10];
 const PERIODS: [u64; 2] = [60_000_000_000, 10_000_000_000];
