@@ -143,3 +143,29 @@ fn every_setting_is_checked() {
     let widest = LimitConfig::builder(1_000_000_000, Duration::from_secs(7 * 86_400)).build().unwrap();
     assert!(widest.max_wait() >= widest.period());
 }
+
+#[test]
+fn a_counting_limiter_counts_what_each_limit_did() {
+    use tripwire::limiter::LimitCounts;
+    let limiter = RateLimiter::new([
+        LimitConfig::builder(10, Duration::from_secs(1)).burst(2).build().unwrap(),
+        LimitConfig::builder(100, Duration::from_secs(1)).build().unwrap(),
+    ])
+    .counting();
+    let now = FixedClock(SEC);
+    assert!(limiter.try_acquire([1, 3], &now).is_ok());
+    assert!(limiter.acquire([1, 0], Duration::ZERO, &now).is_ok());
+    // Past the first limit's burst: reserved ahead (a wait), then refused.
+    assert!(limiter.acquire([1, 2], Duration::from_secs(1), &now).unwrap().ready_in() > Duration::ZERO);
+    assert!(limiter.try_acquire([1, 0], &now).is_err());
+    assert!(limiter.try_acquire([3, 0], &now).is_err(), "above the burst: refused by limit 0");
+    assert!(limiter.observe_used(1, 90, &now));
+    assert!(!limiter.observe_used(1, 10, &now), "no correction counted for a lower count");
+    assert_eq!(
+        limiter.counts(),
+        [
+            LimitCounts { spent: 3, waits: 1, refusals: 2, corrections: 0 },
+            LimitCounts { spent: 5, waits: 1, refusals: 0, corrections: 1 },
+        ]
+    );
+}

@@ -17,6 +17,7 @@ use crate::breaker::config::BreakerConfig;
 use crate::bulkhead::Bulkhead;
 use crate::layers::fallback::StaleStats;
 use crate::layers::named::NamedBreaker;
+use crate::layers::prometheus::RateLimitRows;
 
 /// The named breakers, bulkheads and stale-cache counters of a process.
 ///
@@ -36,6 +37,7 @@ pub struct Registry {
     breakers: RwLock<BTreeMap<String, Arc<NamedBreaker>>>,
     bulkheads: RwLock<BTreeMap<String, Arc<Bulkhead>>>,
     stale: RwLock<BTreeMap<String, Arc<StaleStats>>>,
+    rate_limiters: RwLock<BTreeMap<String, Arc<dyn RateLimitRows>>>,
 }
 
 impl Registry {
@@ -101,5 +103,38 @@ impl Registry {
     pub fn stale_caches(&self) -> Vec<(String, Arc<StaleStats>)> {
         let map = self.stale.read().unwrap_or_else(PoisonError::into_inner);
         map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// Exports `limiter`'s limits under `name` (one that counts:
+    /// [`RateLimiter::counting`](crate::limiter::RateLimiter::counting)),
+    /// replacing any of that name.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use tripwire::MonotonicClock;
+    /// use tripwire::limiter::{LimitConfig, RateLimiter};
+    /// use tripwire::registry::Registry;
+    ///
+    /// let limiter = Arc::new(RateLimiter::new([LimitConfig::builder(1_200, Duration::from_secs(60)).build()?]).counting());
+    /// let registry = Registry::new();
+    /// registry.add_rate_limiter("binance", limiter.clone());
+    /// limiter.try_acquire([5], &MonotonicClock).unwrap();
+    /// let text = registry.prometheus();
+    /// assert!(text.contains("tripwire_rate_limit_spent_total{limiter=\"binance\",limit=\"0\"} 5"), "{text}");
+    /// # Ok::<(), tripwire::ConfigError>(())
+    /// ```
+    pub fn add_rate_limiter(&self, name: &str, limiter: Arc<dyn RateLimitRows>) {
+        self.rate_limiters
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(String::from(name), limiter);
+    }
+
+    /// Every rate limiter, by name.
+    pub fn rate_limiters(&self) -> Vec<(String, Arc<dyn RateLimitRows>)> {
+        let map = self.rate_limiters.read().unwrap_or_else(PoisonError::into_inner);
+        map.iter().map(|(n, l)| (n.clone(), l.clone())).collect()
     }
 }

@@ -6,6 +6,7 @@ use core::time::Duration;
 use crate::clock::{Clock, duration_ns};
 use crate::limiter::cell::{Cell, LimitWords, plan};
 use crate::limiter::config::LimitConfig;
+use crate::limiter::stats::{Counting, LimitCounts, NoStats, Stats};
 
 /// A rate limiter of `N` limits (say, request weight per minute and
 /// orders per 10 s), each counting its own cost of every request. A request
@@ -43,10 +44,14 @@ use crate::limiter::config::LimitConfig;
 /// Its words live in the limiter (`W`, by default), or in memory several
 /// processes share: a [`SharedRateLimiter`] is this type over a shared
 /// region's words ([`SharedRateLimiterRegion`](crate::shared::SharedRateLimiterRegion)).
+///
+/// It counts nothing unless made to ([`counting`](Self::counting)): see
+/// [`Stats`].
 #[derive(Debug)]
-pub struct RateLimiter<const N: usize, W: Words<N> = [LimitWords; N]> {
+pub struct RateLimiter<const N: usize, W: Words<N> = [LimitWords; N], S: Stats<N> = NoStats> {
     configs: [LimitConfig; N],
     words: W,
+    stats: S,
 }
 
 /// A [`RateLimiter`] whose limits live in a shared region, so that every
@@ -141,7 +146,23 @@ impl core::error::Error for Throttled {}
 impl<const N: usize> RateLimiter<N> {
     /// A limiter of the limits `configs`, none of their units in use.
     pub fn new(configs: [LimitConfig; N]) -> Self {
-        RateLimiter { configs, words: core::array::from_fn(|_| LimitWords::default()) }
+        RateLimiter { configs, words: core::array::from_fn(|_| LimitWords::default()), stats: NoStats }
+    }
+}
+
+impl<const N: usize, W: Words<N>> RateLimiter<N, W, NoStats> {
+    /// The same limiter, counting every limit's units taken, waits,
+    /// refusals and corrections ([`counts`](RateLimiter::counts)): one
+    /// relaxed `fetch_add` more per limit a take spends on.
+    pub fn counting(self) -> RateLimiter<N, W, Counting<N>> {
+        RateLimiter { configs: self.configs, words: self.words, stats: Counting::default() }
+    }
+}
+
+impl<const N: usize, W: Words<N>> RateLimiter<N, W, Counting<N>> {
+    /// Every limit's counts now.
+    pub fn counts(&self) -> [LimitCounts; N] {
+        self.stats.counts()
     }
 }
 
@@ -150,11 +171,11 @@ impl<'a, const N: usize> RateLimiter<N, &'a [LimitWords; N]> {
     /// A limiter of `configs` over words that live elsewhere (a shared
     /// region, checked by its caller).
     pub(crate) fn over(configs: [LimitConfig; N], words: &'a [LimitWords; N]) -> Self {
-        RateLimiter { configs, words }
+        RateLimiter { configs, words, stats: NoStats }
     }
 }
 
-impl<const N: usize, W: Words<N>> RateLimiter<N, W> {
+impl<const N: usize, W: Words<N>, S: Stats<N>> RateLimiter<N, W, S> {
     /// Limit `i`.
     #[inline(always)]
     fn cell(&self, i: usize) -> Cell<'_> {
@@ -187,6 +208,24 @@ impl<const N: usize, W: Words<N>> RateLimiter<N, W> {
     /// Reserving ahead keeps the order callers came in, and nobody polls:
     /// each waits its own time.
     pub fn acquire(
+        &self,
+        costs: [u32; N],
+        max_wait: Duration,
+        clock: &impl Clock,
+    ) -> Result<Grant<N>, Throttled> {
+        let taken = self.take_costs(costs, max_wait, clock);
+        match &taken {
+            Ok(grant) => self.stats.took(&grant.costs, !grant.ready_in.is_zero()),
+            Err(Throttled::Wait { limit, .. } | Throttled::TooCostly { limit, .. }) => {
+                self.stats.refused(*limit)
+            }
+        }
+        taken
+    }
+
+    /// [`acquire`](Self::acquire) but its counts.
+    #[inline(always)]
+    fn take_costs(
         &self,
         costs: [u32; N],
         max_wait: Duration,
@@ -264,7 +303,7 @@ impl<const N: usize, W: Words<N>> RateLimiter<N, W> {
     /// or the limiter takes a full window's count for a fresh one and
     /// slows down for nothing.
     pub fn observe_used(&self, limit: usize, used: u64, clock: &impl Clock) -> bool {
-        limit < N && self.cell(limit).raise(used, u64::MAX, clock.now())
+        self.corrected(limit, limit < N && self.cell(limit).raise(used, u64::MAX, clock.now()))
     }
 
     /// [`observe_used`](Self::observe_used) for a server whose window, as
@@ -298,7 +337,18 @@ impl<const N: usize, W: Words<N>> RateLimiter<N, W> {
         window_left: Duration,
         clock: &impl Clock,
     ) -> bool {
-        limit < N && self.cell(limit).raise(used, duration_ns(window_left), clock.now())
+        self.corrected(
+            limit,
+            limit < N && self.cell(limit).raise(used, duration_ns(window_left), clock.now()),
+        )
+    }
+
+    /// Counts a correction of limit `limit` if `raised`; says `raised`.
+    fn corrected(&self, limit: usize, raised: bool) -> bool {
+        if raised {
+            self.stats.corrected(limit);
+        }
+        raised
     }
 
     /// The units each limit counts now, rounded up.

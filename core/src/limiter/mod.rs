@@ -47,7 +47,9 @@ mod config;
 pub(crate) mod limiter;
 #[cfg(not(loom))]
 pub(crate) mod region;
+mod stats;
 
 pub use cell::LimitWords;
 pub use config::{LimitConfig, LimitConfigBuilder, MAX_PERIOD, MAX_UNITS, MIN_PERIOD};
 pub use limiter::{Grant, RateLimiter, SharedRateLimiter, Throttled, Words};
+pub use stats::{Counting, LimitCounts, NoStats, Stats};

@@ -38,6 +38,9 @@ use crate::layers::registry::Registry;
 
 mod source;
 
+mod rate;
+
+pub use rate::{LimitRow, RateLimitRow, RateLimitRows};
 pub use source::{Kind, RowSource, Sink, Text, add_source, write_sources};
 
 /// A breaker's row: its name, its state and its counters.
@@ -191,12 +194,22 @@ impl Registry {
             bulkheads.iter().map(|(n, b)| (n.as_str(), b.max(), b.snapshot())).collect();
         let stale = self.stale_caches();
         let stale: Vec<StaleRow<'_>> = stale.iter().map(|(n, s)| (n.as_str(), s.snapshot())).collect();
+        let limiters = self.rate_limiters();
+        let limiters: Vec<RateLimitRow<'_>> =
+            limiters.iter().map(|(n, l)| (n.as_str(), l.limit_rows())).collect();
         breaker_families(sink, &breakers)?;
         bulkhead_families(sink, &bulkheads)?;
         stale_families(sink, &stale)?;
+        rate::rate_families(sink, &limiters)?;
         let cores: Vec<&crate::breaker::Breaker> = named.iter().map(|b| b.breaker()).collect();
         source::source_rows(sink, &cores)
     }
+}
+
+/// Every rate limiter's limits (see [`RateLimitRows`]), each labelled
+/// `limiter="<name>"` and `limit="<index>"`; nothing when `rows` is empty.
+pub fn write_rate_limiters(out: &mut impl Write, rows: &[RateLimitRow<'_>]) -> fmt::Result {
+    rate::rate_families(&mut Text::new(out), rows)
 }
 
 /// The HELP and TYPE lines of a family.
