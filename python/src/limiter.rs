@@ -11,15 +11,19 @@ use core::time::Duration;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyInt, PyList, PyTuple, PyType};
+use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple, PyType};
 use std::path::{Path, PathBuf};
 use tripwire::MonotonicClock;
 
 use memmap2::MmapRaw;
-use tripwire::limiter::{LimitConfig, RateLimiter as Core, SharedRateLimiter, Throttled};
+use std::sync::Arc;
+
+use tripwire::limiter::{Counting, LimitConfig, LimitCounts, LimitWords, RateLimiter as Core, Throttled};
+use tripwire::prometheus::{LimitRow, RateLimitRows};
 use tripwire::shared::SharedRateLimiterRegion;
 
 use crate::args::{count, seconds, short_repr, type_name};
+use crate::registry;
 use crate::shared::map_region;
 
 /// One limit: `units` in any stretch of `period` seconds, `burst` of them
@@ -83,19 +87,72 @@ impl Limit {
     }
 }
 
+/// A limiter of this process, counting for the exports.
+type Own<const N: usize> = Core<N, [LimitWords; N], Counting<N>>;
+
+/// A limiter in a shared mapping, and the mapping, which outlives it
+/// (fields drop in order). Behind an `Arc` that the export may hold too,
+/// so the mapping lives as long as anyone reads the limiter.
+struct Mapped<const N: usize> {
+    // `'static` stands for "as long as `_map`".
+    limiter: Core<N, &'static [LimitWords; N], Counting<N>>,
+    _map: MmapRaw,
+}
+
+// SAFETY:
+// - `limiter`'s words point into `_map`, which lives as long as `self`
+//   and drops after `limiter`; they are reached only through `&self`.
+// - The words are atomics, shared between threads and processes by design.
+unsafe impl<const N: usize> Send for Mapped<N> {}
+// SAFETY: as for `Send`.
+unsafe impl<const N: usize> Sync for Mapped<N> {}
+
+impl<const N: usize> core::ops::Deref for Mapped<N> {
+    type Target = Core<N, &'static [LimitWords; N], Counting<N>>;
+    fn deref(&self) -> &Self::Target {
+        &self.limiter
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for Mapped<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.limiter.fmt(f)
+    }
+}
+
+impl<const N: usize> RateLimitRows for Mapped<N> {
+    fn limit_rows(&self) -> Vec<LimitRow> {
+        self.limiter.limit_rows()
+    }
+}
+
 /// The core's limiter, of as many limits as it was given, in this process
 /// or in a shared mapping.
 enum Limits {
-    One(Core<1>),
-    Two(Core<2>),
-    Three(Core<3>),
-    Four(Core<4>),
-    // Over the mapping kept next to them in `RateLimiter` (see its `Send`
-    // impl): `'static` stands for "as long as the mapping".
-    SharedOne(SharedRateLimiter<'static, 1>),
-    SharedTwo(SharedRateLimiter<'static, 2>),
-    SharedThree(SharedRateLimiter<'static, 3>),
-    SharedFour(SharedRateLimiter<'static, 4>),
+    One(Arc<Own<1>>),
+    Two(Arc<Own<2>>),
+    Three(Arc<Own<3>>),
+    Four(Arc<Own<4>>),
+    SharedOne(Arc<Mapped<1>>),
+    SharedTwo(Arc<Mapped<2>>),
+    SharedThree(Arc<Mapped<3>>),
+    SharedFour(Arc<Mapped<4>>),
+}
+
+impl Limits {
+    /// The limiter, for the exports.
+    fn rows(&self) -> Arc<dyn RateLimitRows> {
+        match self {
+            Limits::One(l) => l.clone(),
+            Limits::Two(l) => l.clone(),
+            Limits::Three(l) => l.clone(),
+            Limits::Four(l) => l.clone(),
+            Limits::SharedOne(l) => l.clone(),
+            Limits::SharedTwo(l) => l.clone(),
+            Limits::SharedThree(l) => l.clone(),
+            Limits::SharedFour(l) => l.clone(),
+        }
+    }
 }
 
 /// `$body` with `$l` bound to the limiter and `$costs` to `$given` as an
@@ -198,8 +255,8 @@ fn shared<const N: usize>(
     py: Python<'_>,
     path: &Path,
     configs: [LimitConfig; N],
-    wrap: fn(SharedRateLimiter<'static, N>) -> Limits,
-) -> PyResult<(Limits, MmapRaw)> {
+    wrap: fn(Arc<Mapped<N>>) -> Limits,
+) -> PyResult<Limits> {
     let needed = SharedRateLimiterRegion::size_for(N).expect("1 to 4 limits");
     let (limiter, map) = map_region(py, path, needed, |mem, len| {
         // SAFETY:
@@ -213,7 +270,7 @@ fn shared<const N: usize>(
         unsafe { SharedRateLimiterRegion::open_in::<N>(mem, len, configs) }
     })
     .map_err(|e| e.into_py(path))?;
-    Ok((wrap(limiter), map))
+    Ok(wrap(Arc::new(Mapped { limiter: limiter.counting(), _map: map })))
 }
 
 static RATE_LIMITED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -236,25 +293,32 @@ fn refused(py: Python<'_>, t: Throttled) -> PyErr {
 /// nothing; see `tripwire.RateLimiter`.
 #[pyclass(module = "tripwire", frozen, subclass)]
 pub struct RateLimiter {
-    /// Dropped before `_map`, which a shared limiter borrows.
     limits: Limits,
-    _map: Option<MmapRaw>,
+    /// `str` or `None`.
+    name: Py<PyAny>,
 }
-
-// SAFETY:
-// - A shared limiter's words point into `_map`, which lives as long as
-//   `self` (fields drop in order: `limits` first) and is reached only
-//   through `&self`.
-// - The words are atomics, shared between threads and processes by design.
-unsafe impl Send for RateLimiter {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for RateLimiter {}
 
 #[pymethods]
 impl RateLimiter {
     #[new]
-    #[pyo3(signature = (limits, *, path = None))]
-    fn new(py: Python<'_>, limits: &Bound<'_, PyAny>, path: Option<PathBuf>) -> PyResult<Self> {
+    #[pyo3(signature = (limits, *, path = None, name = None))]
+    fn new(
+        py: Python<'_>,
+        limits: &Bound<'_, PyAny>,
+        path: Option<PathBuf>,
+        name: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let name = match name.filter(|n| !n.is_none()) {
+            None => None,
+            Some(n) => Some(
+                n.cast::<PyString>()
+                    .map_err(|_| {
+                        PyTypeError::new_err(format!("name must be a str or None, got {}", type_name(n)))
+                    })?
+                    .to_cow()?
+                    .into_owned(),
+            ),
+        };
         let given = if let Ok(one) = limits.cast::<Limit>() {
             vec![one.get().config]
         } else {
@@ -276,30 +340,57 @@ impl RateLimiter {
         if !(1..=4).contains(&given.len()) {
             return Err(PyValueError::new_err(format!("limits: 1 to 4 Limits, got {}", given.len())));
         }
-        let Some(path) = path else {
-            let limits = match given.as_slice() {
-                [a] => Limits::One(Core::new([*a])),
-                [a, b] => Limits::Two(Core::new([*a, *b])),
-                [a, b, c] => Limits::Three(Core::new([*a, *b, *c])),
-                [a, b, c, d] => Limits::Four(Core::new([*a, *b, *c, *d])),
-                _ => unreachable!("1 to 4, checked"),
-            };
-            return Ok(RateLimiter { limits, _map: None });
-        };
-        let (limits, map) = match given.as_slice() {
-            [a] => shared(py, &path, [*a], Limits::SharedOne),
-            [a, b] => shared(py, &path, [*a, *b], Limits::SharedTwo),
-            [a, b, c] => shared(py, &path, [*a, *b, *c], Limits::SharedThree),
-            [a, b, c, d] => shared(py, &path, [*a, *b, *c, *d], Limits::SharedFour),
+        let limits = match (path, given.as_slice()) {
+            (None, [a]) => Limits::One(Arc::new(Core::new([*a]).counting())),
+            (None, [a, b]) => Limits::Two(Arc::new(Core::new([*a, *b]).counting())),
+            (None, [a, b, c]) => Limits::Three(Arc::new(Core::new([*a, *b, *c]).counting())),
+            (None, [a, b, c, d]) => Limits::Four(Arc::new(Core::new([*a, *b, *c, *d]).counting())),
+            (Some(path), [a]) => shared(py, &path, [*a], Limits::SharedOne)?,
+            (Some(path), [a, b]) => shared(py, &path, [*a, *b], Limits::SharedTwo)?,
+            (Some(path), [a, b, c]) => shared(py, &path, [*a, *b, *c], Limits::SharedThree)?,
+            (Some(path), [a, b, c, d]) => shared(py, &path, [*a, *b, *c, *d], Limits::SharedFour)?,
             _ => unreachable!("1 to 4, checked"),
-        }?;
-        Ok(RateLimiter { limits, _map: Some(map) })
+        };
+        if let Some(n) = name.as_deref().filter(|n| !n.is_empty()) {
+            registry::register_rate_limiter(n, &limits.rows());
+        }
+        let name = match name {
+            Some(n) => PyString::new(py, &n).into_any().unbind(),
+            None => py.None(),
+        };
+        Ok(RateLimiter { limits, name })
     }
 
     /// Whether the limits live in a shared mapping (`path=`).
     #[getter]
     fn is_shared(&self) -> bool {
-        self._map.is_some()
+        matches!(
+            self.limits,
+            Limits::SharedOne(_) | Limits::SharedTwo(_) | Limits::SharedThree(_) | Limits::SharedFour(_)
+        )
+    }
+
+    /// The name `prometheus_text()` exports it under, or None.
+    #[getter]
+    fn name(&self, py: Python<'_>) -> Py<PyAny> {
+        self.name.clone_ref(py)
+    }
+
+    /// What each limit counted: `spent` (units taken), `waits` (takes that
+    /// waited), `refusals`, `corrections` (server counts that raised it).
+    fn counts<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let counts: Vec<LimitCounts> = with_limiter!(self, |l| l.counts().to_vec());
+        counts
+            .into_iter()
+            .map(|c| {
+                let d = PyDict::new(py);
+                d.set_item("spent", c.spent)?;
+                d.set_item("waits", c.waits)?;
+                d.set_item("refusals", c.refusals)?;
+                d.set_item("corrections", c.corrections)?;
+                Ok(d)
+            })
+            .collect()
     }
 
     /// The limits, in order.

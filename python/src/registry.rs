@@ -17,11 +17,11 @@ use crate::core_breaker::CoreBreaker;
 use crate::stale_counts::StaleCounts;
 
 /// One kind of named object, weakly held.
-struct Named<T> {
+struct Named<T: ?Sized> {
     entries: Mutex<Vec<(String, Weak<T>)>>,
 }
 
-impl<T> Named<T> {
+impl<T: ?Sized> Named<T> {
     const fn new() -> Self {
         Self { entries: Mutex::new(Vec::new()) }
     }
@@ -51,6 +51,7 @@ impl<T> Named<T> {
 static BREAKERS: Named<CoreBreaker> = Named::new();
 static BULKHEADS: Named<tripwire::Bulkhead> = Named::new();
 static STALE_CACHES: Named<StaleCounts> = Named::new();
+static RATE_LIMITERS: Named<dyn tripwire::prometheus::RateLimitRows> = Named::new();
 
 /// Registers a breaker's core under `name`.
 pub(crate) fn register(name: &str, core: &Arc<CoreBreaker>) {
@@ -67,6 +68,11 @@ pub(crate) fn register_stale_cache(name: &str, counts: &Arc<StaleCounts>) {
     STALE_CACHES.register(name, counts);
 }
 
+/// A named rate limiter, exported while it lives.
+pub(crate) fn register_rate_limiter(name: &str, limiter: &Arc<dyn tripwire::prometheus::RateLimitRows>) {
+    RATE_LIMITERS.register(name, limiter);
+}
+
 /// The names of the named breakers alive now, sorted.
 #[pyfunction]
 pub(crate) fn breaker_names() -> Vec<String> {
@@ -80,7 +86,10 @@ pub(crate) fn breaker_names() -> Vec<String> {
 /// `Registry`.
 #[pyfunction]
 pub(crate) fn prometheus_text(py: Python<'_>) -> String {
-    let (cores, bulkheads, stale) = py.detach(|| (BREAKERS.live(), BULKHEADS.live(), STALE_CACHES.live()));
+    let (cores, bulkheads, stale, limiters) =
+        py.detach(|| (BREAKERS.live(), BULKHEADS.live(), STALE_CACHES.live(), RATE_LIMITERS.live()));
+    let limiters: Vec<tripwire::prometheus::RateLimitRow<'_>> =
+        limiters.iter().map(|(n, l)| (n.as_str(), l.limit_rows())).collect();
     let breakers: Vec<tripwire::prometheus::BreakerRow<'_>> =
         cores.iter().map(|(n, c)| (n.as_str(), c.breaker().state(), c.breaker().snapshot())).collect();
     let bulkheads: Vec<tripwire::prometheus::BulkheadRow<'_>> =
@@ -91,7 +100,8 @@ pub(crate) fn prometheus_text(py: Python<'_>) -> String {
     // Writing to a `String` cannot fail.
     let _ = tripwire::prometheus::write_breakers(&mut out, &breakers)
         .and_then(|()| tripwire::prometheus::write_bulkheads(&mut out, &bulkheads))
-        .and_then(|()| tripwire::prometheus::write_stale_caches(&mut out, &stale));
+        .and_then(|()| tripwire::prometheus::write_stale_caches(&mut out, &stale))
+        .and_then(|()| tripwire::prometheus::write_rate_limiters(&mut out, &limiters));
     // The rows other crates add for those breakers (the fleet links they
     // joined, which `tripwire-fleet` adds), written as a Rust registry
     // writes them.

@@ -224,3 +224,28 @@ def test_a_shared_path_refuses_other_limits_and_a_file_that_is_not_a_region(tmp_
     with pytest.raises(FileNotFoundError):
         RateLimiter.shared(str(tmp_path / "no" / "such" / "dir"), [Limit(1_200, 60)])
     assert not RateLimiter(Limit(10, 1)).is_shared
+
+
+def test_counts_and_the_prometheus_export_of_a_named_limiter():
+    limiter = RateLimiter([Limit(10, 1, burst=2), Limit(100, 1)], name="binance-counts")
+    assert limiter.name == "binance-counts"
+    limiter.try_acquire((1, 3))
+    limiter.try_acquire((1, 0))
+    with pytest.raises(RateLimitedError):
+        limiter.try_acquire((1, 0))
+    assert limiter.observe_used(1, 90)
+    assert limiter.counts() == [
+        {"spent": 2, "waits": 0, "refusals": 1, "corrections": 0},
+        {"spent": 3, "waits": 0, "refusals": 0, "corrections": 1},
+    ]
+    text = tripwire.prometheus_text()
+    assert 'tripwire_rate_limit_spent_total{limiter="binance-counts",limit="0"} 2' in text
+    assert 'tripwire_rate_limit_refusals_total{limiter="binance-counts",limit="0"} 1' in text
+    assert 'tripwire_rate_limit_units{limiter="binance-counts",limit="1"} 100' in text
+    del limiter
+    import gc
+
+    gc.collect()
+    assert 'limiter="binance-counts"' not in tripwire.prometheus_text(), "exported while it lives"
+    with pytest.raises(TypeError, match="name must be a str or None"):
+        RateLimiter(Limit(10, 1), name=5)

@@ -42,17 +42,25 @@ class RateLimiter(_CoreLimiter):
     ``path=``) keeps the limits in a memory-mapped file that every process
     opening it shares. ``observe_used(limit, used)`` counts what the
     server reports having seen (Binance's ``X-MBX-USED-WEIGHT-1M``), so
-    the next calls slow down at once.
+    the next calls slow down at once. ``counts()`` says what each limit
+    did (units spent, waits, refusals, corrections); with ``name=``,
+    ``tripwire.prometheus_text()`` exports them (``tripwire_rate_limit_*``).
     """
 
     @classmethod
-    def shared(cls, path: Union[str, "os.PathLike[str]"], limits: Union[Limit, Sequence[Limit]]) -> "RateLimiter":
+    def shared(
+        cls,
+        path: Union[str, "os.PathLike[str]"],
+        limits: Union[Limit, Sequence[Limit]],
+        *,
+        name: Optional[str] = None,
+    ) -> "RateLimiter":
         """The limiter of ``limits`` in the memory-mapped file at ``path``
         (created if need be): every process that opens the same path with
         the same limits spends one budget, so four workers behind one IP
         stay under its limit together. Another process's limits at that
-        path raise ``ValueError``."""
-        return cls(limits, path=path)
+        path raise ``ValueError``. ``name``: as for the constructor."""
+        return cls(limits, path=path, name=name)
 
     def wait(self, cost: Cost = 1, max_wait: Optional[float] = None) -> None:
         """Takes ``cost`` and sleeps until it may be sent; raises
