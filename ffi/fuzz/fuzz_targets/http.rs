@@ -6,9 +6,10 @@
 use core::time::Duration;
 
 use http::StatusCode;
-use http::header::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
 use tripwire::{Assessment, Breaker, BreakerConfig, Clock, State, clock::FixedClock};
+
+mod headers;
 
 /// The headers the classifier reads, and some it must ignore.
 const NAMES: [&str; 6] = [
@@ -21,27 +22,11 @@ const NAMES: [&str; 6] = [
 ];
 
 fuzz_target!(|data: &[u8]| {
-    let Some((head, mut rest)) = data.split_at_checked(2) else { return };
+    let Some((head, rest)) = data.split_at_checked(2) else { return };
     // Every u16 the status type accepts (100 to 999); anything else is no status.
     let Ok(status) = StatusCode::from_u16(u16::from_le_bytes([head[0], head[1]])) else { return };
-    let mut headers = HeaderMap::new();
     // Headers as (name selector, length, value bytes), until the input runs out.
-    while let [selector, len, tail @ ..] = rest {
-        let n = usize::from(*len).min(tail.len());
-        let (value, tail) = tail.split_at(n);
-        rest = tail;
-        let name = match NAMES.get(usize::from(*selector) % 8) {
-            Some(known) => HeaderName::from_static(known),
-            // A name of the value's own bytes: often invalid, then skipped.
-            None => match HeaderName::from_bytes(value) {
-                Ok(name) => name,
-                Err(_) => continue,
-            },
-        };
-        if let Ok(value) = HeaderValue::from_bytes(value) {
-            headers.append(name, value);
-        }
-    }
+    let headers = headers::headers(rest, &NAMES, 8);
     let assessment = tripwire::http::assess(status, &headers);
     let _ = tripwire::http::retry_after(&headers);
     assert_eq!(matches!(assessment, Assessment::Backpressure(_)), matches!(status.as_u16(), 429 | 418));

@@ -6,11 +6,12 @@
 
 use core::time::Duration;
 
-use http::header::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
 use tripwire::clock::FixedClock;
 use tripwire::http::usage;
 use tripwire::limiter::{LimitConfig, RateLimiter};
+
+mod headers;
 
 /// The headers the reader reads, and a name made of the value's bytes.
 const NAMES: [&str; 9] = [
@@ -26,25 +27,8 @@ const NAMES: [&str; 9] = [
 ];
 
 fuzz_target!(|data: &[u8]| {
-    let mut rest = data;
-    let mut headers = HeaderMap::new();
     // Headers as (name selector, length, value bytes), until the input runs out.
-    while let [selector, len, tail @ ..] = rest {
-        let n = usize::from(*len).min(tail.len());
-        let (value, tail) = tail.split_at(n);
-        rest = tail;
-        let name = match NAMES.get(usize::from(*selector) % 12) {
-            Some(known) => HeaderName::from_static(known),
-            // A name of the value's own bytes (`x-mbx-used-weight-<anything>`, say).
-            None => match HeaderName::from_bytes(value) {
-                Ok(name) => name,
-                Err(_) => continue,
-            },
-        };
-        if let Ok(value) = HeaderValue::from_bytes(value) {
-            headers.append(name, value);
-        }
-    }
+    let headers = headers::headers(data, &NAMES, 12);
     let found = usage(&headers);
     let limiter = RateLimiter::new([LimitConfig::builder(1_200, Duration::from_secs(60)).build().unwrap()]);
     let now = FixedClock(u64::from(data.len() as u32) << 32);
