@@ -1,6 +1,7 @@
 //! The one error every builder reports (breaker, backoff, retry budget,
-//! retry policy): the config, the field, its value and what is accepted,
-//! shown under the caller's own names by the bindings.
+//! retry policy, and those of other crates, such as the fleet's): the
+//! config, the field, its value and what is accepted, shown under the
+//! caller's own names by the bindings.
 
 use core::fmt;
 use core::time::Duration;
@@ -8,8 +9,10 @@ use core::time::Duration;
 /// A config field that was out of range, with its value and what is
 /// accepted. Every builder returns it: [`BreakerConfig`](crate::BreakerConfig),
 /// [`BackoffConfig`](crate::retry::BackoffConfig),
-/// [`RetryBudgetConfig`](crate::retry::RetryBudgetConfig) and
-/// [`RetryPolicy`](crate::retry::RetryPolicy).
+/// [`RetryBudgetConfig`](crate::retry::RetryBudgetConfig),
+/// [`RetryPolicy`](crate::retry::RetryPolicy), the limiter's, the keyed
+/// map's and, through [`invalid`](Self::invalid), those of other crates
+/// (the fleet's).
 ///
 /// # Examples
 /// ```
@@ -33,7 +36,8 @@ pub struct ConfigError {
 
 impl ConfigError {
     /// The config the field belongs to: `"breaker"`, `"backoff"`, `"retry
-    /// budget"` or `"retry policy"`.
+    /// budget"`, `"retry policy"`, `"keyed breakers"`, or another crate's
+    /// (`"fleet"`).
     pub fn config(&self) -> &'static str {
         self.config
     }
@@ -57,6 +61,42 @@ impl ConfigError {
     #[must_use]
     pub fn with_field(self, field: &'static str) -> Self {
         Self { field, ..self }
+    }
+
+    /// A field of a builder outside this crate that is not what `expected`
+    /// says, its value left out (a text, a secret key): so that every
+    /// builder reports this one type. [`with_duration`](Self::with_duration)
+    /// adds the value of a duration.
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::ConfigError;
+    /// let err = ConfigError::invalid("fleet", "key", "at least 16 bytes");
+    /// assert_eq!((err.config(), err.field()), ("fleet", "key"));
+    /// assert_eq!(err.to_string(), "invalid fleet config: key, expected at least 16 bytes");
+    /// ```
+    pub fn invalid(config: &'static str, field: &'static str, expected: &'static str) -> Self {
+        Self { config, field, value: Value::Unshown, rule: Rule::Must(expected) }
+    }
+
+    /// The same error showing the field's value, a duration.
+    ///
+    /// # Examples
+    /// ```
+    /// use core::time::Duration;
+    /// use tripwire::ConfigError;
+    /// let err = ConfigError::invalid("fleet", "lease_lead", "from 1 ms to 60 s").with_duration(Duration::ZERO);
+    /// assert_eq!(err.to_string(), "invalid fleet config: lease_lead = 0ns, expected from 1 ms to 60 s");
+    /// ```
+    #[must_use]
+    pub fn with_duration(self, value: Duration) -> Self {
+        let ns = u64::try_from(value.as_nanos()).unwrap_or(u64::MAX);
+        Self { value: Value::Duration(ns), ..self }
+    }
+
+    /// What the field must be, as the message's "expected …" says it.
+    pub fn expected(&self) -> impl fmt::Display + '_ {
+        Expected { err: self, rename: |field| field, nanos: false }
     }
 
     /// This error as a binding's users read it: every field, the offending
@@ -89,10 +129,18 @@ struct Described<'a> {
     nanos: bool,
 }
 
+/// The "expected …" part of a [`Described`] error.
+struct Expected<'a> {
+    err: &'a ConfigError,
+    rename: fn(&'static str) -> &'static str,
+    nanos: bool,
+}
+
 impl Value {
     fn show(self, f: &mut fmt::Formatter<'_>, nanos: bool) -> fmt::Result {
         match self {
             Value::Duration(ns) if nanos => write!(f, "{ns}"),
+            Value::Unshown => Ok(()),
             v => write!(f, "{v}"),
         }
     }
@@ -101,9 +149,19 @@ impl Value {
 impl fmt::Display for Described<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (e, name, nanos) = (self.err, self.rename, self.nanos);
-        write!(f, "invalid {} config: {} = ", e.config, name(e.field))?;
-        e.value.show(f, nanos)?;
+        write!(f, "invalid {} config: {}", e.config, name(e.field))?;
+        if e.value != Value::Unshown {
+            f.write_str(" = ")?;
+            e.value.show(f, nanos)?;
+        }
         f.write_str(", expected ")?;
+        fmt::Display::fmt(&Expected { err: e, rename: name, nanos }, f)
+    }
+}
+
+impl fmt::Display for Expected<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (e, name, nanos) = (self.err, self.rename, self.nanos);
         match e.rule {
             Rule::Range { min, max, max_inclusive } => {
                 f.write_str(if max_inclusive { "" } else { "at least " })?;
@@ -119,6 +177,10 @@ impl fmt::Display for Described<'_> {
             }
             Rule::Rate => f.write_str("a rate above 0 and at most 1 (0 turns it off)"),
             Rule::Needs(other) => write!(f, "{} to be set as well", name(other)),
+            Rule::Kept { expected, storage, keeps } => {
+                write!(f, "{expected}, as a Breaker<{storage}> keeps {keeps}")
+            }
+            Rule::Must(expected) => f.write_str(expected),
         }
     }
 }
@@ -130,6 +192,8 @@ pub(crate) enum Value {
     Float(f64),
     /// Nanoseconds.
     Duration(u64),
+    /// Not shown (a text, a secret).
+    Unshown,
 }
 
 /// What a field must be.
@@ -152,6 +216,15 @@ pub(crate) enum Rule {
     Rate,
     /// Set, but meaningless without this other field.
     Needs(&'static str),
+    /// What a breaker's storage can hold: `expected`, since a
+    /// `Breaker<storage>` keeps `keeps` (a window of one kind, or none).
+    Kept {
+        expected: &'static str,
+        storage: &'static str,
+        keeps: &'static str,
+    },
+    /// Said in words, by a builder outside this crate.
+    Must(&'static str),
 }
 
 impl fmt::Display for Value {
@@ -160,6 +233,7 @@ impl fmt::Display for Value {
             Value::Int(v) => write!(f, "{v}"),
             Value::Float(v) => write!(f, "{v}"),
             Value::Duration(ns) => write!(f, "{:?}", Duration::from_nanos(ns)),
+            Value::Unshown => Ok(()),
         }
     }
 }

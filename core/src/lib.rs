@@ -5,15 +5,16 @@
 //! # The root
 //! What every user touches: the [`Breaker`] ([`BreakerConfig`] and its
 //! [`BreakerConfigBuilder`], [`ConfigError`] for any bad setting), the
-//! [`Ticket`] or RAII [`Permit`] of an admitted call, the [`Outcome`] a
+//! [`Ticket`] of an admitted call (or its RAII
+//! [`Permit`](breaker::Permit)), the [`Outcome`] a
 //! breaker counts, its [`State`], [`Snapshot`] and [`Transition`]s; the one
 //! judgement of a result, [`Assessment`] (success, failure, ignored, or
 //! backpressure with a wait), and (feature `std`) the [`ClassifyResult`]
 //! that makes it;
 //! the one refusal, [`RefusedBy`] (a breaker's [`Rejected`], a
 //! [`BulkheadFull`], a [`DeadlinePassed`]), found in any error's
-//! `source()` chain by [`refusal()`]; a [`CallError`]; the [`Bulkhead`] and
-//! its [`BulkheadPermit`]; the [`Clock`] with [`ManualClock`]; and, with
+//! `source()` chain by [`refusal()`]; a [`CallError`]; the [`Bulkhead`]
+//! (its permit is [`bulkhead::BulkheadPermit`]); the [`Clock`] with [`ManualClock`]; and, with
 //! feature `std`, [`MonotonicClock`], the [`NamedBreaker`] and the
 //! [`Pipeline`].
 //!
@@ -26,6 +27,7 @@
 //! | [`retry`] | the [`RetryPolicy`](retry::RetryPolicy) and its [`Classify`](retry::Classify), [`Backoff`](retry::Backoff), the [`RetryBudget`](retry::RetryBudget), the sans-IO [`RetryLoop`](retry::RetryLoop) and the executors that wait (`std`, `async`) |
 //! | [`clock`] | every clock: monotonic, coarse, cached by an upkeep thread, manual, fixed |
 //! | [`limiter`] | a rate limiter with weights and several limits at once, taken all or nothing |
+//! | `keyed` | a breaker per key (host, endpoint, symbol), looked up per call without a lock, bounded and evicted when idle (`keyed`) |
 //! | `pipeline` | the composition (`std`): fallback → retry → breaker → rate limit → bulkhead → timeout → call, in either nesting, sync and async |
 //! | `timeout` | timeouts on a runtime's timer (`async`), `TokioTimer` (`tokio`) |
 //! | `stale` | last-good values served with their age (`std`) |
@@ -101,10 +103,10 @@ pub mod guide;
 // below, each named for its concept.
 pub use assessment::Assessment;
 pub use breaker::{
-    Breaker, BreakerConfig, BreakerConfigBuilder, CallError, Outcome, Permit, Rejected, Snapshot, State,
-    Ticket, Transition,
+    Breaker, BreakerConfig, BreakerConfigBuilder, CallError, Outcome, Rejected, Snapshot, State, Ticket,
+    Transition,
 };
-pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit};
+pub use bulkhead::{Bulkhead, BulkheadFull};
 pub use clock::{Clock, ManualClock};
 pub use config_error::ConfigError;
 pub use refusal::{DeadlinePassed, RefusedBy, refusal};
@@ -115,6 +117,8 @@ pub use layers::classify::ClassifyResult;
 pub use layers::clock::MonotonicClock;
 #[cfg(feature = "http")]
 pub use layers::http;
+#[cfg(feature = "keyed")]
+pub use layers::keyed;
 #[cfg(feature = "std")]
 pub use layers::named::NamedBreaker;
 #[cfg(feature = "std")]

@@ -379,3 +379,47 @@ fn a_late_failure_never_counts_in_a_restarted_count_window() {
         },
     );
 }
+
+/// A success whose `fetch_add` finds its chunk full, racing a failure that
+/// moves the cursor on: the success comes first in the next chunk, counted
+/// once. Guards: the move to the next chunk (the failure's CAS or the
+/// success's own) carries the extra successes into it.
+#[test]
+fn a_success_past_a_full_chunk_is_carried_into_the_next() {
+    model(
+        [
+            "the success was done before the failure began",
+            "the success was done while the failure was being recorded",
+            "the success was done after the failure",
+        ],
+        |sides| {
+            // All 5 calls in the window, 2 failures: 0.4 trips at 5 calls.
+            let b = Arc::new(count_window(6, 5, 0.4));
+            for _ in 0..2 {
+                assert_eq!(record(&b, Outcome::Success, &at(1)), None);
+            }
+            // The first chunk (2 calls under loom) is full.
+            let steps = Steps::default();
+            let failure = {
+                let (b, steps) = (b.clone(), steps.clone());
+                thread::spawn(move || {
+                    let began = steps.mark();
+                    (record(&b, Outcome::Failure, &at(1)), (began, steps.mark()))
+                })
+            };
+            let _began = steps.mark();
+            assert_eq!(record(&b, Outcome::Success, &at(1)), None);
+            let done = steps.mark();
+            let (report, theirs) = failure.join().unwrap();
+            assert_eq!(report, None, "3 or 4 calls: below min_calls");
+            sides.saw(against(done, theirs));
+            assert_eq!(b.snapshot().successes, 3);
+            // A lost success leaves 4 calls (below min_calls), one counted
+            // twice 6 (a rate of 1/3): neither trips.
+            assert!(
+                record(&b, Outcome::Failure, &at(1)).is_some(),
+                "the window did not hold exactly 5 calls"
+            );
+        },
+    );
+}

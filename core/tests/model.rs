@@ -11,6 +11,7 @@
 use core::time::Duration;
 
 use proptest::prelude::*;
+use tripwire::breaker::{AnyWindow, NoWindow, Windows};
 use tripwire::{Breaker, BreakerConfig, Clock, ManualClock, Outcome, State, Ticket, clock::FixedClock};
 
 /// The probe slots of one Half-Open generation.
@@ -312,7 +313,8 @@ fn skewed(now: u64, skew: i64) -> u64 {
     now.saturating_add_signed(skew)
 }
 
-fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
+/// Runs `ops` on a breaker on storage `W` and on the model.
+fn run<W: Windows>(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let config = BreakerConfig::builder()
         .failure_threshold(p.threshold)
         .half_open_max(p.half_open_max)
@@ -324,7 +326,7 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
         .probe_timeout(Duration::from_nanos(p.probe_timeout))
         .build()
         .expect("generated configs are valid");
-    let breaker = Breaker::new(config);
+    let breaker: Breaker<W> = Breaker::try_new(config).expect("every storage runs a windowless config");
     let mut model = Model {
         threshold: p.threshold,
         half_open_max: p.half_open_max,
@@ -462,6 +464,16 @@ proptest! {
 
     #[test]
     fn breaker_matches_the_reference_model(p in params(), ops in prop::collection::vec(op(), 1..MAX_OPS)) {
-        run(p, ops)?;
+        run::<AnyWindow>(p, ops)?;
+    }
+
+    /// The same rules without a window's storage: a windowless breaker
+    /// differs only in memory.
+    #[test]
+    fn a_breaker_without_a_window_matches_the_reference_model(
+        p in params(),
+        ops in prop::collection::vec(op(), 1..MAX_OPS),
+    ) {
+        run::<NoWindow>(p, ops)?;
     }
 }

@@ -99,3 +99,46 @@ fn a_server_hold_is_capped_and_counted() {
     b.clock().advance(cap);
     assert!(b.try_acquire().unwrap().is_probe(), "the capped hold ends when the cap says");
 }
+
+#[test]
+fn a_windowless_named_breaker_trips_holds_and_tells_its_listeners_as_the_default_does() {
+    use tripwire::breaker::{NoWindow, Windows};
+
+    // One run: two failures through permits (one owned), a probe after the
+    // cool-down, a hold; the transitions heard and the states seen.
+    fn run<W: Windows>(b: Arc<NamedBreaker<ManualClock, W>>) -> (Vec<(State, State)>, Vec<State>) {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let log = heard.clone();
+        b.on_state_change(move |c| log.lock().unwrap().push((c.from, c.to)));
+        let mut states = Vec::new();
+        b.permit().unwrap().record(Outcome::Failure);
+        states.push(b.state());
+        b.permit_owned().unwrap().record(Outcome::Failure);
+        states.push(b.state());
+        assert!(b.try_acquire().is_err());
+        b.clock().advance(Duration::from_secs(1));
+        let probe = b.permit_owned().unwrap();
+        states.push(b.state());
+        probe.record(Outcome::Success);
+        states.push(b.state());
+        b.open_for(Duration::from_millis(500));
+        states.push(b.state());
+        let heard = heard.lock().unwrap().clone();
+        (heard, states)
+    }
+
+    let config =
+        BreakerConfig::builder().failure_threshold(2).open_timeout(Duration::from_secs(1)).build().unwrap();
+    let windowless: NamedBreaker<ManualClock, NoWindow> =
+        NamedBreaker::try_with_clock("test", config, ManualClock::new(1)).unwrap();
+    let (heard, states) = run(Arc::new(windowless));
+    assert_eq!((heard.clone(), states.clone()), run(named(2)));
+    use State::{Closed, HalfOpen, Open};
+    assert_eq!(heard, [(Closed, Open), (Open, HalfOpen), (HalfOpen, Closed), (Closed, Open)]);
+    assert_eq!(states, [Closed, Open, HalfOpen, Closed, Open]);
+
+    let rate = BreakerConfig::builder().slow_call(Duration::from_secs(1)).slow_rate(0.5).build().unwrap();
+    let err =
+        NamedBreaker::<ManualClock, NoWindow>::try_with_clock("test", rate, ManualClock::new(1)).unwrap_err();
+    assert_eq!(err.field(), "slow_rate");
+}

@@ -302,3 +302,40 @@ fn shared_bulkhead_paths_allocate_nothing() {
     });
     assert_eq!(allocated, 0, "allocations on the shared bulkhead's paths");
 }
+
+/// A keyed map allocates when a key is new (its entry, its breaker), never
+/// for a key that exists: lookups by `&str`, calls, trips and recoveries
+/// through `call`, `with` and `with_slot` allocate nothing.
+#[cfg(all(feature = "keyed", not(miri)))]
+#[test]
+fn lookups_of_keys_that_exist_allocate_nothing() {
+    use tripwire::keyed::Breakers;
+
+    let clock = &*Box::leak(Box::new(ManualClock::new(0)));
+    let config =
+        BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_millis(1)).build().unwrap();
+    let map: Breakers<String, &ManualClock> =
+        Breakers::<String>::builder("m", config).clock(clock).build().unwrap();
+    let keys: Vec<String> = (0..100).map(|i| format!("SYM{i}")).collect();
+    // Made first, with the thread's first guard of the map (which registers
+    // the thread with the map's collector, once).
+    for key in &keys {
+        let _ = map.call(key.as_str(), || Ok::<_, ()>(()));
+    }
+    let allocated = allocations_in(|| {
+        for round in 0..1_000 {
+            for key in &keys {
+                let key = key.as_str();
+                let _ = map.call(key, || Ok::<_, ()>(()));
+                if round % 100 == 0 {
+                    let _ = map.call(key, || Err::<(), _>("503"));
+                    assert_eq!(map.with(key, |b| b.state()), State::Open);
+                    clock.advance(Duration::from_millis(2));
+                    assert_eq!(map.with_slot(key, |b, ()| b.call(|| Ok::<_, ()>(1)).ok()), Some(1));
+                }
+            }
+        }
+    });
+    assert_eq!(allocated, 0, "allocations by lookups of keys that exist");
+    assert_eq!(map.counts().created, 100);
+}

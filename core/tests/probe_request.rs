@@ -43,14 +43,20 @@ fn many_retries() -> RetryPolicy<'static, tripwire::retry::RetryAll> {
     RetryPolicy::builder().max_attempts(40).backoff(backoff.build().unwrap()).build().unwrap()
 }
 
-/// Tries to take a permit every 10 ms until `done`; the admissions seen.
+/// Tries to take a permit every 10 ms until `done`; the admissions seen
+/// while the probe ran. One taken after the probe's failure was recorded
+/// (the breaker reopened, and its cool-down passed before `done` was set,
+/// as on a loaded machine) is the next probe, no takeover.
 fn watch(breaker: &Arc<NamedBreaker>, done: &Arc<AtomicBool>) -> thread::JoinHandle<u32> {
     let (breaker, done) = (breaker.clone(), done.clone());
+    let failures_before = breaker.snapshot().failures;
     thread::spawn(move || {
         let mut admitted = 0;
         while !done.load(Ordering::Acquire) {
             if let Ok(p) = breaker.permit() {
-                admitted += 1;
+                if breaker.snapshot().failures == failures_before {
+                    admitted += 1;
+                }
                 p.settle(Assessment::Ignored);
             }
             thread::sleep(Duration::from_millis(10));

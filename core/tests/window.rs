@@ -7,9 +7,8 @@ use std::sync::Arc;
 use std::thread;
 
 use proptest::prelude::*;
-use tripwire::{
-    Breaker, BreakerConfig, Clock, ManualClock, Outcome, State, breaker::RollingWindow, clock::FixedClock,
-};
+use tripwire::breaker::{AnyWindow, CountOnly, RollingWindow, TimeOnly, Windows};
+use tripwire::{Breaker, BreakerConfig, Clock, ManualClock, Outcome, State, clock::FixedClock};
 
 /// The epoch of `now` as the builder documents it: ⌊now × ⌊2^64 / width⌋ / 2^64⌋.
 fn epoch(now: u64, width: u64) -> u64 {
@@ -106,7 +105,17 @@ struct Params {
     start: u64,
 }
 
+/// Runs `ops` on the default storage, then on the one that holds only
+/// the window `p` names: both trip exactly when the reference does.
 fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    run_on::<AnyWindow>(&p, &ops)?;
+    match p.window {
+        RollingWindow::Time { .. } => run_on::<TimeOnly>(&p, &ops),
+        RollingWindow::Count { .. } => run_on::<CountOnly>(&p, &ops),
+    }
+}
+
+fn run_on<W: Windows>(p: &Params, ops: &[Op]) -> Result<(), TestCaseError> {
     let builder = BreakerConfig::builder()
         .failure_threshold(0)
         .min_calls(p.min_calls)
@@ -119,7 +128,7 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
     };
     let config = builder.build().unwrap();
     prop_assert_eq!(config.rolling_window(), p.window);
-    let breaker = Breaker::new(config);
+    let breaker: Breaker<W> = Breaker::try_new(config).unwrap();
     let mut reference = Reference {
         window: p.window,
         width,
@@ -129,8 +138,8 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
         outcomes: vec![],
     };
     let clock = ManualClock::new(p.start);
-    for (step, op) in ops.into_iter().enumerate() {
-        match op {
+    for (step, op) in ops.iter().enumerate() {
+        match *op {
             Op::Call { failed, duration_ns } => {
                 let ticket =
                     breaker.try_acquire(&clock).expect("never open: each trip is followed by a reset");
@@ -392,28 +401,33 @@ fn an_outcome_admitted_before_a_reset_stays_out_of_the_new_window() {
 
 #[test]
 fn successes_counted_in_a_window_reach_the_snapshot_exactly() {
-    for builder in [
-        BreakerConfig::builder().window(2, Duration::from_millis(1)),
-        BreakerConfig::builder().count_window(20),
-    ] {
-        let b = rate_breaker(builder.min_calls(5).failure_rate(0.9));
-        let clock = ManualClock::new(0);
-        for i in 0..if cfg!(miri) { 60 } else { 1_000u64 } {
-            let t = b.try_acquire(&clock).unwrap();
-            b.record(t, if i % 10 == 0 { Outcome::Failure } else { Outcome::Success }, &clock);
-            clock.advance(Duration::from_micros(300));
-            if i % 33 == 0 {
-                b.reset();
-            }
-            let s = b.snapshot();
-            assert_eq!((s.successes, s.failures), (i + 1 - (i / 10 + 1), i / 10 + 1), "call {i}");
+    let time = BreakerConfig::builder().window(2, Duration::from_millis(1));
+    successes_reach_the_snapshot::<AnyWindow>(time.clone());
+    successes_reach_the_snapshot::<TimeOnly>(time);
+    let count = BreakerConfig::builder().count_window(20);
+    successes_reach_the_snapshot::<AnyWindow>(count.clone());
+    successes_reach_the_snapshot::<CountOnly>(count);
+}
+
+/// Successes and failures through resets, on a breaker on storage `W`.
+fn successes_reach_the_snapshot<W: Windows>(builder: tripwire::BreakerConfigBuilder) {
+    let builder = builder.failure_threshold(0).min_calls(5).failure_rate(0.9);
+    let b: Breaker<W> = Breaker::try_new(builder.clone().build().unwrap()).unwrap();
+    let clock = ManualClock::new(0);
+    for i in 0..if cfg!(miri) { 60 } else { 1_000u64 } {
+        let t = b.try_acquire(&clock).unwrap();
+        b.record(t, if i % 10 == 0 { Outcome::Failure } else { Outcome::Success }, &clock);
+        clock.advance(Duration::from_micros(300));
+        if i % 33 == 0 {
+            b.reset();
         }
-        let off =
-            rate_breaker(BreakerConfig::builder().count_successes(false).min_calls(5).failure_rate(0.9));
-        let t = off.try_acquire(&clock).unwrap();
-        off.record(t, Outcome::Success, &clock);
-        assert_eq!(off.snapshot().successes, 0);
+        let s = b.snapshot();
+        assert_eq!((s.successes, s.failures), (i + 1 - (i / 10 + 1), i / 10 + 1), "call {i}");
     }
+    let off: Breaker<W> = Breaker::try_new(builder.count_successes(false).build().unwrap()).unwrap();
+    let t = off.try_acquire(&clock).unwrap();
+    off.record(t, Outcome::Success, &clock);
+    assert_eq!(off.snapshot().successes, 0);
 }
 
 #[test]
@@ -428,67 +442,80 @@ fn slow_calls_count_on_a_clock_that_starts_at_zero() {
 
 #[test]
 fn no_count_is_lost_when_threads_record_at_once() {
+    no_count_is_lost::<AnyWindow>(false);
+    no_count_is_lost::<TimeOnly>(false);
+    no_count_is_lost::<AnyWindow>(true);
+    no_count_is_lost::<CountOnly>(true);
+}
+
+/// Failures recorded by four threads at once, into a time window or a
+/// `count` window on storage `W`.
+fn no_count_is_lost<W: Windows>(count: bool) {
     const THREADS: usize = 4;
     let per_thread: u32 = if cfg!(miri) { 10 } else { 20_000 };
-    for count in [false, true] {
-        let total = THREADS as u32 * per_thread;
-        let builder = BreakerConfig::builder().failure_threshold(0).failure_rate(1.0);
-        // A count window holds at most 1000 calls: the last 1000 must all be
-        // failures, and min_calls 1000 needs every one counted in order.
-        let (builder, min_calls) = if count {
-            (
-                builder.count_window(tripwire::breaker::MAX_COUNT_WINDOW),
-                tripwire::breaker::MAX_COUNT_WINDOW.min(total),
-            )
-        } else {
-            (builder.window(4, Duration::from_secs(1)), total)
-        };
-        let breaker = Arc::new(Breaker::new(builder.min_calls(min_calls).build().unwrap()));
-        let clock = FixedClock(7_000_000_000);
-        let tickets = (0..total).map(|_| breaker.try_acquire(&clock).unwrap()).collect::<Vec<_>>();
-        let reports: Vec<_> = thread::scope(|s| {
-            tickets
-                .chunks(per_thread as usize)
-                .map(|chunk| {
-                    let b = &breaker;
-                    s.spawn(move || {
-                        chunk.iter().filter_map(|&t| b.record(t, Outcome::Failure, &clock)).count()
-                    })
-                })
-                .collect::<Vec<_>>()
-                .into_iter()
-                .map(|h| h.join().unwrap())
-                .collect()
-        });
-        // The window trips only once it holds `min_calls` calls: had one
-        // count been lost, the time window would never trip, and the count
-        // window would trip late or twice.
-        assert_eq!(reports.iter().sum::<usize>(), 1, "{reports:?}");
-        assert_eq!(breaker.state(), State::Open);
-    }
+    let total = THREADS as u32 * per_thread;
+    let builder = BreakerConfig::builder().failure_threshold(0).failure_rate(1.0);
+    // A count window holds at most 1000 calls: the last 1000 must all be
+    // failures, and min_calls 1000 needs every one counted in order.
+    let (builder, min_calls) = if count {
+        (
+            builder.count_window(tripwire::breaker::MAX_COUNT_WINDOW),
+            tripwire::breaker::MAX_COUNT_WINDOW.min(total),
+        )
+    } else {
+        (builder.window(4, Duration::from_secs(1)), total)
+    };
+    let breaker: Arc<Breaker<W>> =
+        Arc::new(Breaker::try_new(builder.min_calls(min_calls).build().unwrap()).unwrap());
+    let clock = FixedClock(7_000_000_000);
+    let tickets = (0..total).map(|_| breaker.try_acquire(&clock).unwrap()).collect::<Vec<_>>();
+    let reports: Vec<_> = thread::scope(|s| {
+        tickets
+            .chunks(per_thread as usize)
+            .map(|chunk| {
+                let b = &breaker;
+                s.spawn(move || chunk.iter().filter_map(|&t| b.record(t, Outcome::Failure, &clock)).count())
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect()
+    });
+    // The window trips only once it holds `min_calls` calls: had one
+    // count been lost, the time window would never trip, and the count
+    // window would trip late or twice.
+    assert_eq!(reports.iter().sum::<usize>(), 1, "{reports:?}");
+    assert_eq!(breaker.state(), State::Open);
 }
 
 #[test]
 fn concurrent_successes_are_all_counted_for_the_snapshot() {
+    let time = BreakerConfig::builder().window(2, Duration::from_millis(1));
+    concurrent_successes::<AnyWindow>(time.clone());
+    concurrent_successes::<TimeOnly>(time);
+    let count = BreakerConfig::builder().count_window(64);
+    concurrent_successes::<AnyWindow>(count.clone());
+    concurrent_successes::<CountOnly>(count);
+}
+
+/// Successes recorded by four threads at once, on storage `W`.
+fn concurrent_successes<W: Windows>(builder: tripwire::BreakerConfigBuilder) {
     const THREADS: u64 = 4;
     let per_thread: u64 = if cfg!(miri) { 10 } else { 50_000 };
-    for builder in [
-        BreakerConfig::builder().window(2, Duration::from_millis(1)),
-        BreakerConfig::builder().count_window(64),
-    ] {
-        let b = rate_breaker(builder.min_calls(10).failure_rate(0.5));
-        let clock = ManualClock::new(0);
-        thread::scope(|s| {
-            for _ in 0..THREADS {
-                s.spawn(|| {
-                    for _ in 0..per_thread {
-                        let t = b.try_acquire(&clock).unwrap();
-                        b.record(t, Outcome::Success, &clock);
-                        clock.advance(Duration::from_nanos(97));
-                    }
-                });
-            }
-        });
-        assert_eq!(b.snapshot().successes, THREADS * per_thread);
-    }
+    let b: Breaker<W> =
+        Breaker::try_new(builder.failure_threshold(0).min_calls(10).failure_rate(0.5).build().unwrap())
+            .unwrap();
+    let clock = ManualClock::new(0);
+    thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                for _ in 0..per_thread {
+                    let t = b.try_acquire(&clock).unwrap();
+                    b.record(t, Outcome::Success, &clock);
+                    clock.advance(Duration::from_nanos(97));
+                }
+            });
+        }
+    });
+    assert_eq!(b.snapshot().successes, THREADS * per_thread);
 }

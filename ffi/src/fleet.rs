@@ -240,14 +240,13 @@ pub unsafe extern "C" fn tw_fleet_new(
         }
         let fleet = match b.build().and_then(Fleet::new) {
             Ok(f) => f,
-            Err(FleetError::Config { field, expected }) => {
-                let Some((name, value)) = c_setting(field, ns, key, &given) else {
-                    let e = FleetError::Config { field, expected };
+            Err(FleetError::Config(e)) => {
+                let Some((name, value)) = c_setting(e.field(), ns, key, &given) else {
                     return fail(tw_status::InvalidArgument, format_args!("{F}: {e}"));
                 };
                 return fail(
                     tw_status::InvalidArgument,
-                    format_args!("{F}: fleet setting `{name}` = {value}: must be {expected}"),
+                    format_args!("{F}: fleet setting `{name}` = {value}: must be {}", e.expected()),
                 );
             }
             Err(e) => return fail(tw_status::InvalidArgument, format_args!("{F}: {e}")),

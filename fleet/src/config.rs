@@ -7,6 +7,8 @@ use core::time::Duration;
 use std::string::String;
 use std::vec::Vec;
 
+use tripwire::ConfigError;
+
 use crate::message::MAX_NAME;
 use crate::sign::MIN_KEY_LEN;
 
@@ -14,16 +16,13 @@ use crate::sign::MIN_KEY_LEN;
 pub const MAX_NAMESPACE: usize = 64;
 
 /// What is wrong with a fleet's setup, or with a breaker that joins it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum FleetError {
-    /// A setting out of range: its name and what it must be.
-    Config {
-        /// The setting, as the builder names it.
-        field: &'static str,
-        /// What the setting must be.
-        expected: &'static str,
-    },
+    /// A setting out of range: the core's one config error (config
+    /// `"fleet"`), naming the setting as the builder does and what it must
+    /// be, with its value if it is a duration.
+    Config(ConfigError),
     /// The Redis URL or the TLS settings do not parse.
     Redis(String),
     /// A breaker cannot join: its name, and why.
@@ -40,7 +39,7 @@ pub enum FleetError {
 impl fmt::Display for FleetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Config { field, expected } => write!(f, "fleet setting `{field}`: must be {expected}"),
+            Self::Config(e) => write!(f, "{e}"),
             Self::Redis(e) => write!(f, "fleet Redis settings: {e}"),
             Self::Join { name, reason } => write!(f, "breaker {name:?} cannot join the fleet: {reason}"),
             Self::Spawn(e) => write!(f, "fleet link threads: {e}"),
@@ -48,7 +47,14 @@ impl fmt::Display for FleetError {
     }
 }
 
-impl core::error::Error for FleetError {}
+impl core::error::Error for FleetError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            Self::Config(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// A fleet's settings; made by [`FleetConfig::builder`].
 #[derive(Clone)]
@@ -137,7 +143,7 @@ impl FleetConfig {
     }
 
     fn validate(&self) -> Result<(), FleetError> {
-        let bad = |field, expected| Err(FleetError::Config { field, expected });
+        let bad = |field, expected| Err(FleetError::Config(ConfigError::invalid("fleet", field, expected)));
         let ns = &self.namespace;
         if ns.is_empty() || ns.len() > MAX_NAMESPACE || !ns.bytes().all(|b| b.is_ascii_graphic() && b != b':')
         {
@@ -160,13 +166,16 @@ impl FleetConfig {
             ("probe_timeout", self.probe_timeout, ms(10), ms(3_600_000), "from 10 ms to 1 h"),
             ("max_skew", self.max_skew, ms(10), ms(3_600_000), "from 10 ms to 1 h"),
         ];
+        let duration = |field, expected, v| {
+            Err(FleetError::Config(ConfigError::invalid("fleet", field, expected).with_duration(v)))
+        };
         for (field, v, lo, hi, expected) in checks {
             if v < lo || v > hi {
-                return bad(field, expected);
+                return duration(field, expected, v);
             }
         }
         if self.reconnect_max < self.reconnect_min || self.reconnect_max > ms(600_000) {
-            return bad("reconnect_max", "at least reconnect_min, at most 10 min");
+            return duration("reconnect_max", "at least reconnect_min, at most 10 min", self.reconnect_max);
         }
         // A PEM of no certificate (garbage, an empty file) is an empty root
         // store to the client: every handshake would fail, in silence.
@@ -301,7 +310,7 @@ mod tests {
     #[test]
     fn each_bad_setting_is_named() {
         let field = |b: FleetConfigBuilder| match b.build() {
-            Err(FleetError::Config { field, .. }) => field,
+            Err(FleetError::Config(e)) => e.field(),
             other => panic!("{other:?}"),
         };
         assert_eq!(field(FleetConfig::builder("redis://x", "", *KEY)), "namespace");
@@ -315,7 +324,7 @@ mod tests {
         let zeros = FleetConfig::builder("redis://x", "prod", [0u8; 32]).build().unwrap_err();
         assert_eq!(
             std::string::ToString::to_string(&zeros),
-            "fleet setting `key`: must be random bytes, not one byte repeated (as 16 zero bytes are)"
+            "invalid fleet config: key, expected random bytes, not one byte repeated (as 16 zero bytes are)"
         );
         assert_eq!(field(builder().connect_timeout(Duration::ZERO)), "connect_timeout");
         assert_eq!(field(builder().io_timeout(Duration::MAX)), "io_timeout");
@@ -329,7 +338,7 @@ mod tests {
         assert_eq!(field(builder().reconnect(Duration::ZERO, Duration::from_secs(1))), "reconnect_min");
         let msg =
             std::string::ToString::to_string(&builder().lease_lead(Duration::ZERO).build().unwrap_err());
-        assert_eq!(msg, "fleet setting `lease_lead`: must be from 1 ms to 60 s");
+        assert_eq!(msg, "invalid fleet config: lease_lead = 0ns, expected from 1 ms to 60 s");
     }
 
     #[test]
@@ -337,7 +346,7 @@ mod tests {
     fn a_root_certificate_that_holds_none_is_refused() {
         for pem in [&b"garbage"[..], b"", b"-----BEGIN CERTIFICATE-----\nno end"] {
             match builder().tls_root_cert(pem).build() {
-                Err(FleetError::Config { field, .. }) => assert_eq!(field, "tls_root_cert"),
+                Err(FleetError::Config(e)) => assert_eq!(e.field(), "tls_root_cert"),
                 other => panic!("{pem:?}: {other:?}"),
             }
         }

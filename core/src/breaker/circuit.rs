@@ -22,14 +22,16 @@ use core::time::Duration;
 
 use crate::breaker::config::{BreakerConfig, COUNT_SUCCESSES, COUNTED, TIMED, WINDOWED};
 use crate::breaker::cooldown::cooldown_ns;
-use crate::breaker::counters::{Counters, Event, Snapshot};
+use crate::breaker::counters::{Event, Snapshot};
 use crate::breaker::deadline::Deadlines;
 use crate::breaker::hot::{Hot, HotLine};
 use crate::breaker::state::{self, Admission, State, Word};
+use crate::breaker::storage::{AnyWindow, Windows};
 use crate::breaker::ticket::{Kind, Outcome, Refused, Rejected, Ticket, Transition};
-use crate::breaker::window::{self, Window};
+use crate::breaker::window;
 use crate::clock::Clock;
 use crate::clock::duration_ns;
+use crate::config_error::ConfigError;
 use crate::sync::Ordering;
 
 /// `Result<Ticket, Refused>` as two integers: a ticket is (start time,
@@ -91,14 +93,25 @@ impl Admitted {
 /// # Ok::<(), tripwire::ConfigError>(())
 /// ```
 ///
+/// # Storage
+/// `W` is where the counters and the rolling window live ([`Windows`]):
+/// by default [`AnyWindow`], which holds both kinds of window whatever the
+/// config names. A breaker that needs no window, or one kind only, takes
+/// less memory on [`NoWindow`](crate::breaker::NoWindow),
+/// [`TimeOnly`](crate::breaker::TimeOnly) or
+/// [`CountOnly`](crate::breaker::CountOnly), made with
+/// [`try_new`](Self::try_new), which refuses a config the storage cannot
+/// run. Every storage behaves the same for the configs it accepts.
+///
 /// # Size and alignment
 /// Aligned to a cache-line pair (128 bytes on x86-64) so that the state
-/// word and each counter stripe have lines of their own. `cargo run -p
-/// tripwire-breaker --example sizes` prints its measured size, with the
-/// config's and the ticket's.
+/// word and each counter stripe have lines of their own. Its size depends
+/// on the storage: 3,968 bytes on x86-64 for the default, 896 without a
+/// window (see [`Windows`]). `cargo run -p tripwire-breaker --example
+/// sizes` prints every one, with the config's and the ticket's.
 #[repr(C)]
 #[derive(Debug)]
-pub struct Breaker {
+pub struct Breaker<W: Windows = AnyWindow> {
     /// The state word, with what bindings' inline fast paths read next to
     /// it (see `hot`): first, so that a breaker's address is its word's.
     hot: CachePadded<Hot>,
@@ -106,8 +119,8 @@ pub struct Breaker {
     /// next to the config, off the word's line.
     deadlines: Deadlines,
     config: BreakerConfig,
-    counters: Counters,
-    window: Window,
+    /// The counters and the rolling window.
+    store: W,
 }
 
 impl Breaker {
@@ -115,21 +128,63 @@ impl Breaker {
     #[cfg(all(test, not(loom)))]
     pub(crate) const DEADLINES_OFFSET: usize = core::mem::offset_of!(Breaker, deadlines);
 
-    /// A Closed breaker at generation 0.
+    /// A Closed breaker at generation 0, on the default storage, which
+    /// runs every config.
     pub fn new(config: BreakerConfig) -> Self {
+        Self::make(config)
+    }
+}
+
+impl<W: Windows> Breaker<W> {
+    /// A Closed breaker at generation 0, if its storage `W` can run
+    /// `config`: [`NoWindow`](crate::breaker::NoWindow) refuses a config
+    /// with a rate condition (`failure_rate` or `slow_rate`),
+    /// [`TimeOnly`](crate::breaker::TimeOnly) a count window,
+    /// [`CountOnly`](crate::breaker::CountOnly) a time window;
+    /// [`AnyWindow`] refuses nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::breaker::TimeOnly;
+    /// use tripwire::{Breaker, BreakerConfig};
+    ///
+    /// let rate = BreakerConfig::builder().failure_rate(0.5).build()?;
+    /// let breaker: Breaker<TimeOnly> = Breaker::try_new(rate)?;
+    /// assert_eq!(breaker.config().failure_rate(), 0.5);
+    ///
+    /// let counted = BreakerConfig::builder().failure_rate(0.5).count_window(50).build()?;
+    /// let err = Breaker::<TimeOnly>::try_new(counted).unwrap_err();
+    /// assert_eq!(err.field(), "count_window");
+    /// # Ok::<(), tripwire::ConfigError>(())
+    /// ```
+    pub fn try_new(config: BreakerConfig) -> Result<Self, ConfigError> {
+        W::accepts(&config)?;
+        Ok(Self::make(config))
+    }
+
+    /// A breaker for `config`, which `W` was checked to accept (a keyed
+    /// map's template, checked once when the map was built).
+    #[cfg(feature = "keyed")]
+    pub(crate) fn accepted(config: BreakerConfig) -> Self {
+        debug_assert!(W::accepts(&config).is_ok(), "a config the storage refuses");
+        Self::make(config)
+    }
+
+    /// A breaker for `config`, which `W` accepts.
+    #[inline]
+    fn make(config: BreakerConfig) -> Self {
         Self {
             hot: CachePadded::new(Hot::new(Word::CLOSED.0, config.flags)),
             deadlines: Deadlines::new(),
             config,
-            counters: Counters::new(),
-            window: Window::new(),
+            store: W::new(),
         }
     }
 
     /// Counts one `event`.
     #[inline(always)]
     fn count(&self, event: Event) {
-        self.counters.add(event);
+        self.store.count(event);
     }
 
     /// loom models only: the time window's inline success path yields
@@ -138,7 +193,7 @@ impl Breaker {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn loom_yield_in_window_fast_path(&self) {
-        self.window.yield_in_fast_path();
+        self.store.yield_in_window_fast_path();
     }
 
     /// The config the breaker was made with.
@@ -163,12 +218,7 @@ impl Breaker {
 
     /// The counters at this moment.
     pub fn snapshot(&self) -> Snapshot {
-        let mut s = Snapshot::of(&self.counters);
-        // Successes counted in a rolling window are kept there (see `window`).
-        if self.config.windowed() && self.config.count_successes() {
-            s.successes = s.successes.wrapping_add(self.window.successes());
-        }
-        s
+        self.store.snapshot(&self.config)
     }
 
     /// Asks to make a call. Reads `clock` only when the breaker is Open (or
@@ -347,7 +397,7 @@ impl Breaker {
                 // generation (so the ticket is not a probe's)?
                 if w == Word::closed_at(ticket.generation).0 {
                     let epoch = if flags & COUNTED == 0 { self.config.epoch(clock.now()) } else { 0 };
-                    if self.window.try_add_success(&self.config, ticket.generation, epoch) {
+                    if self.store.try_add_success(&self.config, ticket.generation, epoch) {
                         return None;
                     }
                     return self.record_windowed_success(ticket, epoch, clock);
@@ -403,7 +453,7 @@ impl Breaker {
     #[inline(never)]
     fn record_windowed_success(&self, ticket: Ticket, epoch: u64, clock: &impl Clock) -> Option<Transition> {
         let generation = ticket.generation;
-        if self.window.add(&self.config, generation, epoch, false, false, || self.closed_in(generation)) {
+        if self.store.add(&self.config, generation, epoch, false, false, || self.closed_in(generation)) {
             return None;
         }
         // Its epoch has left the window, or its generation is over.
@@ -487,7 +537,7 @@ impl Breaker {
         // Does this outcome belong in the window?
         let counted = outcome != Outcome::Ignored && cfg.windowed() && !ticket.is_probe() && {
             let epoch = clock.now.map_or(0, |now| cfg.epoch(now));
-            self.window.add(cfg, generation, epoch, failed, slow, || self.closed_in(generation))
+            self.store.add(cfg, generation, epoch, failed, slow, || self.closed_in(generation))
         };
         if let Some(t) = self.record_word(ticket, outcome, &clock, counted) {
             return Some(t);
@@ -496,7 +546,7 @@ impl Breaker {
         if !counted || (!failed && !slow) {
             return None;
         }
-        let t = self.window.totals(cfg, generation, || self.closed_in(generation))?;
+        let t = self.store.totals(cfg, generation, || self.closed_in(generation))?;
         if !window::trips(cfg, t) {
             return None;
         }
@@ -754,7 +804,7 @@ pub(crate) enum Inconsistent {
     Deadlines,
 }
 
-impl Breaker {
+impl<W: Windows> Breaker<W> {
     /// Checks the state word and the deadline slots of a breaker in memory
     /// someone else wrote, which may be in use meanwhile: the slots are
     /// checked against a word read before and after them, so that a
@@ -780,11 +830,6 @@ impl Breaker {
         Ok(())
     }
 
-    /// Where the rolling window starts in a breaker (its generation word
-    /// first): for tests that corrupt a shared region.
-    #[cfg(all(test, not(loom)))]
-    pub(crate) const WINDOW_OFFSET: usize = core::mem::offset_of!(Breaker, window);
-
     /// Whether the hot line carries this layout's stamp and the config's
     /// flags (see `hot`).
     #[cfg_attr(loom, allow(dead_code, reason = "only shared regions check breakers; loom builds have none"))]
@@ -795,8 +840,15 @@ impl Breaker {
     /// Whether the rolling window's words decode (see `Window::is_valid`).
     #[cfg_attr(loom, allow(dead_code, reason = "only shared regions check windows; loom builds have none"))]
     pub(crate) fn has_valid_window(&self) -> bool {
-        self.window.is_valid()
+        self.store.window_is_valid()
     }
+}
+
+impl Breaker {
+    /// Where the rolling window starts in a breaker (its generation word
+    /// first): for tests that corrupt a shared region.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) const WINDOW_OFFSET: usize = core::mem::offset_of!(Breaker, store) + AnyWindow::WINDOW_OFFSET;
 }
 
 /// A clock whose reading, if the caller already made it, is reused: one

@@ -7,6 +7,13 @@
 //! since every increment is a `fetch_add`.
 //! A snapshot sums the stripes.
 //!
+//! A stripe is one of two layouts: [`Padded`], 128 bytes on x86-64 and
+//! aarch64 (crossbeam's `CachePadded`: a line pair there, out of reach of
+//! the adjacent-line prefetcher), which the default storage and shared
+//! regions keep; or [`Line`], 64 bytes, one line on x86-64, which the
+//! storages made for many small breakers take (see `storage`): half the
+//! memory, still a line of its own per stripe on x86-64.
+//!
 //! # Orderings
 //! Every access is `Relaxed`: counters are statistics that order nothing
 //! else, and each `fetch_add` is atomic, so no increment is lost.
@@ -34,26 +41,65 @@ pub(crate) enum Event {
     Transition = 5,
     HoldCapped = 6,
 }
-const EVENTS: usize = 7;
+pub(crate) const EVENTS: usize = 7;
+
+/// One stripe's counters, in one of the layouts below.
+pub(crate) trait Stripe {
+    fn new() -> Self;
+    fn events(&self) -> &[AtomicU64; EVENTS];
+}
+
+/// A stripe padded to crossbeam's `CachePadded` (128 bytes on x86-64).
+pub(crate) type Padded = CachePadded<[AtomicU64; EVENTS]>;
+
+impl Stripe for Padded {
+    #[inline]
+    fn new() -> Self {
+        CachePadded::new(core::array::from_fn(|_| AtomicU64::new(0)))
+    }
+
+    #[inline(always)]
+    fn events(&self) -> &[AtomicU64; EVENTS] {
+        self
+    }
+}
+
+/// A stripe on one 64-byte line.
+#[repr(C, align(64))]
+#[derive(Debug)]
+pub(crate) struct Line([AtomicU64; EVENTS]);
+
+impl Stripe for Line {
+    #[inline]
+    fn new() -> Self {
+        Line(core::array::from_fn(|_| AtomicU64::new(0)))
+    }
+
+    #[inline(always)]
+    fn events(&self) -> &[AtomicU64; EVENTS] {
+        &self.0
+    }
+}
+
+#[cfg(not(loom))]
+const _: () = assert!(size_of::<Line>() == 64 && size_of::<Counters<Line>>() == 512);
 
 #[repr(C)]
 #[derive(Debug)]
-pub(crate) struct Counters {
-    stripes: [CachePadded<[AtomicU64; EVENTS]>; STRIPES],
+pub(crate) struct Counters<S = Padded> {
+    stripes: [S; STRIPES],
 }
 
-impl Counters {
+impl<S: Stripe> Counters<S> {
     #[inline]
     pub(crate) fn new() -> Self {
-        Self {
-            stripes: core::array::from_fn(|_| CachePadded::new(core::array::from_fn(|_| AtomicU64::new(0)))),
-        }
+        Self { stripes: core::array::from_fn(|_| S::new()) }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add(&self, event: Event) {
         // Relaxed: see the module's Orderings.
-        self.stripes[stripe(STRIPES)][event as usize].fetch_add(1, Ordering::Relaxed);
+        self.stripes[stripe(STRIPES)].events()[event as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     #[inline]
@@ -61,7 +107,7 @@ impl Counters {
         self.stripes
             .iter()
             // Relaxed: see the module's Orderings.
-            .map(|s| s[event as usize].load(Ordering::Relaxed))
+            .map(|s| s.events()[event as usize].load(Ordering::Relaxed))
             .fold(0u64, u64::wrapping_add)
     }
 }
@@ -142,7 +188,7 @@ impl Snapshot {
     }
 
     #[inline]
-    pub(crate) fn of(c: &Counters) -> Self {
+    pub(crate) fn of<S: Stripe>(c: &Counters<S>) -> Self {
         Self {
             successes: c.total(Event::Success),
             failures: c.total(Event::Failure),

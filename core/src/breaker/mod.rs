@@ -1,6 +1,7 @@
 //! The circuit breaker: [`Breaker`] (`no_std`, one packed state word moved
 //! by compare-and-swap) and [`NamedBreaker`] (feature `std`: a name, a
-//! clock and listeners), their config and its limits, the tickets and
+//! clock and listeners), their config and its limits, where a breaker
+//! keeps its counts ([`Windows`]: its memory follows its config), the tickets and
 //! permits that pass between a breaker and its caller, the counters, and
 //! [`HotLine`] for bindings that inline the fast paths. The common names
 //! are at the crate root too.
@@ -16,6 +17,7 @@ pub(crate) mod rate;
 #[cfg(not(loom))]
 pub(crate) mod shared;
 pub(crate) mod state;
+pub(crate) mod storage;
 pub(crate) mod ticket;
 pub(crate) mod window;
 
@@ -29,6 +31,7 @@ pub use counters::Snapshot;
 pub use hot::HotLine;
 pub use permit::{CallError, Permit};
 pub use state::State;
+pub use storage::{AnyWindow, CountOnly, NoWindow, TimeOnly, Windows};
 pub use ticket::{Outcome, Rejected, Ticket, Transition};
 
 #[cfg(feature = "std")]

@@ -3,6 +3,7 @@
 use core::fmt;
 
 use crate::breaker::circuit::Breaker;
+use crate::breaker::storage::{AnyWindow, Windows};
 use crate::breaker::ticket::{Outcome, Rejected, Ticket, Transition};
 use crate::clock::Clock;
 
@@ -24,19 +25,19 @@ use crate::clock::Clock;
 /// assert_eq!(breaker.snapshot().successes, 1);
 /// ```
 #[must_use = "dropping a permit at once records the call as ignored"]
-pub struct Permit<'a, C: Clock> {
-    breaker: &'a Breaker,
+pub struct Permit<'a, C: Clock, W: Windows = AnyWindow> {
+    breaker: &'a Breaker<W>,
     clock: &'a C,
     ticket: Ticket,
 }
 
-impl<C: Clock> fmt::Debug for Permit<'_, C> {
+impl<C: Clock, W: Windows> fmt::Debug for Permit<'_, C, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Permit").field("ticket", &self.ticket).finish_non_exhaustive()
     }
 }
 
-impl<'a, C: Clock> Permit<'a, C> {
+impl<C: Clock, W: Windows> Permit<'_, C, W> {
     /// The ticket behind the permit.
     pub fn ticket(&self) -> Ticket {
         self.ticket
@@ -70,7 +71,7 @@ impl<'a, C: Clock> Permit<'a, C> {
     }
 }
 
-impl<C: Clock> Drop for Permit<'_, C> {
+impl<C: Clock, W: Windows> Drop for Permit<'_, C, W> {
     fn drop(&mut self) {
         self.breaker.record(self.ticket, Outcome::Ignored, self.clock);
     }
@@ -103,10 +104,10 @@ impl<E: core::error::Error + 'static> core::error::Error for CallError<E> {
     }
 }
 
-impl Breaker {
+impl<W: Windows> Breaker<W> {
     /// Asks to make a call; the returned permit records its outcome.
     #[inline]
-    pub fn permit<'a, C: Clock>(&'a self, clock: &'a C) -> Result<Permit<'a, C>, Rejected> {
+    pub fn permit<'a, C: Clock>(&'a self, clock: &'a C) -> Result<Permit<'a, C, W>, Rejected> {
         let ticket = self.try_acquire(clock)?;
         Ok(Permit { breaker: self, clock, ticket })
     }

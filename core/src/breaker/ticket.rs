@@ -12,7 +12,7 @@ use crate::breaker::state::State;
 /// generation is counted in the metrics but never changes the state.
 /// Tickets are `Copy` so that C callers and callers who move work between
 /// threads can keep them anywhere; Rust callers usually prefer the RAII
-/// [`Permit`](crate::Permit), which records exactly once.
+/// [`Permit`](crate::breaker::Permit), which records exactly once.
 ///
 /// # Recording a ticket twice, late, or made up
 /// [`Breaker::record`](crate::Breaker::record) takes any ticket; what a

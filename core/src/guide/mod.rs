@@ -6,6 +6,7 @@
 //! | --- | --- |
 //! | [`breaker`] | states, generations, probes, manual modes, `no_std` targets |
 //! | [`windows`] | failure and slow-call rates over a time or count window; clocks |
+//! | [`keyed`] | a breaker per host, endpoint or symbol: bounded, evicted when idle, one metrics family |
 //! | [`holds`] | 429 and 418: holding the breaker open for `Retry-After`, and its cap |
 //! | [`rate_limits`] | staying under an exchange's weight limits: several limits, waits, refunds, the server's counts |
 //! | [`composition`] | bulkhead, retries and their budget, the pipeline, nesting, stale data, events |
@@ -22,6 +23,10 @@ pub mod breaker {}
 
 #[doc = include_str!("windows.md")]
 pub mod windows {}
+
+#[cfg(feature = "keyed")]
+#[doc = include_str!("keyed.md")]
+pub mod keyed {}
 
 #[doc = include_str!("holds.md")]
 #[doc = include_str!("../layers/conformance.md")]

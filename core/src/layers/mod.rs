@@ -11,6 +11,8 @@ pub(crate) mod events;
 pub(crate) mod fallback;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "keyed")]
+pub mod keyed;
 pub(crate) mod liveness;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics_export;

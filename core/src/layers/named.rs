@@ -16,13 +16,23 @@ use crate::breaker::config::BreakerConfig;
 use crate::breaker::counters::Snapshot;
 use crate::breaker::permit::CallError;
 use crate::breaker::state::State;
+use crate::breaker::storage::{AnyWindow, Windows};
 use crate::breaker::ticket::{Outcome, Rejected, Ticket, Transition};
 use crate::clock::Clock;
+use crate::config_error::ConfigError;
 use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Listeners, StateChange};
 
 /// A [`Breaker`] with a name (e.g. `binance/orderbook`), the clock it reads
 /// and its state-change listeners.
+///
+/// Its breaker keeps its counts in the storage `W`, as [`Breaker`]'s does:
+/// the default, [`AnyWindow`], runs every config and is what
+/// [`new`](Self::new) and [`with_clock`](Self::with_clock) make; a
+/// breaker that trips on consecutive failures alone can take
+/// [`NoWindow`](crate::breaker::NoWindow), a quarter of the memory, from
+/// [`try_new`](Self::try_new) or [`try_with_clock`](Self::try_with_clock),
+/// which refuse a config the storage cannot run.
 ///
 /// # Examples
 /// ```
@@ -52,14 +62,14 @@ use crate::layers::events::{Listeners, StateChange};
 /// assert!(breaker.try_acquire()?.is_probe());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct NamedBreaker<C: Clock = MonotonicClock> {
-    breaker: Breaker,
+pub struct NamedBreaker<C: Clock = MonotonicClock, W: Windows = AnyWindow> {
+    breaker: Breaker<W>,
     name: Box<str>,
     clock: C,
     listeners: Listeners,
 }
 
-impl<C: Clock> fmt::Debug for NamedBreaker<C> {
+impl<C: Clock, W: Windows> fmt::Debug for NamedBreaker<C, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NamedBreaker")
             .field("name", &self.name)
@@ -79,12 +89,53 @@ impl NamedBreaker<MonotonicClock> {
 impl<C: Clock> NamedBreaker<C> {
     /// A Closed breaker reading `clock`.
     pub fn with_clock(name: impl Into<String>, config: BreakerConfig, clock: C) -> Self {
-        Self {
-            breaker: Breaker::new(config),
-            name: name.into().into_boxed_str(),
-            clock,
-            listeners: Listeners::default(),
-        }
+        Self::of(name.into(), Breaker::new(config), clock)
+    }
+}
+
+impl<W: Windows> NamedBreaker<MonotonicClock, W> {
+    /// A Closed breaker reading [`MonotonicClock`], if its storage `W` can
+    /// run `config` (see [`Breaker::try_new`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use tripwire::breaker::NoWindow;
+    /// use tripwire::{BreakerConfig, NamedBreaker};
+    ///
+    /// let consecutive = BreakerConfig::builder().failure_threshold(3).build()?;
+    /// let per_symbol: NamedBreaker<_, NoWindow> = NamedBreaker::try_new("binance/ETHUSDT", consecutive)?;
+    /// assert!(size_of_val(&per_symbol) < size_of::<NamedBreaker>() / 3);
+    ///
+    /// let rate = BreakerConfig::builder().failure_rate(0.5).build()?;
+    /// let err = NamedBreaker::<_, NoWindow>::try_new("binance/BTCUSDT", rate).unwrap_err();
+    /// assert_eq!(err.field(), "failure_rate");
+    /// # Ok::<(), tripwire::ConfigError>(())
+    /// ```
+    pub fn try_new(name: impl Into<String>, config: BreakerConfig) -> Result<Self, ConfigError> {
+        Self::try_with_clock(name, config, MonotonicClock)
+    }
+}
+
+impl<C: Clock, W: Windows> NamedBreaker<C, W> {
+    /// A Closed breaker reading `clock`, if its storage `W` can run
+    /// `config` (see [`Breaker::try_new`]).
+    pub fn try_with_clock(
+        name: impl Into<String>,
+        config: BreakerConfig,
+        clock: C,
+    ) -> Result<Self, ConfigError> {
+        Ok(Self::of(name.into(), Breaker::try_new(config)?, clock))
+    }
+
+    /// A Closed breaker for a config its storage `W` was checked to run
+    /// (the template of a keyed map, checked when the map was built).
+    #[cfg(feature = "keyed")]
+    pub(crate) fn accepted(name: String, config: BreakerConfig, clock: C) -> Self {
+        Self::of(name, Breaker::accepted(config), clock)
+    }
+
+    fn of(name: String, breaker: Breaker<W>, clock: C) -> Self {
+        Self { breaker, name: name.into_boxed_str(), clock, listeners: Listeners::default() }
     }
 
     /// The name it was made with.
@@ -93,7 +144,7 @@ impl<C: Clock> NamedBreaker<C> {
     }
 
     /// The core breaker (transitions made on it directly reach no listener).
-    pub fn breaker(&self) -> &Breaker {
+    pub fn breaker(&self) -> &Breaker<W> {
         &self.breaker
     }
 
@@ -125,13 +176,21 @@ impl<C: Clock> NamedBreaker<C> {
 
     /// Asks to make a call (see [`Breaker::try_acquire`]); fires the
     /// Open → Half-Open transition if this call is the probe that causes it.
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire(&self) -> Result<Ticket, Rejected> {
         let ticket = self.breaker.try_acquire(&self.clock)?;
         if let Some(t) = ticket.transition() {
-            self.fire(t, None);
+            self.fire_cold(t);
         }
         Ok(ticket)
+    }
+
+    /// The Open → Half-Open transition of a probe, out of line so that
+    /// [`try_acquire`](Self::try_acquire) inlines as the core's does.
+    #[cold]
+    #[inline(never)]
+    fn fire_cold(&self, t: Transition) {
+        self.fire(t, None);
     }
 
     /// Reports how an admitted call ended (see [`Breaker::record`]) and
@@ -146,15 +205,17 @@ impl<C: Clock> NamedBreaker<C> {
     /// Asks to make a call; the permit records its outcome, or
     /// [`Outcome::Ignored`] when dropped.
     #[inline]
-    pub fn permit(&self) -> Result<NamedPermit<'_, C>, Rejected> {
+    pub fn permit(&self) -> Result<NamedPermit<'_, C, W>, Rejected> {
         Ok(NamedPermit { breaker: self, ticket: Some(self.try_acquire()?) })
     }
 
     /// A permit that owns a reference to the breaker, for futures that must
     /// be `'static`.
-    #[inline]
-    pub fn permit_owned(self: &Arc<Self>) -> Result<OwnedNamedPermit<C>, Rejected> {
-        Ok(OwnedNamedPermit { breaker: self.clone(), ticket: Some(self.try_acquire()?) })
+    #[inline(always)]
+    pub fn permit_owned(self: &Arc<Self>) -> Result<OwnedNamedPermit<C, W>, Rejected> {
+        // Admitted first: a refusal takes no reference to the breaker.
+        let ticket = self.try_acquire()?;
+        Ok(OwnedNamedPermit { breaker: self.clone(), ticket: Some(ticket) })
     }
 
     /// Runs `f` if admitted; `Ok` is a success, `Err` a failure.
@@ -206,7 +267,7 @@ impl<C: Clock> NamedBreaker<C> {
         self.manual(Breaker::reset)
     }
 
-    fn manual(&self, set: fn(&Breaker) -> Transition) -> Transition {
+    fn manual(&self, set: fn(&Breaker<W>) -> Transition) -> Transition {
         let t = set(&self.breaker);
         self.fire(t, None);
         t
@@ -218,12 +279,12 @@ impl<C: Clock> NamedBreaker<C> {
 /// [`Outcome::Ignored`].
 #[must_use = "dropping a permit at once records the call as ignored"]
 #[derive(Debug)]
-pub struct NamedPermit<'a, C: Clock = MonotonicClock> {
-    pub(crate) breaker: &'a NamedBreaker<C>,
+pub struct NamedPermit<'a, C: Clock = MonotonicClock, W: Windows = AnyWindow> {
+    pub(crate) breaker: &'a NamedBreaker<C, W>,
     pub(crate) ticket: Option<Ticket>,
 }
 
-impl<C: Clock> NamedPermit<'_, C> {
+impl<C: Clock, W: Windows> NamedPermit<'_, C, W> {
     /// Starts the call's time again, for a permit taken before a wait that
     /// is no part of the call (for a bulkhead slot on this host): a slow
     /// call is the dependency's slowness, measured from here, not local
@@ -251,7 +312,7 @@ impl<C: Clock> NamedPermit<'_, C> {
     }
 }
 
-impl<C: Clock> Drop for NamedPermit<'_, C> {
+impl<C: Clock, W: Windows> Drop for NamedPermit<'_, C, W> {
     fn drop(&mut self) {
         if let Some(ticket) = self.ticket.take() {
             self.breaker.record(ticket, Outcome::Ignored);
@@ -262,12 +323,12 @@ impl<C: Clock> Drop for NamedPermit<'_, C> {
 /// A [`NamedPermit`] that owns an `Arc` of its breaker.
 #[must_use = "dropping a permit at once records the call as ignored"]
 #[derive(Debug)]
-pub struct OwnedNamedPermit<C: Clock = MonotonicClock> {
-    pub(crate) breaker: Arc<NamedBreaker<C>>,
+pub struct OwnedNamedPermit<C: Clock = MonotonicClock, W: Windows = AnyWindow> {
+    pub(crate) breaker: Arc<NamedBreaker<C, W>>,
     pub(crate) ticket: Option<Ticket>,
 }
 
-impl<C: Clock> OwnedNamedPermit<C> {
+impl<C: Clock, W: Windows> OwnedNamedPermit<C, W> {
     /// Records the outcome; returns the transition it caused, if any.
     pub fn record(mut self, outcome: Outcome) -> Option<Transition> {
         let ticket = self.ticket.take()?;
@@ -275,7 +336,7 @@ impl<C: Clock> OwnedNamedPermit<C> {
     }
 }
 
-impl<C: Clock> Drop for OwnedNamedPermit<C> {
+impl<C: Clock, W: Windows> Drop for OwnedNamedPermit<C, W> {
     fn drop(&mut self) {
         if let Some(ticket) = self.ticket.take() {
             self.breaker.record(ticket, Outcome::Ignored);

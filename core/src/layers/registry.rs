@@ -16,6 +16,8 @@ use std::vec::Vec;
 use crate::breaker::config::BreakerConfig;
 use crate::bulkhead::Bulkhead;
 use crate::layers::fallback::StaleStats;
+#[cfg(feature = "keyed")]
+use crate::layers::keyed::KeyedRows;
 use crate::layers::named::NamedBreaker;
 use crate::layers::prometheus::RateLimitRows;
 
@@ -38,6 +40,8 @@ pub struct Registry {
     bulkheads: RwLock<BTreeMap<String, Arc<Bulkhead>>>,
     stale: RwLock<BTreeMap<String, Arc<StaleStats>>>,
     rate_limiters: RwLock<BTreeMap<String, Arc<dyn RateLimitRows>>>,
+    #[cfg(feature = "keyed")]
+    keyed: RwLock<BTreeMap<String, Arc<dyn KeyedRows>>>,
 }
 
 impl Registry {
@@ -130,6 +134,39 @@ impl Registry {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(String::from(name), limiter);
+    }
+
+    /// Exports a map of keyed breakers (feature `keyed`) under its name,
+    /// replacing one of the same name: one family for all its keys (keys
+    /// per state, created, evicted, overflow calls), and each key's state
+    /// for at most the map's label cap of keys, those not Closed first.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use tripwire::keyed::Breakers;
+    /// use tripwire::registry::Registry;
+    /// use tripwire::BreakerConfig;
+    ///
+    /// let hosts: Arc<Breakers<String>> = Arc::new(Breakers::new("hosts", BreakerConfig::default()));
+    /// let registry = Registry::new();
+    /// registry.add_keyed(hosts.clone());
+    /// hosts.call("api.binance.com", || Ok::<_, ()>(()))?;
+    /// let text = registry.prometheus();
+    /// assert!(text.contains(r#"tripwire_keyed_breakers_in_state{breakers="hosts",state="closed"} 1"#), "{text}");
+    /// assert!(text.contains(r#"tripwire_keyed_breaker_state{breakers="hosts",key="api.binance.com",state="closed"} 1"#));
+    /// # Ok::<(), tripwire::CallError<()>>(())
+    /// ```
+    #[cfg(feature = "keyed")]
+    pub fn add_keyed(&self, map: Arc<dyn KeyedRows>) {
+        let name = String::from(map.keyed_name());
+        self.keyed.write().unwrap_or_else(PoisonError::into_inner).insert(name, map);
+    }
+
+    /// Every keyed map (feature `keyed`), by name.
+    #[cfg(feature = "keyed")]
+    pub fn keyed(&self) -> Vec<Arc<dyn KeyedRows>> {
+        self.keyed.read().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
     }
 
     /// Every rate limiter, by name.

@@ -68,7 +68,7 @@ trap cleanup EXIT
 if [ "$check_only" -eq 1 ]; then
   status=0
   export RUSTFLAGS="--cfg loom"
-  check=(cargo check -q -p tripwire-breaker --lib --target-dir "$repo/target/mutants-check")
+  check=(cargo check -q -p tripwire-breaker --lib --features keyed --target-dir "$repo/target/mutants-check")
   (cd "$tree" && "${check[@]}") || { echo "HEAD itself does not build with --cfg loom" >&2; exit 1; }
   for p in "${patches[@]}"; do
     name=$(basename "$p" .patch)
@@ -97,6 +97,7 @@ expected() { sed -n 's/^Expect: *//p' "$1"; }
 run_model() {
   local file=$1 model=$2 features=()
   if [ "$file" = loom_bulkhead_async ]; then features=(--features async); fi
+  if [ "$file" = loom_keyed ]; then features=(--features keyed); fi
   local cargo=(cargo test -q -p tripwire-breaker --release --target-dir "$target" "${features[@]}" --test "$file")
   if ! (cd "$tree" && RUSTFLAGS="--cfg loom" "${cargo[@]}" --no-run) >"$scratch/log" 2>&1; then
     echo build-error

@@ -2,20 +2,55 @@
 //! made (resilience4j's `COUNT_BASED` window), exactly.
 //!
 //! Calls are kept as two bits each (failed, slow) in chunks of [`CHUNK`]
-//! (16) calls. The chunk being filled lives in one word, the *cursor*, so
-//! counting a call is one CAS that shifts its two bits in; no clock is read.
-//! A full chunk is *filed* in a ring of [`CHUNKS`] (64) words, at the slot of
-//! its number, by whichever caller next finds the cursor full, and the same
-//! CAS that moves the cursor to the next chunk counts that caller's call.
-//! The last N calls are then the cursor's calls plus the newest ones of the
-//! chunks filed before it; the trip check reads at most ⌈N / 16⌉ + 1 words.
+//! (16) calls. The chunk being filled lives in one word, the *cursor*; no
+//! clock is read. A success is one `fetch_add` on the cursor: it adds one to
+//! the chunk's count, and its two bits are the zeros already there. A
+//! failure or a slow call is one CAS that shifts its bits in. A full chunk
+//! is *filed* in a ring of [`CHUNKS`] (64) words, at the slot of its number,
+//! by whichever caller next finds the cursor full, and the CAS that moves
+//! the cursor to the next chunk can count that caller's call. The last N
+//! calls are then the cursor's calls plus the newest ones of the chunks
+//! filed before it; the trip check reads at most ⌈N / 16⌉ + 1 words.
 //!
 //! N ranges over 1 to [`MAX_COUNT_WINDOW`] (1000): the window needs the
 //! ⌈N / 16⌉ chunks before the cursor's, all in the ring at once and apart
 //! from the slot the cursor files into next, so N ≤ 63 × 16; the ring is
-//! 512 bytes inside the breaker (plain data, no allocation), and the
-//! success path is one CAS on the cursor (plus, once every 16 calls, the
-//! CAS that files a chunk) whatever N is.
+//! 512 bytes inside the breaker (plain data, no allocation).
+//!
+//! # Why a `fetch_add`, and what it costs
+//! "The last N calls" is an order over every call, and keeping an order
+//! takes one read-modify-write of a shared word per call: a success here
+//! is exactly one, which never fails and never retries, so two threads pay
+//! what two threads pay for one `fetch_add` (a CAS loop paid 2.7 of them).
+//! Going below that means giving the order up (striped counts), which this
+//! window does not do.
+//!
+//! # Successes past a full chunk
+//! A `fetch_add` cannot look before it adds. One that finds the chunk full
+//! (its count was already [`CHUNK`]) still counted its success: the count
+//! goes past [`CHUNK`], and those *extra* calls are successes that come
+//! after the chunk's. The CAS that moves the cursor on carries them into
+//! the next chunk as its first calls (and into the one after, if there are
+//! more than a chunk's worth); a reader counts them as the newest calls.
+//! The caller whose add found the chunk just full (the count at exactly
+//! [`CHUNK`]) moves the cursor on, and the others leave it to that one:
+//! their CASes would only make its CAS fail, and each failed CAS is a trip
+//! of the cursor's line between cores. Once [`HELP_AFTER`] (64) extras
+//! wait (the mover stalled, or died in a shared region), every caller that
+//! adds one helps, and adds nothing more until the cursor has moved; so
+//! the extras never exceed 64 plus the number of threads recording at
+//! once, and the count's 9 bits hold 495 of them.
+//!
+//! # A success racing a new generation
+//! A failure enters the window only through a CAS on a cursor loaded before
+//! the generation word (see [the window](super)), so no failure of an older
+//! generation ever counts in a newer window. A success's `fetch_add` comes
+//! after its load of the generation word: a success whose thread stalls
+//! between the two while its generation ends and the next Closed
+//! generation's window starts is counted in that newer window. That is at
+//! most one success per thread that was recording at that moment; it is
+//! counted once in the snapshot either way, and it can only delay a trip
+//! by one call, never cause one.
 //!
 //! # Bit layouts
 //!
@@ -24,30 +59,32 @@
 //! | bits    | field   | meaning |
 //! | ------- | ------- | ------- |
 //! | 0..32   | `marks` | call `i` of the chunk at bit `2i` (failed) and `2i + 1` (slow) |
-//! | 32..37  | `calls` | calls in the chunk, 0 to `CHUNK` |
-//! | 37..44  | `filed` | chunks filed since the window started, saturating at `CHUNKS` |
-//! | 44..64  | `chunk` | the chunk's number, wrapping at 2^20; its slot is `chunk % CHUNKS` |
+//! | 32..41  | `calls` | calls in the chunk, 0 to `CHUNK`, then the extra successes past it |
+//! | 41..48  | `filed` | chunks filed since the window started, saturating at `CHUNKS` |
+//! | 48..64  | `chunk` | the chunk's number, wrapping at 2^16; its slot is `chunk % CHUNKS` |
 //!
 //! Ring word (a filed chunk):
 //!
 //! | bits    | field    | meaning |
 //! | ------- | -------- | ------- |
 //! | 0..32   | `marks`  | the chunk's calls, as in the cursor |
-//! | 32..52  | `number` | the chunk's number |
-//! | 52..64  | —        | reserved, 0 |
+//! | 32..48  | `number` | the chunk's number |
+//! | 48..64  | —        | reserved, 0 |
 //!
 //! # Filing
 //! A full cursor `c` is only ever replaced by the next chunk, and only by a
 //! caller that first made sure chunk `c` is in its slot: it loads the slot,
-//! then the cursor, and, if the cursor is still `c`, CASes the slot from
-//! what it loaded to `c`'s chunk. Everything it writes comes from `c`, so
-//! any number of callers may do this at once. One that stalls gets the
-//! slot wrong only if its CAS succeeds after the cursor moved on, which
-//! needs the slot unchanged since it was loaded; but the cursor moves past
-//! chunk `c` only once that slot holds `c`'s chunk (a change, unless it
-//! held exactly those bits already), and the slot is next written for
-//! chunk `c + CHUNKS` (a change of number). A cursor may come back to the
-//! same bits 64 chunks later (all successes, say): a caller fooled by that
+//! then the cursor, and, if the cursor is still on `c`'s chunk (the same
+//! word but for extra successes added since, which change only the count),
+//! CASes the slot from what it loaded to `c`'s chunk. Everything it writes
+//! comes from `c`, whose marks no longer change once it is full, so any
+//! number of callers may do this at once. One that stalls gets the slot
+//! wrong only if its CAS succeeds after the cursor moved on, which needs
+//! the slot unchanged since it was loaded; but the cursor moves past chunk
+//! `c` only once that slot holds `c`'s chunk (a change, unless it held
+//! exactly those bits already), and the slot is next written for chunk
+//! `c + CHUNKS` (a change of number). A cursor may come back to the same
+//! bits 2^16 chunks later (all successes, say): a caller fooled by that
 //! files the bits of the chunk the cursor is really on, which are the same.
 //!
 //! # Reading
@@ -85,13 +122,22 @@ const CHUNKS: usize = 4;
 const _: () = assert!(MAX_COUNT_WINDOW <= (CHUNKS as u32 - 1) * CHUNK);
 const _: () = assert!(CHUNK <= 16 && CHUNKS <= 64 && CHUNKS.is_power_of_two());
 
+/// Extras past which every caller that adds one helps move the cursor on:
+/// the bound that holds if the caller whose turn it was stalls or dies.
+#[cfg(not(loom))]
+const HELP_AFTER: u32 = 64;
+#[cfg(loom)]
+const HELP_AFTER: u32 = 2;
+
 const CALLS_SHIFT: u32 = 32;
-const CALLS_MASK: u64 = 0x1F;
-const FILED_SHIFT: u32 = 37;
+const CALLS_MASK: u64 = 0x1FF;
+/// One call more in the cursor's count: a success's whole `fetch_add`.
+const ONE_CALL: u64 = 1 << CALLS_SHIFT;
+const FILED_SHIFT: u32 = 41;
 const FILED_MASK: u64 = 0x7F;
-const CHUNK_SHIFT: u32 = 44;
+const CHUNK_SHIFT: u32 = 48;
 const NUMBER_SHIFT: u32 = 32;
-const NUMBER_MASK: u64 = (1 << 20) - 1;
+const NUMBER_MASK: u64 = (1 << 16) - 1;
 const MARKS_MASK: u64 = (1 << 32) - 1;
 const FAILED_BITS: u64 = 0x5555_5555;
 const SLOW_BITS: u64 = 0xAAAA_AAAA;
@@ -118,7 +164,7 @@ impl Cursor {
     fn new(marks: u64, calls: u32, filed: u32, chunk: u64) -> Cursor {
         Cursor(
             (marks & MARKS_MASK)
-                | (u64::from(calls) << CALLS_SHIFT)
+                | ((u64::from(calls) & CALLS_MASK) << CALLS_SHIFT)
                 | (u64::from(filed) << FILED_SHIFT)
                 | ((chunk & NUMBER_MASK) << CHUNK_SHIFT),
         )
@@ -129,10 +175,27 @@ impl Cursor {
         self.0 & MARKS_MASK & span(0, self.calls())
     }
 
-    /// Calls in the chunk, clamped (a garbage value reads as full).
+    /// The count as stored: the chunk's calls, then the extra successes.
+    #[inline]
+    fn count(self) -> u32 {
+        ((self.0 >> CALLS_SHIFT) & CALLS_MASK) as u32
+    }
+
+    /// Calls in the chunk (a count past [`CHUNK`] reads as full).
     #[inline]
     fn calls(self) -> u32 {
-        (((self.0 >> CALLS_SHIFT) & CALLS_MASK) as u32).min(CHUNK)
+        self.count().min(CHUNK)
+    }
+
+    /// Successes counted past the full chunk, not yet in a chunk.
+    #[inline]
+    fn extra(self) -> u32 {
+        self.count().saturating_sub(CHUNK)
+    }
+
+    #[inline]
+    fn is_full(self) -> bool {
+        self.count() >= CHUNK
     }
 
     #[inline]
@@ -150,6 +213,14 @@ impl Cursor {
         (self.chunk() as usize) & (CHUNKS - 1)
     }
 
+    /// Whether `other` is this cursor's chunk, with the same marks: equal
+    /// but for the count, both full (extra successes change only that).
+    #[inline]
+    fn same_full_chunk(self, other: Cursor) -> bool {
+        let without_count = !(CALLS_MASK << CALLS_SHIFT);
+        self.is_full() && other.is_full() && self.0 & without_count == other.0 & without_count
+    }
+
     /// This chunk with one more call (it must not be full).
     #[inline]
     fn with(self, mark: u64) -> Cursor {
@@ -157,10 +228,12 @@ impl Cursor {
         Cursor::new(self.marks() | (mark << (2 * calls)), calls + 1, self.filed(), self.chunk())
     }
 
-    /// The next chunk, empty, once this one is filed.
+    /// The next chunk, once this full one is filed: its first calls are
+    /// this one's extra successes (all of them; the count may stay past
+    /// [`CHUNK`], for the chunk after it).
     #[inline]
     fn next(self) -> Cursor {
-        Cursor::new(0, 0, (self.filed() + 1).min(CHUNKS as u32), self.chunk() + 1)
+        Cursor::new(0, self.extra(), (self.filed() + 1).min(CHUNKS as u32), self.chunk() + 1)
     }
 
     /// A new, empty chunk with nothing filed before it: a window started again.
@@ -169,10 +242,16 @@ impl Cursor {
         Cursor::new(0, 0, 0, self.chunk() + 1)
     }
 
-    /// The successes among the chunk's calls.
+    /// The successes among the chunk's calls, not its extras.
+    #[inline]
+    fn chunk_successes(self) -> u64 {
+        u64::from(self.calls()) - u64::from((self.marks() & FAILED_BITS).count_ones())
+    }
+
+    /// The successes in this word: the chunk's, and the extras.
     #[inline]
     fn successes(self) -> u64 {
-        u64::from(self.calls()) - u64::from((self.marks() & FAILED_BITS).count_ones())
+        self.chunk_successes() + u64::from(self.extra())
     }
 }
 
@@ -210,21 +289,46 @@ impl CountWindow {
         }
     }
 
-    /// The common case of [`add`](Self::add), inline: a call into a chunk
-    /// with room, with nothing to start, and a CAS that succeeds at once.
-    /// `counting` is the generation word's value for the call's
-    /// generation. `false`: try `add`.
+    /// Counts a success that is not slow, inline, if the generation word
+    /// says the window counts `counting`'s generation: one `fetch_add` (see
+    /// the module docs). `false`: nothing was done; try `add`.
     #[inline(always)]
-    pub(crate) fn try_add(&self, mark: u64, generation: &AtomicU64, counting: u64) -> bool {
-        // SeqCst, and this order: as in `add`.
-        let c = self.cursor.load(Ordering::SeqCst);
-        let calls = (c >> CALLS_SHIFT) & CALLS_MASK;
-        // The mark goes in with an OR (no carry, whatever bits a garbage
-        // cursor holds), the count with an add below `CHUNK`.
-        let next = (c | (mark << (2 * calls))) + (1 << CALLS_SHIFT);
-        generation.load(Ordering::SeqCst) == counting
-            && calls < u64::from(CHUNK)
-            && self.cursor.compare_exchange(c, next, Ordering::SeqCst, Ordering::Relaxed).is_ok()
+    pub(crate) fn try_add_success(&self, generation: &AtomicU64, counting: u64, folds: &Successes) -> bool {
+        // SeqCst: see the window's Orderings. Unlike a CAS, this add is not
+        // checked against a cursor loaded before the generation word: see
+        // "A success racing a new generation".
+        if generation.load(Ordering::SeqCst) != counting {
+            return false;
+        }
+        let before = Cursor(self.cursor.fetch_add(ONE_CALL, Ordering::SeqCst));
+        // Counted as an extra. The first to find the chunk full moves the
+        // cursor on; the others leave it to that one (a CAS of their own
+        // would only make its CAS fail) unless `HELP_AFTER` extras wait.
+        if before.count() == CHUNK || before.extra() >= HELP_AFTER {
+            self.move_on(before, folds);
+        }
+        true
+    }
+
+    /// After adding an extra success to the full chunk of `c`: files it and
+    /// moves the cursor past it, unless someone else has. See the module's
+    /// "Successes past a full chunk".
+    #[cold]
+    #[inline(never)]
+    fn move_on(&self, before: Cursor, folds: &Successes) {
+        // The cursor as this caller's add left it, unless others changed it.
+        let mut c = Cursor(before.0.wrapping_add(ONE_CALL));
+        while c.is_full() {
+            self.file(c);
+            // SeqCst: see the window's Orderings.
+            match self.cursor.compare_exchange_weak(c.0, c.next().0, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => {
+                    folds.fold(c.chunk_successes());
+                    c = c.next();
+                }
+                Err(actual) => c = Cursor(actual),
+            }
+        }
     }
 
     /// Counts a call with `mark`; `check` loads the generation word (see
@@ -243,20 +347,28 @@ impl CountWindow {
                 }
                 Gen::Stale => return false,
             }
-            // Is the chunk full? File it, then count this call in the next one.
-            let full = c.calls() >= CHUNK;
-            let next = if full {
+            // Is the chunk full? File it, then count this call in the next
+            // one (if the extras leave room there).
+            let full = c.is_full();
+            // Whether this CAS counts the call: not if the extras carried
+            // into the next chunk fill it.
+            let (next, counts) = if full {
                 self.file(c);
-                c.next().with(mark)
+                let next = c.next();
+                if next.is_full() { (next, false) } else { (next.with(mark), true) }
             } else {
-                c.with(mark)
+                (c.with(mark), true)
             };
             match self.cursor.compare_exchange_weak(c.0, next.0, Ordering::SeqCst, Ordering::SeqCst) {
                 Ok(_) => {
                     if full {
-                        folds.fold(c.successes());
+                        folds.fold(c.chunk_successes());
                     }
-                    return true;
+                    if counts {
+                        return true;
+                    }
+                    // Moved on by a chunk of extras only: again.
+                    c = next;
                 }
                 Err(actual) => c = Cursor(actual),
             }
@@ -276,7 +388,7 @@ impl CountWindow {
                 return;
             }
             // Is the cursor still on this chunk? (Loaded after `v`.)
-            if self.cursor.load(Ordering::SeqCst) != c.0 {
+            if !Cursor(self.cursor.load(Ordering::SeqCst)).same_full_chunk(c) {
                 return;
             }
             match word.compare_exchange_weak(v, want, Ordering::SeqCst, Ordering::SeqCst) {
@@ -316,10 +428,14 @@ impl CountWindow {
                 Gen::Stale => return None,
             }
             let mut t = Totals::default();
+            // The extra successes are the newest calls, then the chunk's.
+            let extra = c.extra().min(n);
+            t.calls += u64::from(extra);
+            let mut left = n - extra;
             let calls = c.calls();
-            let take = calls.min(n);
+            let take = calls.min(left);
             t.add_marks(c.marks(), calls - take, calls);
-            let mut left = n - take;
+            left -= take;
             let mut back = 1;
             while left > 0 && back <= c.filed() {
                 let number = c.chunk().wrapping_sub(u64::from(back)) & NUMBER_MASK;
@@ -342,7 +458,7 @@ impl CountWindow {
         }
     }
 
-    /// The successes in the chunk being filled.
+    /// The successes in the cursor: its chunk's and the extras.
     pub(crate) fn unfolded(&self) -> u64 {
         Cursor(self.cursor.load(Ordering::SeqCst)).successes()
     }
@@ -350,14 +466,13 @@ impl CountWindow {
     #[cfg_attr(loom, allow(dead_code, reason = "only shared regions check windows; loom builds have none"))]
     pub(crate) fn is_valid(&self) -> bool {
         // Relaxed: see `Window::is_valid`.
-        let c = self.cursor.load(Ordering::Relaxed);
-        let calls = (c >> CALLS_SHIFT) & CALLS_MASK;
-        let filed = (c >> FILED_SHIFT) & FILED_MASK;
-        let valid_cursor = calls <= u64::from(CHUNK)
-            && filed <= CHUNKS as u64
-            && c & MARKS_MASK & !span(0, calls as u32) == 0;
+        let c = Cursor(self.cursor.load(Ordering::Relaxed));
+        let filed = (c.0 >> FILED_SHIFT) & FILED_MASK;
+        // Any count may be found: a process that died after adding an extra
+        // success leaves the cursor full; the next caller moves it on.
+        let valid_cursor = filed <= CHUNKS as u64 && c.0 & MARKS_MASK & !span(0, c.calls()) == 0;
         // Relaxed: as above.
-        valid_cursor && self.ring.iter().all(|w| w.load(Ordering::Relaxed) >> 52 == 0)
+        valid_cursor && self.ring.iter().all(|w| w.load(Ordering::Relaxed) >> 48 == 0)
     }
 }
 
@@ -372,6 +487,17 @@ mod tests {
 
     fn folds() -> Successes {
         Successes { folded: AtomicU64::new(0), seen: AtomicU64::new(0) }
+    }
+
+    /// Counts a call as the breaker does: a plain success by `fetch_add`,
+    /// anything else by `add`.
+    fn record(w: &CountWindow, f: &Successes, (failed, slow): (bool, bool)) {
+        let generation = AtomicU64::new(0);
+        if !failed && !slow {
+            assert!(w.try_add_success(&generation, 0, f));
+        } else {
+            assert!(w.add(mark(failed, slow), &counting, f));
+        }
     }
 
     fn t(calls: u64, failures: u64, slow: u64) -> Totals {
@@ -403,13 +529,96 @@ mod tests {
                 if cfg!(miri) { 2 * (n + CHUNK) as usize + 37 } else { 2 * MAX_COUNT_WINDOW as usize + 37 };
             for i in 0..rounds {
                 let c = (i % 3 == 0, i % 7 < 2);
-                assert!(w.add(mark(c.0, c.1), &counting, &f));
+                record(&w, &f, c);
                 calls.push(c);
                 assert_eq!(w.totals(n, &counting), Some(reference(&calls, n as usize)), "n {n}, call {i}");
             }
             let successes = calls.iter().filter(|c| !c.0).count() as u64;
             assert_eq!(f.folded.load(Ordering::Relaxed) + w.unfolded(), successes);
         }
+    }
+
+    /// Successes whose `fetch_add` found the chunk full, with their callers
+    /// stalled before moving the cursor on: `extra` of them, then a failure.
+    fn extras_then_a_failure(extra: u32) {
+        let (w, f) = (CountWindow::new(), folds());
+        let mut calls = Vec::new();
+        for i in 0..CHUNK + 3 {
+            let c = (i % 4 == 0, i % 5 == 0);
+            record(&w, &f, c);
+            calls.push(c);
+        }
+        // Fill the cursor's chunk, then add past it as stalled callers would.
+        while Cursor(w.cursor.load(Ordering::Relaxed)).calls() < CHUNK {
+            record(&w, &f, (false, false));
+            calls.push((false, false));
+        }
+        for _ in 0..extra {
+            w.cursor.fetch_add(ONE_CALL, Ordering::SeqCst);
+            calls.push((false, false));
+        }
+        let n = 3 * CHUNK + 5;
+        assert_eq!(w.totals(n, &counting), Some(reference(&calls, n as usize)), "extras {extra}, before");
+        assert!(w.add(mark(true, false), &counting, &f));
+        calls.push((true, false));
+        assert_eq!(w.totals(n, &counting), Some(reference(&calls, n as usize)), "extras {extra}, after");
+        let successes = calls.iter().filter(|c| !c.0).count() as u64;
+        assert_eq!(f.folded.load(Ordering::Relaxed) + w.unfolded(), successes, "extras {extra}");
+    }
+
+    #[test]
+    fn successes_added_past_a_full_chunk_come_before_the_next_call() {
+        for extra in [1, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 3] {
+            extras_then_a_failure(extra);
+        }
+    }
+
+    #[test]
+    fn the_first_caller_past_a_full_chunk_moves_the_cursor_on() {
+        let (w, f) = (CountWindow::new(), folds());
+        for _ in 0..CHUNK {
+            record(&w, &f, (true, false));
+        }
+        record(&w, &f, (false, false));
+        let c = Cursor(w.cursor.load(Ordering::Relaxed));
+        assert_eq!((c.chunk(), c.calls(), c.extra(), c.filed()), (1, 1, 0, 1));
+        assert_eq!(w.totals(CHUNK + 1, &counting), Some(t(u64::from(CHUNK) + 1, u64::from(CHUNK), 0)));
+    }
+
+    #[test]
+    fn extras_left_by_a_mover_that_died_are_moved_on_once_help_after_wait() {
+        let (w, f) = (CountWindow::new(), folds());
+        for _ in 0..CHUNK {
+            record(&w, &f, (true, false));
+        }
+        // The mover's own extra and `HELP_AFTER - 2` others, their callers
+        // gone before moving anything (a process that died).
+        w.cursor.fetch_add(u64::from(HELP_AFTER - 1) * ONE_CALL, Ordering::SeqCst);
+        assert!(w.is_valid(), "extras left by a dead caller are a state, not garbage");
+        // The next finds fewer than HELP_AFTER waiting: it leaves them.
+        record(&w, &f, (false, false));
+        assert_eq!(Cursor(w.cursor.load(Ordering::Relaxed)).extra(), HELP_AFTER);
+        // The one after finds HELP_AFTER: it moves the cursor on, carrying all.
+        record(&w, &f, (false, false));
+        let c = Cursor(w.cursor.load(Ordering::Relaxed));
+        let carried = HELP_AFTER + 1;
+        assert_eq!(c.filed(), 1 + carried / CHUNK, "the extras filled chunks of their own");
+        assert_eq!((c.calls(), c.extra()), (carried % CHUNK, 0));
+        let n = CHUNK + carried;
+        assert_eq!(w.totals(n, &counting), Some(t(u64::from(n), u64::from(CHUNK), 0)));
+        assert_eq!(f.folded.load(Ordering::Relaxed) + w.unfolded(), u64::from(carried));
+    }
+
+    #[test]
+    fn a_restart_folds_the_extras_with_the_chunk() {
+        let (w, f) = (CountWindow::new(), folds());
+        for i in 0..CHUNK {
+            record(&w, &f, (i == 0, false));
+        }
+        w.cursor.fetch_add(5 * ONE_CALL, Ordering::SeqCst);
+        w.restart(&|| true, &f);
+        assert_eq!(f.folded.load(Ordering::Relaxed), u64::from(CHUNK) - 1 + 5);
+        assert_eq!(w.totals(100, &counting), Some(t(0, 0, 0)));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The rolling window: the calls recorded while the breaker is Closed, over
 //! which the failure-rate and slow-rate conditions are measured.
 //!
-//! Two kinds, chosen by the config:
+//! Two kinds, chosen by the config (a breaker's storage holds one of them,
+//! or both: see `kind`):
 //! - [`time`]: the calls of the last `buckets` epochs of one bucket width
 //!   each;
 //! - [`count`]: the last N calls, however long ago they were made.
@@ -40,6 +41,13 @@
 //!   CAS either lands before emptying, in counts that emptying then drops,
 //!   or fails and the retry sees the new generation.
 //!
+//! One exception, bounded: a count window's success is a `fetch_add` made
+//! *after* its load of this word (see [`count`]'s "A success racing a new
+//! generation"), so a success whose thread stalls between the two across
+//! the start of the next Closed generation counts in that window: at most
+//! one per recording thread, and a success, so it can delay a trip by one
+//! call and never cause one. Failures and slow calls have no exception.
+//!
 //! The generation is compared in full (32 bits): however many transitions
 //! pass without an outcome (a long outage, a thousand resets), an old
 //! window never looks current, short of the 2^32 wrap that the state word
@@ -69,9 +77,12 @@
 //! word's CAS.
 
 pub(crate) mod count;
+pub(crate) mod kind;
 pub(crate) mod time;
 
 use crossbeam_utils::CachePadded;
+
+use self::kind::Kind;
 
 use crate::breaker::config::BreakerConfig;
 use crate::sync::{AtomicU64, Ordering};
@@ -131,26 +142,25 @@ impl Successes {
     }
 }
 
-/// Both kinds of window; a breaker uses the one its config names.
+/// A rolling window of one or both kinds (`K`: see `kind`), with the
+/// parts they share.
 #[repr(C)]
 #[derive(Debug)]
-pub(crate) struct Window {
+pub(crate) struct Window<K> {
     /// The generation word (see the module docs); read by every outcome,
     /// written once per Closed generation.
     generation: CachePadded<AtomicU64>,
     successes: Successes,
-    time: time::TimeWindow,
-    count: count::CountWindow,
+    kinds: K,
 }
 
-impl Window {
+impl<K: Kind> Window<K> {
     #[inline]
     pub(crate) fn new() -> Self {
         Self {
             generation: CachePadded::new(AtomicU64::new(gen_word(0, false))),
             successes: Successes { folded: AtomicU64::new(0), seen: AtomicU64::new(0) },
-            time: time::TimeWindow::new(),
-            count: count::CountWindow::new(),
+            kinds: K::new(),
         }
     }
 
@@ -171,23 +181,14 @@ impl Window {
         current: impl Fn() -> bool,
     ) -> bool {
         let check = || self.check(cfg, generation, &current);
-        if cfg.counted() {
-            self.count.add(count::mark(failed, slow), &check, &self.successes)
-        } else {
-            self.time.add(epoch, cfg.window_buckets, failed, slow, &check, &self.successes)
-        }
+        self.kinds.add(cfg, epoch, failed, slow, &check, &self.successes)
     }
 
     /// [`add`](Self::add) for a success that is not slow, in its common
     /// case only (see each kind's fast attempt): `false` means call `add`.
     #[inline(always)]
     pub(crate) fn try_add_success(&self, cfg: &BreakerConfig, generation: u32, epoch: u64) -> bool {
-        let counting = gen_word(generation, false);
-        if cfg.counted() {
-            self.count.try_add(count::mark(false, false), &self.generation, counting)
-        } else {
-            self.time.try_add_success(epoch, &self.generation, counting)
-        }
+        self.kinds.try_add_success(cfg, epoch, &self.generation, gen_word(generation, false), &self.successes)
     }
 
     /// The totals over the window of `generation`, or `None` if that
@@ -199,11 +200,7 @@ impl Window {
         current: impl Fn() -> bool,
     ) -> Option<Totals> {
         let check = || self.check(cfg, generation, &current);
-        if cfg.counted() {
-            self.count.totals(cfg.window_calls, &check)
-        } else {
-            self.time.totals(cfg.window_buckets, &check, &self.successes)
-        }
+        self.kinds.totals(cfg, &check, &self.successes)
     }
 
     /// Loads the generation word for an outcome of `generation`, after the
@@ -236,11 +233,7 @@ impl Window {
         }
         // Starting: empty the window while the word still says so, then say it is done.
         let still = || self.generation.load(Ordering::SeqCst) == starting;
-        if cfg.counted() {
-            self.count.restart(&still, &self.successes);
-        } else {
-            self.time.restart(&still);
-        }
+        self.kinds.restart(cfg, &still, &self.successes);
         // SeqCst: see the module's Orderings; failing means another helper finished.
         let _ = self.generation.compare_exchange(
             starting,
@@ -254,7 +247,7 @@ impl Window {
     /// loom models only: see [`time::TimeWindow::yield_in_fast_path`].
     #[cfg(loom)]
     pub(crate) fn yield_in_fast_path(&self) {
-        self.time.yield_in_fast_path();
+        self.kinds.yield_in_fast_path();
     }
 
     /// Successes counted in the window, dropped or not, when successes are
@@ -263,7 +256,7 @@ impl Window {
         // Acquire pairs with the Release in `Successes::fold`: read before
         // the live words, so that a success is never counted twice.
         let folded = self.successes.folded.load(Ordering::Acquire);
-        let live = self.time.unfolded().wrapping_add(self.count.unfolded());
+        let live = self.kinds.unfolded();
         let total = folded.wrapping_add(live);
         // Relaxed: one word, read and raised on its own.
         let before = self.successes.seen.fetch_max(total, Ordering::Relaxed);
@@ -278,7 +271,6 @@ impl Window {
         // Relaxed: a check of values; the caller's Acquire on the region's
         // magic ordered their initialisation before it.
         self.generation.load(Ordering::Relaxed) & !(STARTING | u64::from(u32::MAX)) == 0
-            && self.time.is_valid()
-            && self.count.is_valid()
+            && self.kinds.is_valid()
     }
 }

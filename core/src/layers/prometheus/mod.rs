@@ -201,6 +201,12 @@ impl Registry {
         bulkhead_families(sink, &bulkheads)?;
         stale_families(sink, &stale)?;
         rate::rate_families(sink, &limiters)?;
+        #[cfg(feature = "keyed")]
+        {
+            let maps = self.keyed();
+            let rows: Vec<_> = maps.iter().map(|m| (m.keyed_name(), m.keyed_row())).collect();
+            crate::layers::keyed::keyed_families(sink, &rows)?;
+        }
         let cores: Vec<&crate::breaker::Breaker> = named.iter().map(|b| b.breaker()).collect();
         source::source_rows(sink, &cores)
     }

@@ -5,6 +5,7 @@
 use core::fmt;
 use core::time::Duration;
 use std::boxed::Box;
+use std::string::String;
 use std::sync::Arc;
 
 use ::reqwest::{Request, Response};
@@ -18,6 +19,7 @@ use crate::layers::clock::MonotonicClock;
 use crate::layers::events::{Events, RetryCause};
 use crate::layers::http::UsageKind;
 use crate::layers::http::{assess, retry_after};
+use crate::layers::keyed::Breakers;
 use crate::layers::named::NamedBreaker;
 use crate::layers::pipeline::Nesting;
 use crate::layers::reqwest::rate::{Limits, RateLimit, SyncRule, SyncRules};
@@ -37,7 +39,7 @@ use crate::retry::policy::{RetryAll, RetryPolicy, Verdict};
 /// See the [module docs](super) for what it does with each answer, and an
 /// example.
 pub struct GuardMiddleware<C: Clock = MonotonicClock, Tm = TokioTimer> {
-    breaker: Arc<NamedBreaker<C>>,
+    breaker: Guard<C>,
     bulkhead: Option<Arc<Bulkhead>>,
     /// How long an attempt waits for a bulkhead slot; zero: not at all.
     bulkhead_wait: Duration,
@@ -52,6 +54,39 @@ pub struct GuardMiddleware<C: Clock = MonotonicClock, Tm = TokioTimer> {
     rate_wait: Duration,
     rate_sync: SyncRules,
     timer: Tm,
+}
+
+/// The breaker a request goes through: one for all, or its host's.
+enum Guard<C: Clock> {
+    One(Arc<NamedBreaker<C>>),
+    /// The map, and its lookup (made where its bounds hold).
+    PerHost(Arc<Breakers<String, C>>, fn(&Breakers<String, C>, &str) -> Arc<NamedBreaker<C>>),
+}
+
+impl<C: Clock> Guard<C> {
+    fn name(&self) -> &str {
+        match self {
+            Guard::One(b) => b.name(),
+            Guard::PerHost(m, _) => m.name(),
+        }
+    }
+}
+
+/// The key of a request's host in a per-host map: the host and, where the
+/// URL names one, the port (`api.binance.com`, `127.0.0.1:8080`).
+/// No user name or password: they would end in the breaker's name and
+/// the metrics labels. No allocation: a slice of the URL as it is written.
+fn host_key(url: &::reqwest::Url) -> &str {
+    let Some(host) = url.host_str() else { return "" };
+    let all = url.as_str();
+    // The host is a slice of the URL's text; the port follows it.
+    let start = (host.as_ptr() as usize).wrapping_sub(all.as_ptr() as usize);
+    let after = start.saturating_add(host.len());
+    let port = match (url.port(), all.get(after..)) {
+        (Some(_), Some(rest)) => rest.find(['/', '?', '#']).unwrap_or(rest.len()),
+        _ => 0,
+    };
+    all.get(start..after + port).unwrap_or(host)
 }
 
 /// How long one attempt may take unless [`GuardMiddleware::timeout`] says
@@ -76,6 +111,33 @@ impl<C: Clock> GuardMiddleware<C, TokioTimer> {
     /// 30 s ([`timeout`](Self::timeout)), no bulkhead, waits on tokio's
     /// timer.
     pub fn new(breaker: Arc<NamedBreaker<C>>) -> Self {
+        Self::guarding(Guard::One(breaker))
+    }
+
+    /// Guards every request with the breaker of its host (and port) in
+    /// `per_host`, made from the map's template the first time a host is
+    /// seen; otherwise as [`new`](Self::new). A host that is down trips its
+    /// own breaker and no other's.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use tripwire::keyed::Breakers;
+    /// use tripwire::reqwest::GuardMiddleware;
+    /// use tripwire::BreakerConfig;
+    ///
+    /// let per_host = Arc::new(Breakers::new("exchanges", BreakerConfig::default()));
+    /// let client = GuardMiddleware::per_host(per_host.clone()).client(reqwest::Client::new());
+    /// assert!(per_host.is_empty(), "a breaker is made by a host's first request");
+    /// ```
+    pub fn per_host(per_host: Arc<Breakers<String, C>>) -> Self
+    where
+        C: Clone + Send + Sync + 'static,
+    {
+        Self::guarding(Guard::PerHost(per_host, |map, host| map.get(host)))
+    }
+
+    fn guarding(breaker: Guard<C>) -> Self {
         Self {
             breaker,
             bulkhead: None,
@@ -242,9 +304,22 @@ impl<C: Clock, Tm> GuardMiddleware<C, Tm> {
         }
     }
 
-    /// The breaker.
-    pub fn breaker(&self) -> &Arc<NamedBreaker<C>> {
-        &self.breaker
+    /// The breaker every request goes through; `None` for a middleware
+    /// made with [`per_host`](Self::per_host).
+    pub fn breaker(&self) -> Option<&Arc<NamedBreaker<C>>> {
+        match &self.breaker {
+            Guard::One(b) => Some(b),
+            Guard::PerHost(..) => None,
+        }
+    }
+
+    /// The map of per-host breakers, for a middleware made with
+    /// [`per_host`](Self::per_host).
+    pub fn breakers(&self) -> Option<&Arc<Breakers<String, C>>> {
+        match &self.breaker {
+            Guard::One(_) => None,
+            Guard::PerHost(m, _) => Some(m),
+        }
     }
 }
 
@@ -390,8 +465,12 @@ where
     /// the policy and the budget allow.
     async fn send(&self, req: Request, extensions: &mut Extensions, next: Next<'_>) -> Result<Response> {
         let ration = self.rate.as_ref().map(|r| r.ration(&req));
+        let breaker = match &self.breaker {
+            Guard::One(b) => b.clone(),
+            Guard::PerHost(m, get) => get(m, host_key(req.url())),
+        };
         let plan = Plan {
-            breaker: Some(&*self.breaker),
+            breaker: Some(&*breaker),
             bulkhead: self.bulkhead.as_deref(),
             bulkhead_wait: self.bulkhead_wait,
             rate: ration.as_deref().map(|r| r as &dyn Rationed),
@@ -440,6 +519,18 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_key_is_host_and_port_as_written_without_credentials() {
+        let key = |u: &str| std::string::ToString::to_string(host_key(&u.parse().unwrap()));
+        assert_eq!(key("https://api.binance.com/api/v3/depth?symbol=BTCUSDT"), "api.binance.com");
+        assert_eq!(key("http://127.0.0.1:8080/book"), "127.0.0.1:8080");
+        assert_eq!(key("http://user:secret@127.0.0.1:8080"), "127.0.0.1:8080");
+        assert_eq!(key("http://[::1]:9000/x"), "[::1]:9000");
+        assert_eq!(key("https://Example.COM:443/"), "example.com", "the default port is not written");
+        assert_eq!(key("http://h:1#frag"), "h:1");
+        assert_eq!(key("data:text/plain,hi"), "", "no host");
+    }
 
     #[test]
     fn the_head_keeps_status_headers_and_url_and_drops_the_body() {

@@ -30,6 +30,16 @@ use crate::refusal::refusal;
 /// other. The request may be anything. See the [module docs](super) for the
 /// order of layers.
 ///
+/// # Cost
+/// A Closed call reads no clock (unless the breaker keeps a time window
+/// or times slow calls); a refused one reads the breaker's clock once, for
+/// its `retry_after`, and with [`MonotonicClock`] that read is most of the
+/// refusal's cost. A breaker made with
+/// [`NamedBreaker::with_clock`] and [`CachedClock::global`](crate::clock::CachedClock::global)
+/// refuses with one load, its cool-downs then ending up to a millisecond
+/// late: see the [guide's tower chapter](crate::guide::tower) for the
+/// trade-off and the figures.
+///
 /// # Examples
 /// ```
 /// use std::sync::Arc;
@@ -132,17 +142,26 @@ where
         self.inner.poll_ready(cx).map_err(CallError::Inner)
     }
 
+    #[inline(always)]
     fn call(&mut self, req: Req) -> Self::Future {
-        match self.breaker.permit_owned() {
-            Ok(permit) => ResponseFuture {
-                state: State::Running {
-                    future: self.inner.call(req),
-                    permit: Some(permit),
-                    classifier: self.classifier.clone(),
-                },
-            },
-            Err(rejected) => ResponseFuture { state: State::Rejected { rejected: Some(rejected) } },
-        }
+        admit(&self.breaker, &mut self.inner, req, &self.classifier)
+    }
+}
+
+/// A call of `inner` if `breaker` admits it, or its refusal, as the future
+/// that records the outcome: the call of the breaker's services, keyed or not.
+#[inline(always)]
+pub(crate) fn admit<S: Service<Req>, Req, K: Clone, C: Clock>(
+    breaker: &Arc<NamedBreaker<C>>,
+    inner: &mut S,
+    req: Req,
+    classifier: &K,
+) -> ResponseFuture<S::Future, K, C> {
+    match breaker.permit_owned() {
+        Ok(permit) => ResponseFuture {
+            state: State::Running { future: inner.call(req), permit, classifier: classifier.clone() },
+        },
+        Err(rejected) => ResponseFuture { state: State::Rejected { rejected: Some(rejected) } },
     }
 }
 
@@ -162,7 +181,10 @@ pin_project_lite::pin_project! {
         Running {
             #[pin]
             future: F,
-            permit: Option<OwnedNamedPermit<C>>,
+            // Settled in place when the call completes, so that the
+            // future's drop records nothing more; dropped unsettled (the
+            // caller gave up), it records the call as ignored.
+            permit: OwnedNamedPermit<C>,
             classifier: K,
         },
     }
@@ -183,6 +205,7 @@ where
 {
     type Output = Result<Res, CallError<Err>>;
 
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             StateProj::Rejected { rejected } => {
@@ -191,17 +214,29 @@ where
             }
             StateProj::Running { future, permit, classifier } => {
                 let result = core::task::ready!(future.poll(cx));
-                if let Some(p) = permit.take() {
-                    p.settle(match &result {
-                        // An inner guard refused the call: it never reached the
-                        // dependency, so it says nothing of it.
-                        Err(e) if refusal(e).is_some() => Assessment::Ignored,
-                        _ => classifier.classify(&result),
-                    });
-                }
+                permit.settle_in_place(match &result {
+                    Ok(_) => classifier.classify(&result),
+                    Err(_) => assess_error(classifier, &result),
+                });
                 Poll::Ready(result.map_err(CallError::Inner))
             }
         }
+    }
+}
+
+/// The assessment of a call that ended in an error, out of line so that
+/// `poll` stays small enough to inline into its caller.
+#[cold]
+#[inline(never)]
+fn assess_error<Res, Err: ServiceError, K: ClassifyResult<Res, Err>>(
+    classifier: &K,
+    result: &Result<Res, Err>,
+) -> Assessment {
+    match result {
+        // An inner guard refused the call: it never reached the
+        // dependency, so it says nothing of it.
+        Err(e) if refusal(e).is_some() => Assessment::Ignored,
+        _ => classifier.classify(result),
     }
 }
 

@@ -14,7 +14,7 @@
 //! | layer | request | response | error |
 //! | --- | --- | --- | --- |
 //! | [`BulkheadLayer`] | any | any | any |
-//! | [`BreakerLayer`] | any | what its classifier judges: `http::Response<_>` for [`HttpClassifier`], anything for a closure given to `classify` | [`ServiceError`]: `std::error::Error + 'static` |
+//! | [`BreakerLayer`], [`KeyedBreakerLayer`] | any (the keyed layer: what its key function reads) | what its classifier judges: `http::Response<_>` for [`HttpClassifier`], anything for a closure given to `classify` | [`ServiceError`]: `std::error::Error + 'static` |
 //! | [`RetryLayer`] | [`RetryRequest`]: `Clone + Send + 'static` | as for the breaker, and `Send` | [`ServiceError`], and `Send` |
 //! | [`TimeoutLayer`] | any | any | any |
 //! | [`RateLimitLayer`] | what its cost function reads | any | any; the service is `Clone` (a call that waits is made by the clone made ready) |
@@ -89,6 +89,7 @@ mod breaker;
 mod bulkhead;
 pub(crate) mod call_patterns;
 mod classify_fn;
+mod keyed;
 mod rate_limit;
 #[cfg(feature = "reqwest")]
 mod reqwest;
@@ -102,6 +103,7 @@ pub use call_patterns::Ready;
 // The classifier of every integration, also named here for tower stacks.
 pub use crate::layers::classify::{ClassifyResult, HttpClassifier};
 pub use classify_fn::ClassifyFn;
+pub use keyed::{Host, KeyedBreakerLayer, KeyedBreakerService, host};
 pub use rate_limit::{RateLimitError, RateLimitFuture, RateLimitLayer, RateLimitService};
 #[cfg(feature = "reqwest")]
 pub use reqwest::{ReqwestFuture, ReqwestService, reqwest_service};

@@ -1,0 +1,322 @@
+use std::string::{String, ToString};
+use std::sync::Arc;
+use std::thread;
+use std::vec::Vec;
+
+use super::*;
+use crate::breaker::{NoWindow, Windows};
+use crate::clock::ManualClock;
+
+type Clk = &'static ManualClock;
+
+/// A clock the test and the map share.
+fn clock(at: u64) -> Clk {
+    std::boxed::Box::leak(std::boxed::Box::new(ManualClock::new(at)))
+}
+
+fn trips_on_one() -> BreakerConfig {
+    BreakerConfig::builder().failure_threshold(1).open_timeout(Duration::from_secs(30)).build().unwrap()
+}
+
+fn map(capacity: usize, idle: Duration) -> Breakers<String, Clk> {
+    Breakers::<String>::builder("m", trips_on_one())
+        .capacity(capacity)
+        .idle_after(idle)
+        .clock(clock(0))
+        .build()
+        .unwrap()
+}
+
+fn fail(m: &Breakers<String, Clk>, key: &str) {
+    let _ = m.call(key, || Err::<(), _>("down"));
+}
+
+fn state(m: &Breakers<String, Clk>, key: &str) -> State {
+    m.with(key, |b| b.state())
+}
+
+#[test]
+fn each_key_has_its_own_breaker_named_after_it() {
+    let m = map(10, Duration::from_secs(60));
+    fail(&m, "a");
+    assert_eq!(state(&m, "a"), State::Open);
+    assert_eq!(state(&m, "b"), State::Closed);
+    assert_eq!(m.with("a", |b| b.name().to_string()), "m/a");
+    assert_eq!(m.len(), 2);
+    assert!(Arc::ptr_eq(&m.get("a"), &m.get("a")), "one breaker per key");
+    assert_eq!(m.counts(), KeyedCounts { live: 2, created: 2, evicted: 0, overflow_calls: 0 });
+}
+
+#[test]
+fn a_full_map_sends_new_keys_to_the_overflow_breaker() {
+    let m = map(2, Duration::from_secs(60));
+    fail(&m, "a");
+    let _ = m.call("b", || Ok::<_, ()>(()));
+    // "c" and "d" share the overflow breaker: one failure opens it for both.
+    fail(&m, "c");
+    assert_eq!(state(&m, "d"), State::Open);
+    assert_eq!(m.with("d", |b| b.name().to_string()), "m/(overflow)");
+    assert_eq!(m.len(), 2);
+    // Every lookup counts: the failure, and the two looks at "d".
+    assert_eq!(m.counts().overflow_calls, 3);
+    // The keys that have breakers keep theirs.
+    assert_eq!(state(&m, "a"), State::Open);
+    assert_eq!(state(&m, "b"), State::Closed);
+}
+
+#[test]
+fn a_breaker_unused_for_a_whole_period_is_evicted_and_a_used_one_is_not() {
+    let idle = Duration::from_secs(60);
+    let m = map(10, idle);
+    let _ = m.call("idle", || Ok::<_, ()>(()));
+    let _ = m.call("busy", || Ok::<_, ()>(()));
+    // Period 1 ends: nothing is evicted yet (both were used in it).
+    m.clock.advance(idle);
+    assert_eq!(m.evict_idle(), 0);
+    let _ = m.call("busy", || Ok::<_, ()>(()));
+    assert_eq!(m.last_used(&"busy".to_string()), Some(2));
+    // Period 2 ends: "idle" was not used in it.
+    m.clock.advance(idle);
+    assert_eq!(m.evict_idle(), 1);
+    assert_eq!(m.len(), 1);
+    assert_eq!(m.last_used(&"idle".to_string()), None);
+    assert_eq!(m.counts().evicted, 1);
+    // Before a whole period has passed, no sweep runs.
+    m.clock.advance(idle - Duration::from_nanos(1));
+    assert_eq!(m.evict_idle(), 0);
+    // A key evicted comes back with a new, Closed breaker.
+    let _ = m.call("idle", || Ok::<_, ()>(()));
+    assert_eq!(m.len(), 2);
+    assert_eq!(m.counts().created, 3);
+}
+
+#[test]
+fn an_open_breaker_is_kept_however_long_it_idles() {
+    let idle = Duration::from_secs(60);
+    let m = map(10, idle);
+    fail(&m, "down");
+    for _ in 0..5 {
+        m.clock.advance(idle);
+        assert_eq!(m.evict_idle(), 0);
+    }
+    assert_eq!(state(&m, "down"), State::Open, "the outage is remembered");
+}
+
+#[test]
+fn a_new_key_runs_the_sweep_that_is_due_and_takes_the_room_it_makes() {
+    let idle = Duration::from_secs(60);
+    let m = map(1, idle);
+    let _ = m.call("old", || Ok::<_, ()>(()));
+    m.clock.advance(2 * idle);
+    // The sweep due by then evicts "old" (unused for a whole period)...
+    // (the first sweep only ends period 1, in which "old" was used)
+    let _ = m.call("new", || Ok::<_, ()>(()));
+    assert_eq!(
+        m.with("new", |b| b.name().to_string()),
+        "m/(overflow)",
+        "one sweep: old was used in period 1"
+    );
+    m.clock.advance(idle);
+    let _ = m.call("new", || Ok::<_, ()>(()));
+    assert_eq!(m.with("new", |b| b.name().to_string()), "m/new");
+    assert_eq!(m.len(), 1);
+}
+
+#[test]
+fn a_clock_that_goes_back_or_jumps_never_panics_or_evicts_early() {
+    let idle = Duration::from_secs(60);
+    let m = Breakers::<String>::builder("m", trips_on_one())
+        .idle_after(idle)
+        .clock(clock(u64::MAX - 10))
+        .build()
+        .unwrap();
+    let _ = m.call("a", || Ok::<_, ()>(()));
+    m.clock.set(0);
+    assert_eq!(m.evict_idle(), 0, "a clock gone back is no time passed");
+    m.clock.set(u64::MAX);
+    assert_eq!(m.evict_idle(), 0);
+    assert_eq!(m.len(), 1);
+}
+
+#[test]
+fn settings_out_of_range_are_refused_naming_the_field() {
+    let b = || Breakers::<String>::builder("m", BreakerConfig::default());
+    let e = b().capacity(0).build().unwrap_err();
+    assert_eq!((e.config(), e.field()), ("keyed breakers", "capacity"));
+    let e = b().idle_after(Duration::ZERO).build().unwrap_err();
+    assert_eq!(e.field(), "idle_after");
+    assert!(e.to_string().contains("idle_after"), "{e}");
+    let e = b().label_cap(10_001).build().unwrap_err();
+    assert_eq!(e.field(), "label_cap");
+}
+
+#[test]
+fn threads_making_one_key_at_once_share_one_breaker() {
+    let m: Arc<Breakers<String>> = Arc::new(Breakers::new("m", trips_on_one()));
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let m = m.clone();
+            thread::spawn(move || {
+                (0..200).map(|i| Arc::as_ptr(&m.get(&(i % 50).to_string())) as usize).collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let seen: Vec<Vec<usize>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    for i in 0..200 {
+        assert!(seen.iter().all(|s| s[i] == seen[0][i]), "key {} had two breakers", i % 50);
+    }
+    assert_eq!(m.len(), 50);
+    assert_eq!(m.counts().created, 50);
+}
+
+#[test]
+fn the_export_names_at_most_the_cap_of_keys_open_ones_first() {
+    let m: Breakers<String, Clk> =
+        Breakers::<String>::builder("m", trips_on_one()).label_cap(2).clock(clock(0)).build().unwrap();
+    for k in ["a", "b", "c", "d"] {
+        let _ = m.call(k, || Ok::<_, ()>(()));
+    }
+    fail(&m, "c");
+    let row = m.keyed_row();
+    assert_eq!(row.named.len(), 2);
+    assert_eq!(row.named[0], (String::from("c"), State::Open));
+    assert_eq!(row.in_state[State::Closed as usize], 3);
+    assert_eq!(row.in_state[State::Open as usize], 1);
+    let mut text = String::new();
+    keyed_families(&mut crate::layers::prometheus::Text::new(&mut text), &[("m", row)]).unwrap();
+    assert!(text.contains("tripwire_keyed_unnamed_breakers{breakers=\"m\"} 2\n"), "{text}");
+    assert_eq!(text.matches("tripwire_keyed_breaker_state{").count(), 2 * State::ALL.len());
+}
+
+/// What a map on storage `W` does with one run of calls: a failure, a
+/// success, a call while Open, a key sent to the overflow breaker, a
+/// cool-down and its probe, two idle periods. Returns what each call and
+/// look saw, the counts and the export's row before the sweeps, and how
+/// many each sweep evicted.
+fn run<W: Windows>(
+    m: &Breakers<String, Clk, DefaultHasher, W>,
+) -> (Vec<bool>, Vec<State>, KeyedRow, [usize; 2]) {
+    let call = |key: &str, ok: bool| m.call(key, || if ok { Ok(()) } else { Err("down") }).is_ok();
+    let look = |states: &mut Vec<State>| states.extend(["a", "b", "c"].map(|k| m.with(k, |b| b.state())));
+    let (mut calls, mut states) = (Vec::new(), Vec::new());
+    calls.extend([call("a", false), call("b", true), call("a", true), call("c", false)]);
+    look(&mut states);
+    m.clock.advance(Duration::from_secs(30));
+    calls.push(call("a", true));
+    look(&mut states);
+    // The keys named in no particular order: sorted, to compare.
+    let mut row = m.keyed_row();
+    row.named.sort_by(|a, b| a.0.cmp(&b.0));
+    let idle = Duration::from_nanos(m.idle_after);
+    m.clock.advance(idle);
+    let first = m.evict_idle();
+    m.clock.advance(idle);
+    (calls, states, row, [first, m.evict_idle()])
+}
+
+#[test]
+fn a_windowless_map_trips_recovers_and_evicts_as_the_default_one_does() {
+    let idle = Duration::from_secs(60);
+    let windowless: Breakers<String, Clk, DefaultHasher, NoWindow> =
+        Breakers::<String>::builder("m", trips_on_one())
+            .capacity(2)
+            .idle_after(idle)
+            .clock(clock(0))
+            .storage::<NoWindow>()
+            .build()
+            .unwrap();
+    let default = map(2, idle);
+    let seen = run(&windowless);
+    assert_eq!(seen, run(&default));
+    assert_eq!(windowless.counts(), default.counts());
+    // "a" failed and opened, "b" passed, "a" was refused while Open, "c"
+    // found the map full and failed on the overflow breaker; after the
+    // cool-down, "a"'s probe passed and closed it.
+    let (calls, states, row, evicted) = seen;
+    assert_eq!(calls, [false, true, false, false, true]);
+    use State::{Closed, Open};
+    assert_eq!(states, [Open, Closed, Open, Closed, Closed, Open]);
+    // "c"'s call and its two looks went to the overflow breaker.
+    assert_eq!(row.counts.overflow_calls, 3);
+    assert_eq!(row.in_state[Closed as usize], 2);
+    // Unused for the whole second period, both keys are evicted.
+    assert_eq!(evicted, [0, 2]);
+    assert_eq!(windowless.len(), 0);
+}
+
+#[test]
+fn a_windowless_map_refuses_a_windowed_template_naming_the_field() {
+    let windowless = |template| Breakers::<String>::builder("m", template).storage::<NoWindow>().build();
+    let rate =
+        BreakerConfig::builder().failure_threshold(0).failure_rate(0.5).count_window(20).build().unwrap();
+    let e = windowless(rate).unwrap_err();
+    assert_eq!((e.config(), e.field()), ("breaker", "failure_rate"));
+    assert!(e.to_string().contains("NoWindow"), "{e}");
+    let slow = BreakerConfig::builder().slow_call(Duration::from_secs(1)).slow_rate(0.5).build().unwrap();
+    assert_eq!(windowless(slow).unwrap_err().field(), "slow_rate");
+    // The settings are checked first; the default storage takes any template.
+    let e = Breakers::<String>::builder("m", rate).capacity(0).storage::<NoWindow>().build().unwrap_err();
+    assert_eq!(e.field(), "capacity");
+    assert!(Breakers::<String>::builder("m", rate).build().is_ok());
+    assert!(windowless(trips_on_one()).is_ok());
+}
+
+/// A slot that counts the slots made and dropped.
+#[derive(Debug)]
+struct Counted {
+    filled: std::sync::OnceLock<u32>,
+    drops: Arc<AtomicUsize>,
+}
+
+static SLOT_DROPS: std::sync::OnceLock<Arc<AtomicUsize>> = std::sync::OnceLock::new();
+
+impl Default for Counted {
+    fn default() -> Self {
+        Self {
+            filled: std::sync::OnceLock::new(),
+            drops: Arc::clone(SLOT_DROPS.get_or_init(Default::default)),
+        }
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn a_slot_lives_beside_its_key_breaker_from_creation_to_eviction() {
+    let idle = Duration::from_secs(60);
+    let m: Breakers<String, Clk, DefaultHasher, AnyWindow, Counted> =
+        Breakers::<String>::builder("m", trips_on_one())
+            .capacity(2)
+            .idle_after(idle)
+            .clock(clock(0))
+            .slot::<Counted>()
+            .build()
+            .unwrap();
+    // Filled on the first lookup, found again by the next.
+    let fill = |key: &str, v: u32| m.with_slot(key, |_, slot| *slot.filled.get_or_init(|| v));
+    assert_eq!(fill("a", 1), 1);
+    assert_eq!(fill("a", 2), 1, "one slot per key");
+    assert_eq!(fill("b", 3), 3);
+    // The map is full: "c" and "d" share the overflow breaker's slot.
+    assert_eq!(fill("c", 4), 4);
+    assert_eq!(fill("d", 5), 4);
+    m.with_slot("d", |b, _| assert_eq!(b.name(), "m/(overflow)"));
+    let mut seen = Vec::new();
+    m.for_each_slot(|key, _, slot| seen.push((key.cloned(), slot.filled.get().copied())));
+    seen.sort();
+    assert_eq!(seen, [(None, Some(4)), (Some("a".to_string()), Some(1)), (Some("b".to_string()), Some(3))]);
+    // "a" idles two periods and is evicted; it comes back with a new slot.
+    m.clock.advance(idle);
+    assert_eq!(m.evict_idle(), 0);
+    let _ = fill("b", 0);
+    m.clock.advance(idle);
+    assert_eq!(m.evict_idle(), 1);
+    assert_eq!(fill("a", 6), 6, "an evicted key's slot goes with its breaker");
+    // Every slot made is dropped once: a, b, the overflow's and the new a.
+    drop(m);
+    assert_eq!(SLOT_DROPS.get().unwrap().load(Ordering::Relaxed), 4);
+}
