@@ -26,15 +26,8 @@ use crate::registry;
 use crate::shared::Mapping;
 use crate::snapshot::Snapshot;
 use crate::state::state_name;
+use crate::ticket::HeldTicket;
 use crate::with_stack::WithStack;
-
-/// Proof that a call was admitted; hand it back with the outcome. Used by
-/// the asyncio helpers; most code never sees one.
-#[pyclass(module = "tripwire", frozen)]
-#[derive(Debug)]
-pub struct Ticket {
-    pub(crate) ticket: tripwire::Ticket,
-}
 
 /// A circuit breaker.
 ///
@@ -74,6 +67,43 @@ impl Breaker {
     /// What a fleet joins: the core breaker, its clock and its name.
     pub(crate) fn joinable(&self, py: Python<'_>) -> (Arc<CoreBreaker>, ClockSource, Py<PyAny>) {
         (self.core.clone(), self.clock.clone(), self.name.clone_ref(py))
+    }
+
+    /// This breaker's settings (clock, classification, timeout) around
+    /// another core, named `name`, telling `listeners`: what a keyed map
+    /// whose template this is hands out for one key.
+    pub(crate) fn around(
+        &self,
+        py: Python<'_>,
+        core: Arc<CoreBreaker>,
+        name: Py<PyAny>,
+        listeners: &Listeners,
+    ) -> Self {
+        Self {
+            core,
+            clock: self.clock.clone(),
+            manual_clock: self.manual_clock.as_ref().map(|c| c.clone_ref(py)),
+            classifier: self.classifier.clone_ref(py),
+            listeners: listeners.share(),
+            name,
+            with_stack: self.with_stack.another(py),
+            timeout: self.timeout,
+        }
+    }
+
+    /// The clock it reads.
+    /// How it judges a call's result or error.
+    pub(crate) fn classifier(&self) -> &Classifier {
+        &self.classifier
+    }
+
+    pub(crate) fn clock_source(&self) -> &ClockSource {
+        &self.clock
+    }
+
+    /// Its listeners now, in a list of their own.
+    pub(crate) fn listener_list(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
+        self.listeners.current().iter().map(|l| l.clone_ref(py)).collect()
     }
 
     /// Asks to make a call: a ticket, or `CircuitOpenError`.
@@ -142,7 +172,7 @@ impl Breaker {
     /// raises is reported through `sys.unraisablehook` and does not stop
     /// the others, nor the call whose outcome caused the transition.
     #[cold]
-    fn notify(slf: &Bound<'_, Self>, t: Transition) {
+    pub(crate) fn notify(slf: &Bound<'_, Self>, t: Transition) {
         let py = slf.py();
         let listeners = slf.get().listeners.current();
         if listeners.is_empty() {
@@ -552,7 +582,7 @@ impl Breaker {
         };
         aio(py)?.getattr(intern!(py, "exit_within"))?.call1((
             slf,
-            Ticket { ticket },
+            HeldTicket(ticket),
             scope,
             exc_type,
             exc,
@@ -568,28 +598,25 @@ impl Breaker {
         Ok(())
     }
 
-    /// Asks to make a call: a `Ticket`, or raises `CircuitOpenError`.
-    fn _acquire(slf: &Bound<'_, Self>) -> PyResult<Ticket> {
-        Ok(Ticket { ticket: Self::acquire(slf)? })
+    /// Asks to make a call: a ticket (an `int`, or a `Ticket` if it carries
+    /// a start time), or raises `CircuitOpenError`.
+    fn _acquire(slf: &Bound<'_, Self>) -> PyResult<HeldTicket> {
+        Ok(HeldTicket(Self::acquire(slf)?))
     }
 
     /// Records a call that returned `result`.
-    fn _record_result(
-        slf: &Bound<'_, Self>,
-        ticket: &Bound<'_, Ticket>,
-        result: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        Self::record_result(slf, ticket.get().ticket, result)
+    fn _record_result(slf: &Bound<'_, Self>, ticket: HeldTicket, result: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::record_result(slf, ticket.0, result)
     }
 
     /// Records a call that raised `exc`.
-    fn _record_error(slf: &Bound<'_, Self>, ticket: &Bound<'_, Ticket>, exc: &Bound<'_, PyAny>) {
+    fn _record_error(slf: &Bound<'_, Self>, ticket: HeldTicket, exc: &Bound<'_, PyAny>) {
         let err = PyErr::from_value(exc.clone());
-        Self::record_error(slf, ticket.get().ticket, &err);
+        Self::record_error(slf, ticket.0, &err);
     }
 
     /// Records an outcome given by name: "success", "failure" or "ignored".
-    fn _record(slf: &Bound<'_, Self>, ticket: &Bound<'_, Ticket>, outcome: &str) -> PyResult<()> {
+    fn _record(slf: &Bound<'_, Self>, ticket: HeldTicket, outcome: &str) -> PyResult<()> {
         let outcome = match outcome {
             "success" => Outcome::Success,
             "failure" => Outcome::Failure,
@@ -600,7 +627,7 @@ impl Breaker {
                 )));
             }
         };
-        Self::record(slf, ticket.get().ticket, outcome);
+        Self::record(slf, ticket.0, outcome);
         Ok(())
     }
 

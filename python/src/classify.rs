@@ -166,6 +166,16 @@ impl Classifier {
         }
     }
 
+    /// The same judgement, for another breaker.
+    pub(crate) fn clone_ref(&self, py: Python<'_>) -> Self {
+        Self {
+            failure_on: self.failure_on.clone_ref(py),
+            ignore_on: self.ignore_on.as_ref().map(|t| t.clone_ref(py)),
+            failure_if: self.failure_if.as_ref().map(|f| f.clone_ref(py)),
+            judges_statuses: self.judges_statuses,
+        }
+    }
+
     /// For the garbage collector.
     pub(crate) fn traverse(&self, visit: &pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
         visit.call(&self.failure_on)?;

@@ -1,7 +1,12 @@
 //! The core breaker a Python `Breaker` wraps, wherever it lives: shared by
 //! the `Breaker` object and the registry, which holds it weakly for the
-//! Prometheus export.
+//! Prometheus export (a keyed map's breakers are exported by the map).
 
+use std::sync::Arc;
+
+use tripwire::NamedBreaker;
+
+use crate::clock::ClockSource;
 use crate::shared::Mapping;
 
 /// The core breaker, in this process's memory or in a shared mapping.
@@ -15,6 +20,8 @@ pub(crate) enum CoreBreaker {
     Owned(tripwire::Breaker),
     /// `Breaker.shared(path, ...)`: in a file every process maps.
     Mapped(Mapping),
+    /// `Breakers[key]`: one key's breaker, owned by the keyed map.
+    Keyed(Arc<NamedBreaker<ClockSource>>),
 }
 
 impl CoreBreaker {
@@ -23,6 +30,7 @@ impl CoreBreaker {
         match self {
             CoreBreaker::Owned(b) => b,
             CoreBreaker::Mapped(m) => m.breaker(),
+            CoreBreaker::Keyed(k) => k.breaker(),
         }
     }
 }

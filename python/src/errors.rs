@@ -3,6 +3,11 @@
 //! The hierarchy is plain Python (so that `CircuitOpenError` can keep its
 //! fields in `args` and format its message only when read); the types are
 //! looked up once and then raised from Rust with their arguments.
+//!
+//! A refusal is made as the exception object itself (the type called with
+//! its arguments), not as a lazy error: pyo3 raises a lazy one by setting
+//! the type and its arguments and then normalizing them back into the
+//! object, more work on an open breaker's hot path for the same object.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -20,11 +25,18 @@ pub(crate) fn circuit_open(
     name: &Py<PyAny>,
     state: tripwire::State,
 ) -> PyErr {
+    let state = crate::state::state_name(py, state);
     match CIRCUIT_OPEN.import(py, "tripwire._errors", "CircuitOpenError") {
-        Ok(ty) => PyErr::from_type(
-            ty.clone(),
-            (retry_after, name.clone_ref(py), crate::state::state_name(py, state).unbind()),
-        ),
+        Ok(ty) => raised(ty, (retry_after, name.bind(py), state)),
+        Err(e) => e,
+    }
+}
+
+/// The exception `ty(*args)`, made now (see the module's docs).
+#[inline]
+fn raised<'py>(ty: &Bound<'py, PyType>, args: impl pyo3::call::PyCallArgs<'py>) -> PyErr {
+    match ty.call1(args) {
+        Ok(exc) => PyErr::from_value(exc),
         Err(e) => e,
     }
 }
@@ -32,7 +44,7 @@ pub(crate) fn circuit_open(
 /// A full bulkhead.
 pub(crate) fn bulkhead_full(py: Python<'_>, name: &Py<PyAny>, max_concurrent: u32) -> PyErr {
     match BULKHEAD_FULL.import(py, "tripwire._errors", "BulkheadFullError") {
-        Ok(ty) => PyErr::from_type(ty.clone(), (name.clone_ref(py), max_concurrent)),
+        Ok(ty) => raised(ty, (name.bind(py), max_concurrent)),
         Err(e) => e,
     }
 }

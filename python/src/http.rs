@@ -17,7 +17,8 @@ use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyMapping, PyString};
 use tripwire::{Assessment, Outcome};
 
 use crate::args::{Secs, seconds, type_name};
-use crate::breaker::{Breaker, Ticket};
+use crate::breaker::Breaker;
+use crate::ticket::HeldTicket;
 
 /// `headers` (a mapping, or None for none) as a `HeaderMap`. A name or
 /// value given as `bytes` or `bytearray` is taken as the bytes on the wire
@@ -263,10 +264,10 @@ pub(crate) fn assess_response(
 #[pyo3(name = "_settle")]
 pub(crate) fn settle(
     breaker: &Bound<'_, Breaker>,
-    ticket: &Bound<'_, Ticket>,
+    ticket: HeldTicket,
     response: &Bound<'_, PyAny>,
 ) -> PyResult<(&'static str, u16, Option<f64>)> {
-    let ticket = ticket.get().ticket;
+    let ticket = ticket.0;
     let read = response_parts(response).and_then(|(status, headers)| {
         let status = status_code(&status)?;
         Ok((status, assessment(status, &headers, SystemTime::now())?))

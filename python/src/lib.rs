@@ -10,7 +10,8 @@
 //!   for `Breaker(...)` and `Breaker.shared`, → the core's
 //!   `BreakerConfig`; [`classify`]: which exceptions and results count as
 //!   failures; [`listeners`]: the callables told of each transition;
-//!   [`snapshot`]: a breaker's counters as a frozen object.
+//!   [`snapshot`]: a breaker's counters as a frozen object;
+//!   [`ticket`]: an admitted call's ticket as Python code holds it.
 //! - [`clock::ManualClock`]: a clock that only moves when told to, for tests.
 //! - [`core_breaker`]: the core breaker a `Breaker` wraps, in this
 //!   process or in a shared mapping; [`state`]: states' names.
@@ -28,6 +29,8 @@
 //! - [`bulkhead::Bulkhead`]: a cap on calls in flight;
 //!   [`bulkhead_wait::BulkheadWait`]: a coroutine's wait for a slot, woken
 //!   by a release.
+//! - [`keyed::Breakers`]: a breaker per key, the core's keyed map; its
+//!   keys are [`keyed::Key`]s.
 //! - [`fleet::Fleet`]: the fleet link over Redis (`tripwire-fleet`), for named breakers.
 //! - [`limiter::RateLimiter`] and [`limiter::Limit`]: the core's rate
 //!   limiter, whose waits `tripwire/_limiter.py` sleeps and awaits.
@@ -61,6 +64,7 @@ mod errors;
 mod fleet;
 mod guarded;
 mod http;
+mod keyed;
 mod limiter;
 mod listeners;
 mod registry;
@@ -70,6 +74,7 @@ mod snapshot;
 mod stale_counts;
 mod stale_stats;
 mod state;
+mod ticket;
 mod with_stack;
 
 use pyo3::prelude::*;
@@ -84,7 +89,7 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<guarded::Guarded>()?;
     m.add_class::<clock::ManualClock>()?;
     m.add_class::<snapshot::Snapshot>()?;
-    m.add_class::<breaker::Ticket>()?;
+    m.add_class::<ticket::Ticket>()?;
     m.add_class::<bulkhead::Bulkhead>()?;
     m.add_class::<bulkhead_wait::BulkheadWait>()?;
     m.add_class::<stale_stats::StaleStats>()?;
@@ -95,6 +100,7 @@ fn _tripwire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<fleet::Fleet>()?;
     m.add_class::<limiter::Limit>()?;
     m.add_class::<limiter::RateLimiter>()?;
+    m.add_class::<keyed::Breakers>()?;
     m.add_function(wrap_pyfunction!(registry::prometheus_text, m)?)?;
     m.add_function(wrap_pyfunction!(registry::breaker_names, m)?)?;
     m.add_function(wrap_pyfunction!(args::seconds_or_none, m)?)?;
@@ -122,7 +128,8 @@ mod tests {
         let classes = [
             ("Backoff", align_of::<backoff::Backoff>()),
             ("Breaker", align_of::<breaker::Breaker>()),
-            ("Ticket", align_of::<breaker::Ticket>()),
+            ("Breakers", align_of::<keyed::Breakers>()),
+            ("Ticket", align_of::<ticket::Ticket>()),
             ("RetryBudget", align_of::<budget::RetryBudget>()),
             ("Bulkhead", align_of::<bulkhead::Bulkhead>()),
             ("BulkheadWait", align_of::<bulkhead_wait::BulkheadWait>()),

@@ -25,15 +25,24 @@ pub(crate) fn listener(arg: &str, f: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     Ok(f.clone().unbind())
 }
 
-/// A breaker's listeners, in the order they were given.
+/// A breaker's listeners, in the order they were given; one list may be
+/// shared by several breakers (the breakers of a keyed map).
 #[derive(Debug)]
 pub(crate) struct Listeners {
-    list: Mutex<Arc<Vec<Py<PyAny>>>>,
+    list: Arc<Mutex<Arc<Vec<Py<PyAny>>>>>,
+    /// Made the list, rather than [`share`](Self::share)d it: see
+    /// [`traverse`](Self::traverse).
+    owner: bool,
 }
 
 impl Listeners {
     pub(crate) fn new(list: Vec<Py<PyAny>>) -> Self {
-        Self { list: Mutex::new(Arc::new(list)) }
+        Self { list: Arc::new(Mutex::new(Arc::new(list))), owner: true }
+    }
+
+    /// The same list: a listener added to either is heard by both.
+    pub(crate) fn share(&self) -> Self {
+        Self { list: Arc::clone(&self.list), owner: false }
     }
 
     /// The listeners now, to call without the lock.
@@ -52,7 +61,16 @@ impl Listeners {
     /// For the garbage collector. The lock is only ever held for a clone or
     /// a swap by a thread holding the GIL, so it is free here; were it not,
     /// the listeners go unvisited this once rather than the collector block.
+    ///
+    /// A list holds one reference to each listener, so one holder visits
+    /// it: the one that made it (a keyed map), or a sharer left alone with
+    /// it. Visited by every sharer, a listener would look less referenced
+    /// than it is, and the collector could free it while it is in use;
+    /// visited by none, a cycle through it leaks, which is safe.
     pub(crate) fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if !self.owner && Arc::strong_count(&self.list) > 1 {
+            return Ok(());
+        }
         if let Ok(list) = self.list.try_lock() {
             for l in list.iter() {
                 visit.call(l)?;

@@ -1,5 +1,5 @@
-//! Named breakers, bulkheads and stale caches, and their counters in the
-//! Prometheus text format.
+//! Named breakers, bulkheads, stale caches, rate limiters and keyed maps,
+//! and their counters in the Prometheus text format.
 //!
 //! The registry holds weak references, so a breaker, bulkhead or cache that
 //! is dropped leaves it. A name registered again replaces the older one of
@@ -52,6 +52,7 @@ static BREAKERS: Named<CoreBreaker> = Named::new();
 static BULKHEADS: Named<tripwire::Bulkhead> = Named::new();
 static STALE_CACHES: Named<StaleCounts> = Named::new();
 static RATE_LIMITERS: Named<dyn tripwire::prometheus::RateLimitRows> = Named::new();
+static KEYED: Named<dyn tripwire::keyed::KeyedRows> = Named::new();
 
 /// Registers a breaker's core under `name`.
 pub(crate) fn register(name: &str, core: &Arc<CoreBreaker>) {
@@ -73,6 +74,11 @@ pub(crate) fn register_rate_limiter(name: &str, limiter: &Arc<dyn tripwire::prom
     RATE_LIMITERS.register(name, limiter);
 }
 
+/// A named keyed map, exported while it lives.
+pub(crate) fn register_keyed(name: &str, map: &Arc<dyn tripwire::keyed::KeyedRows>) {
+    KEYED.register(name, map);
+}
+
 /// The names of the named breakers alive now, sorted.
 #[pyfunction]
 pub(crate) fn breaker_names() -> Vec<String> {
@@ -86,8 +92,9 @@ pub(crate) fn breaker_names() -> Vec<String> {
 /// `Registry`.
 #[pyfunction]
 pub(crate) fn prometheus_text(py: Python<'_>) -> String {
-    let (cores, bulkheads, stale, limiters) =
-        py.detach(|| (BREAKERS.live(), BULKHEADS.live(), STALE_CACHES.live(), RATE_LIMITERS.live()));
+    let (cores, bulkheads, stale, limiters, keyed) = py.detach(|| {
+        (BREAKERS.live(), BULKHEADS.live(), STALE_CACHES.live(), RATE_LIMITERS.live(), KEYED.live())
+    });
     let limiters: Vec<tripwire::prometheus::RateLimitRow<'_>> =
         limiters.iter().map(|(n, l)| (n.as_str(), l.limit_rows())).collect();
     let breakers: Vec<tripwire::prometheus::BreakerRow<'_>> =
@@ -102,6 +109,15 @@ pub(crate) fn prometheus_text(py: Python<'_>) -> String {
         .and_then(|()| tripwire::prometheus::write_bulkheads(&mut out, &bulkheads))
         .and_then(|()| tripwire::prometheus::write_stale_caches(&mut out, &stale))
         .and_then(|()| tripwire::prometheus::write_rate_limiters(&mut out, &limiters));
+    // Keyed maps, in the core's order (after the rate limiters): written
+    // by a registry of their own, which holds nothing else.
+    if !keyed.is_empty() {
+        let maps = tripwire::registry::Registry::new();
+        for (_, map) in keyed {
+            maps.add_keyed(map);
+        }
+        out.push_str(&maps.prometheus());
+    }
     // The rows other crates add for those breakers (the fleet links they
     // joined, which `tripwire-fleet` adds), written as a Rust registry
     // writes them.

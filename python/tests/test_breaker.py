@@ -498,3 +498,41 @@ def test_max_hold_caps_what_a_server_asks_for(make_breaker):
     b.hold(86400.0)
     assert b.hold_left == pytest.approx(60.0)
     assert b.snapshot().capped_holds == 1
+
+
+def test_a_ticket_without_a_start_time_is_an_int_that_records_as_the_ticket(make_breaker, clock):
+    b = make_breaker(failure_threshold=1, open_timeout=1.0, half_open_max=2, half_open_successes=2)
+    t = b._acquire()
+    assert type(t) is int
+    b._record(t, "failure")
+    assert b.state == "open"
+    clock.advance(1.0)
+    # Two probes, each an int naming its own slot.
+    p1, p2 = b._acquire(), b._acquire()
+    assert type(p1) is int and type(p2) is int and p1 != p2
+    assert b.state == "half_open"
+    # A probe recorded twice takes its slot's outcome once.
+    b._record_result(p1, None)
+    b._record_result(p1, None)
+    assert b.state == "half_open"
+    b._record_result(p2, None)
+    assert b.state == "closed"
+
+
+def test_a_ticket_with_a_start_time_is_a_ticket_object(make_breaker, clock):
+    b = make_breaker(slow_call=1.0)
+    clock.advance(10.0)
+    t = b._acquire()
+    assert isinstance(t, tripwire.Ticket)
+    clock.advance(2.0)
+    b._record_result(t, None)
+    s = b.snapshot()
+    assert (s.successes, s.slow) == (1, 1)
+
+
+@pytest.mark.parametrize("bad", [-1, 2**64, "0", None, 1.0])
+def test_what_is_no_ticket_is_refused(make_breaker, bad):
+    b = make_breaker()
+    with pytest.raises((TypeError, OverflowError)):
+        b._record(bad, "success")
+    assert b.snapshot().calls == 0

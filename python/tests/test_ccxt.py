@@ -341,6 +341,61 @@ def test_per_group_breakers_keep_market_data_flowing(env: Env) -> None:
     assert g.breakers["trading"].name == f"{g.breaker.name.rsplit('/', 1)[0]}/trading"
 
 
+def test_per_symbol_breakers_trip_only_the_failing_symbol(env: Env) -> None:
+    g = env.guard(per_symbol=True, breaker={"failure_threshold": 2}, retry=False)
+    assert g.keyed is not None
+    env.fake.script = lambda r: fx.UNAVAILABLE if r.query.get("symbol") == "ETHUSDT" else fx.HEALTHY
+    for _ in range(2):
+        with pytest.raises(ccxt.ExchangeNotAvailable):
+            env.run(g.fetch_order_book, "ETH/USDT")
+    assert g.keyed["ETH/USDT"].state == "open"
+    hits = env.fake.hits(BOOK)
+    with pytest.raises(ExchangeCircuitOpen) as refused:
+        env.run(g.fetch_order_book, symbol="ETH/USDT")
+    assert env.fake.hits(BOOK) == hits, "refused without a request"
+    assert refused.value.name == f"{g.breaker.name}/symbols/ETH/USDT"
+    # The other symbol, and calls without one, still go through.
+    assert env.run(g.fetch_order_book, "BTC/USDT")["bids"]
+    assert env.run(g.fetch_order_book, symbol="BTC/USDT", limit=5)["bids"]
+    assert env.run(g.fetch_time) > 0 and env.run(g.fetch_balance)["USDT"]
+    assert g.breaker.state == "closed" and g.breaker.snapshot().successes == 2
+    assert g.keyed.counts()["live"] == 2
+
+
+def test_per_endpoint_breakers_trip_only_the_failing_method(env: Env) -> None:
+    g = env.guard(per_endpoint=True, breaker={"failure_threshold": 2}, retry=False, keyed={"capacity": 100})
+    assert g.keyed is not None and g.keyed.capacity == 100
+    env.fake.script = lambda r: fx.UNAVAILABLE if r.path == BOOK else fx.HEALTHY
+    for symbol in ("BTC/USDT", "ETH/USDT"):
+        with pytest.raises(ccxt.ExchangeNotAvailable):
+            env.run(g.fetch_order_book, symbol)
+    assert g.keyed["fetch_order_book"].state == "open"
+    with pytest.raises(ExchangeCircuitOpen):
+        env.run(g.fetch_order_book, "BTC/USDT")
+    assert env.run(g.fetch_time) > 0 and env.run(g.fetch_balance)["USDT"]
+    assert g.keyed["fetch_time"].snapshot().successes == 1
+    assert g.keyed["fetch_balance"].snapshot().successes == 1
+
+
+def test_per_endpoint_and_symbol_key_by_both(env: Env) -> None:
+    g = env.guard(per_symbol=True, per_endpoint=True, breaker={"failure_threshold": 1}, retry=False)
+    assert g.keyed is not None
+    env.fake.script = lambda r: fx.UNAVAILABLE if r.path == BOOK and r.query.get("symbol") == "ETHUSDT" else fx.HEALTHY
+    with pytest.raises(ccxt.ExchangeNotAvailable):
+        env.run(g.fetch_order_book, "ETH/USDT")
+    assert g.keyed[("fetch_order_book", "ETH/USDT")].state == "open"
+    assert env.run(g.fetch_order_book, "BTC/USDT")["bids"]
+    assert env.run(g.fetch_time) > 0 and g.keyed["fetch_time"].snapshot().successes == 1
+    assert g.keyed.name == f"{g.breaker.name}/endpoint-symbols"
+
+
+def test_keyed_options_need_a_keyed_mode(fake: fx.FakeExchange) -> None:
+    with pytest.raises(TypeError, match="keyed needs per_symbol or per_endpoint"):
+        guard(fake.point(ccxt.binance()), keyed={"capacity": 10})
+    with pytest.raises(ValueError, match="capacity"):
+        guard(fake.point(ccxt.binance()), per_symbol=True, keyed={"capacity": 0})
+
+
 def test_the_bulkhead_caps_calls_in_flight(fake: fx.FakeExchange) -> None:
     fake.latency = 0.05
     e = Env("async", fake)

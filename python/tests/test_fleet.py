@@ -87,9 +87,9 @@ def test_one_process_trips_and_two_others_refuse() -> None:
 def test_bad_settings_are_value_and_type_errors() -> None:
     with pytest.raises(ValueError, match="key"):
         tripwire.Fleet("redis://127.0.0.1:1", "ns", b"short")
-    with pytest.raises(ValueError, match="`key`: must be random bytes, not one byte repeated"):
+    with pytest.raises(ValueError, match="invalid fleet config: key, expected random bytes, not one byte repeated"):
         tripwire.Fleet("redis://127.0.0.1:1", "ns", bytes(16))
-    with pytest.raises(ValueError, match="`key`"):
+    with pytest.raises(ValueError, match="fleet config: key, expected"):
         tripwire.Fleet("redis://127.0.0.1:1", "ns", "x" * 32)
     with pytest.raises(ValueError, match="namespace"):
         tripwire.Fleet("redis://127.0.0.1:1", "a b", KEY)
@@ -99,6 +99,8 @@ def test_bad_settings_are_value_and_type_errors() -> None:
         tripwire.Fleet("redis://127.0.0.1:1", "ns", 42)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         tripwire.Fleet("redis://127.0.0.1:1", "ns", KEY, probe_timeout=-1.0)
+    with pytest.raises(ValueError, match="invalid fleet config: lease_lead = 61s, expected from 1 ms to 60 s"):
+        tripwire.Fleet("redis://127.0.0.1:1", "ns", KEY, lease_lead=61.0)
 
 
 def says_why(fleet: tripwire.Fleet, *words: str) -> str:

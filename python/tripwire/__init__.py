@@ -12,7 +12,8 @@ Python (``_retry``, ``_fallback``), with their arguments checked by the
 extension. ``tripwire.http`` guards requests, httpx and aiohttp calls by
 their responses (the core's classification), ``tripwire.ccxt`` ccxt
 exchanges, ``tripwire.compat.pybreaker`` is pybreaker's API.
-``tripwire.RateLimiter`` keeps a client under an exchange's weight
+``tripwire.Breakers`` is a breaker per key (a symbol, an endpoint, a
+host). ``tripwire.RateLimiter`` keeps a client under an exchange's weight
 limits, several at once.
 """
 
@@ -23,6 +24,7 @@ from ._retry import Retry, retry, retry_after_attribute
 from ._tripwire import (
     Backoff,
     Breaker,
+    Breakers,
     Bulkhead,
     Fleet,
     Guarded,
@@ -41,6 +43,7 @@ from ._types import ExceptionClasses, Seconds, StateName, Verdict
 __all__ = [
     "Backoff",
     "Breaker",
+    "Breakers",
     "Bulkhead",
     "BulkheadFullError",
     "Cached",

@@ -17,11 +17,14 @@ _R = TypeVar("_R")
 _S = TypeVar("_S")
 _Listener = Callable[[Breaker, StateName, StateName], object]
 _L = TypeVar("_L", bound=_Listener)
+_Key = str | int | bytes | tuple["_Key", ...]
+_K = TypeVar("_K", bound=_Key)
 
 __version__: str
 __all__ = [
     "Backoff",
     "Breaker",
+    "Breakers",
     "Bulkhead",
     "BulkheadWait",
     "Fleet",
@@ -87,7 +90,8 @@ class Snapshot:
 
 @final
 class Ticket:
-    """Proof that a call was admitted (used by the asyncio helpers)."""
+    """Proof that a call was admitted (used by the asyncio helpers); one
+    without a start time is an ``int`` instead."""
 
 @final
 class Guarded(Generic[_P, _R]):
@@ -234,11 +238,94 @@ class Breaker:
     def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> Awaitable[None]: ...
-    def _acquire(self) -> Ticket: ...
-    def _record_result(self, ticket: Ticket, result: object) -> None: ...
-    def _record_error(self, ticket: Ticket, exc: BaseException) -> None: ...
-    def _record(self, ticket: Ticket, outcome: Literal["success", "failure", "ignored"]) -> None: ...
+    def _acquire(self) -> Ticket | int: ...
+    def _record_result(self, ticket: Ticket | int, result: object) -> None: ...
+    def _record_error(self, ticket: Ticket | int, exc: BaseException) -> None: ...
+    def _record(self, ticket: Ticket | int, outcome: Literal["success", "failure", "ignored"]) -> None: ...
     def _abandon_block(self) -> None: ...
+
+class _TemplateKeywords(TypedDict, total=False):
+    """The keyword arguments of ``Breakers(...)`` that make its template:
+    those of ``Breaker(...)`` but ``name`` (the map's own)."""
+
+    failure_threshold: int | None
+    open_timeout: Seconds | None
+    open_timeout_max: Seconds | None
+    open_timeout_growth: float | None
+    open_timeout_jitter: float | None
+    half_open_max: int | None
+    half_open_successes: int | None
+    window: tuple[int, Seconds] | None
+    count_window: int | None
+    min_calls: int | None
+    failure_rate: float | None
+    slow_call: Seconds | None
+    slow_rate: float | None
+    probe_timeout: Seconds | None
+    max_hold: Seconds | None
+    timeout: Seconds | None
+    failure_on: ExceptionClasses | None
+    ignore_on: ExceptionClasses | None
+    failure_if: Callable[[Any], object] | None
+    on_state_change: _Listener | None
+    listeners: Iterable[_Listener] | None
+    clock: ManualClock | None
+
+@final
+class Breakers(Generic[_K]):
+    """A breaker per key, each made from one template the first time its
+    key is used: ``breakers[key]`` is a ``Breaker``. Keys are ``str``,
+    ``int``, ``bytes`` or tuples of those (``TypeError`` for others),
+    compared as a dict compares them. At most ``capacity`` keys have a
+    breaker of their own (new keys past it share ``overflow``); a Closed
+    breaker unused for ``idle_after`` seconds is evicted."""
+
+    @overload
+    def __new__(
+        cls,
+        template: Breaker,
+        /,
+        *,
+        capacity: int | None = 10000,
+        idle_after: Seconds | None = 600.0,
+        label_cap: int | None = 100,
+        name: str | None = None,
+    ) -> Self: ...
+    @overload
+    def __new__(
+        cls,
+        template: None = None,
+        /,
+        *,
+        capacity: int | None = 10000,
+        idle_after: Seconds | None = 600.0,
+        label_cap: int | None = 100,
+        name: str | None = None,
+        **kwargs: Unpack[_TemplateKeywords],
+    ) -> Self: ...
+    def __getitem__(self, key: _K, /) -> Breaker:
+        """The key's breaker: the same object on every lookup until the
+        key is evicted."""
+    def call(self, key: _K, func: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+    def call_async(
+        self, key: _K, func: Callable[_P, Awaitable[_R]], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> Coroutine[Any, Any, _R]: ...
+    def __len__(self) -> int: ...
+    def counts(self) -> dict[str, int]:
+        """``live``, ``created``, ``evicted``, ``overflow_calls``."""
+    def evict_idle(self) -> int:
+        """Evicts the Closed breakers unused for ``idle_after``, if a sweep
+        is due; how many."""
+    @property
+    def overflow(self) -> Breaker: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def template(self) -> Breaker: ...
+    def on_state_change(self, listener: _L, /) -> _L:
+        """Adds ``listener`` to every key's breaker; returns it."""
 
 @final
 class Bulkhead:
@@ -491,5 +578,5 @@ def _assess_response(
     response: object, now: Seconds | None = None
 ) -> tuple[Literal["success", "failure", "ignored", "backpressure"], float | None]: ...
 def _settle(
-    breaker: Breaker, ticket: Ticket, response: object
+    breaker: Breaker, ticket: Ticket | int, response: object
 ) -> tuple[Literal["success", "failure", "ignored", "backpressure"], int, float | None]: ...

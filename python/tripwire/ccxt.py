@@ -31,6 +31,22 @@ on order placement then leaves market data flowing). ``groups=`` moves a
 method to another group or guards an implicit one
 (``groups={"private_post_order_oco": "trading"}``).
 
+**A breaker per symbol or per endpoint.** With ``per_symbol=True`` each
+market symbol has a breaker of its own (``tripwire.Breakers``, named
+``"<name>/symbols"``): a market-data call's symbol is its first positional
+argument, or its ``symbol=`` keyword, when that is a ``str``
+(``fetch_ticker``, ``fetch_order_book``, ``fetch_ohlcv``,
+``fetch_trades``, …), so a delisted or broken market trips only its own
+breaker and the others keep flowing. A call without a symbol
+(``load_markets``, ``fetch_tickers`` with a list, account and trading
+calls) goes through its group's breaker, as without the option. With
+``per_endpoint=True`` each guarded method has a breaker of its own, keyed
+by its name (``"<name>/endpoints"``); with both, a market-data call with a
+symbol is keyed by ``(method, symbol)``. ``guarded.keyed`` is the map
+(None without either option): ``guarded.keyed["BTC/USDT"]``,
+``guarded.keyed.counts()``; ``keyed=`` takes its ``capacity``,
+``idle_after`` and ``label_cap``.
+
 **What counts.** ccxt's exceptions are judged by the most specific rule
 that matches (the exception's class first, then its bases in order):
 
@@ -100,7 +116,7 @@ from ._errors import CircuitOpenError, TripwireError
 from ._fallback import Cached, StaleCache
 from ._limiter import RateLimiter
 from ._retry import Retry, no_pauses
-from ._tripwire import Breaker, Bulkhead, RetryBudget, Ticket
+from ._tripwire import Breaker, Breakers, Bulkhead, RetryBudget, Ticket
 from ._types import Verdict
 
 try:
@@ -329,8 +345,11 @@ class GuardedExchange:
         "_stale_methods",
         "breakers",
         "bulkhead",
+        "_per_endpoint",
+        "_per_symbol",
         "cache",
         "exchange",
+        "keyed",
     )
 
     def __init__(
@@ -338,6 +357,9 @@ class GuardedExchange:
         exchange: Any,
         *,
         per_group: bool = False,
+        per_symbol: bool = False,
+        per_endpoint: bool = False,
+        keyed: Optional[Mapping[str, Any]] = None,
         name: Optional[str] = None,
         breaker: Optional[Mapping[str, Any]] = None,
         bulkhead: Optional[int] = 16,
@@ -377,6 +399,14 @@ class GuardedExchange:
         else:
             one = Breaker(name=base, **options)
             self.breakers = {g: one for g in GROUPS}
+        self._per_symbol = bool(per_symbol)
+        self._per_endpoint = bool(per_endpoint)
+        self.keyed: Optional[Breakers[Any]] = None
+        if per_symbol or per_endpoint:
+            kind = "symbols" if not per_endpoint else "endpoints" if not per_symbol else "endpoint-symbols"
+            self.keyed = Breakers(name=f"{base}/{kind}", **{**options, **(keyed or {})})
+        elif keyed is not None:
+            raise TypeError("keyed needs per_symbol or per_endpoint")
         self.bulkhead = None if bulkhead is None else Bulkhead(bulkhead, max_wait=max_wait, name=base)
         self._retry: Optional[Retry] = self._make_retry(retry)
         self._retry_trading = retry_trading
@@ -433,7 +463,7 @@ class GuardedExchange:
         """The group of ``method``, ``groups=`` first; None if unguarded."""
         return self._groups.get(method) or group_of(method)
 
-    def _settle(self, breaker: Breaker, ticket: Ticket, exc: BaseException) -> None:
+    def _settle(self, breaker: Breaker, ticket: Ticket | int, exc: BaseException) -> None:
         """Records how an admitted call that raised ``exc`` ended.
         Backpressure is recorded as the core settles it: ignored (the
         exchange is up, it asked for less traffic), and the breaker held open
@@ -450,7 +480,7 @@ class GuardedExchange:
         else:
             breaker._record(ticket, "failure" if verdict == FAILURE else "ignored")
 
-    def _admit(self, breaker: Breaker) -> Ticket:
+    def _admit(self, breaker: Breaker) -> Ticket | int:
         try:
             return breaker._acquire()
         except CircuitOpenError as e:
@@ -458,10 +488,31 @@ class GuardedExchange:
 
     # -- the wrappers ------------------------------------------------------------
 
-    def _attempt_sync(self, breaker: Breaker, method: Callable[..., Any]) -> Callable[..., Any]:
+    def _breaker_of(self, name: str, group: Group) -> Callable[[Tuple[Any, ...], Mapping[str, Any]], Breaker]:
+        """The breaker of each call of method ``name``: its group's, or with
+        ``per_symbol`` / ``per_endpoint`` its key's in ``keyed``."""
+        keyed = self.keyed
+        fixed = self.breakers[group]
+        if keyed is None:
+            return lambda args, kwargs: fixed
+        by_symbol = self._per_symbol and group == MARKET
+        endpoint = name if self._per_endpoint else None
+
+        def breaker_of(args: Tuple[Any, ...], kwargs: Mapping[str, Any]) -> Breaker:
+            symbol = _symbol(args, kwargs) if by_symbol else None
+            if symbol is None:
+                return fixed if endpoint is None else keyed[endpoint]
+            return keyed[symbol if endpoint is None else (endpoint, symbol)]
+
+        return breaker_of
+
+    def _attempt_sync(
+        self, breaker_of: Callable[[Tuple[Any, ...], Mapping[str, Any]], Breaker], method: Callable[..., Any]
+    ) -> Callable[..., Any]:
         bulkhead = self.bulkhead
 
         def attempt(*args: Any, **kwargs: Any) -> Any:
+            breaker = breaker_of(args, kwargs)
             ticket = self._admit(breaker)
             _response_headers.set(None)
             try:
@@ -478,10 +529,13 @@ class GuardedExchange:
 
         return attempt
 
-    def _attempt_async(self, breaker: Breaker, method: Callable[..., Any]) -> Callable[..., Any]:
+    def _attempt_async(
+        self, breaker_of: Callable[[Tuple[Any, ...], Mapping[str, Any]], Breaker], method: Callable[..., Any]
+    ) -> Callable[..., Any]:
         bulkhead = self.bulkhead
 
         async def attempt(*args: Any, **kwargs: Any) -> Any:
+            breaker = breaker_of(args, kwargs)
             ticket = self._admit(breaker)
             _response_headers.set(None)
             try:
@@ -505,13 +559,13 @@ class GuardedExchange:
     def _guarded(self, name: str, group: Group, method: Callable[..., Any]) -> Callable[..., Any]:
         """``method`` with retry → breaker → bulkhead; market data results
         are kept for ``.stale``."""
-        breaker = self.breakers[group]
+        breaker_of = self._breaker_of(name, group)
         retry = self._retry if group != TRADING or self._retry_trading else None
         keep = self.cache.put if group == MARKET else None
         # By the exchange's flavour, not the method's: ccxt's implicit
         # methods are plain functions that return coroutines.
         if self.is_async:
-            attempt = self._attempt_async(breaker, method)
+            attempt = self._attempt_async(breaker_of, method)
             retried = attempt if retry is None else functools.partial(retry.call_async, attempt)
 
             @functools.wraps(method)
@@ -523,7 +577,7 @@ class GuardedExchange:
 
             return guarded_async
 
-        attempt = self._attempt_sync(breaker, method)
+        attempt = self._attempt_sync(breaker_of, method)
         retried = attempt if retry is None else functools.partial(retry.call, attempt)
 
         @functools.wraps(method)
@@ -667,6 +721,13 @@ class _StaleView:
         return self._guarded._stale(name)
 
 
+def _symbol(args: Tuple[Any, ...], kwargs: Mapping[str, Any]) -> Optional[str]:
+    """A market-data call's symbol: its ``symbol=`` keyword, else its first
+    positional argument, if that is a ``str``; None otherwise."""
+    symbol = kwargs.get("symbol", args[0] if args else None)
+    return symbol if isinstance(symbol, str) else None
+
+
 def _key(name: str, args: Tuple[Any, ...], kwargs: Mapping[str, Any]) -> Tuple[str, str]:
     """The stale cache's key of one call: the method and its arguments."""
     return name, repr((args, sorted(kwargs.items())))
@@ -679,6 +740,11 @@ def guard(exchange: Any, **options: Any) -> GuardedExchange:
 
     - ``per_group``: a breaker per endpoint group (market, account,
       trading) instead of one for the exchange.
+    - ``per_symbol``: a breaker per market symbol for market-data calls
+      that name one; ``per_endpoint``: a breaker per method; both: per
+      ``(method, symbol)``. Calls that fall under neither use the group's
+      breaker. ``keyed``: ``tripwire.Breakers`` settings of that map
+      (``capacity``, ``idle_after``, ``label_cap``).
     - ``name``: the breakers' name (default ``"ccxt/<exchange id>"``;
       groups add ``"/<group>"``), as Prometheus shows it.
     - ``breaker``: ``tripwire.Breaker`` arguments (default

@@ -174,7 +174,7 @@ class BackpressureError(ResponseError):
     it at once, and the hold refuses the calls that follow."""
 
 
-def _settle(breaker: Breaker, ticket: Ticket, response: object, raise_errors: bool) -> None:
+def _settle(breaker: Breaker, ticket: Ticket | int, response: object, raise_errors: bool) -> None:
     """Records ``response`` (the core settles it; one that cannot be read
     gives the ticket back and raises) and raises for a failure or
     backpressure if asked to."""

@@ -748,7 +748,7 @@ class CircuitBreaker:
                 return False
         return True
 
-    def _admit(self, func: Callable[..., Any], args: Any, kwargs: Any) -> Tuple[Breaker, Ticket, str]:
+    def _admit(self, func: Callable[..., Any], args: Any, kwargs: Any) -> Tuple[Breaker, Ticket | int, str]:
         """A ticket for a call, the breaker that issued it, and the state
         the call was let through in; or ``CircuitBreakerError``."""
         b = self.breaker
@@ -769,7 +769,7 @@ class CircuitBreaker:
             state = self._state.name
         return b, ticket, state
 
-    def _succeeded(self, b: Breaker, ticket: Ticket, state: str) -> None:
+    def _succeeded(self, b: Breaker, ticket: Ticket | int, state: str) -> None:
         """Records a success of a call let through in ``state``."""
         b._record(ticket, "success")
         storage = self._state_storage
@@ -787,7 +787,7 @@ class CircuitBreaker:
         for listener in self._listeners:
             listener.success(self)
 
-    def _failed(self, b: Breaker, ticket: Ticket, state: str, exc: BaseException) -> None:
+    def _failed(self, b: Breaker, ticket: Ticket | int, state: str, exc: BaseException) -> None:
         """Records how a call let through in ``state`` that raised ``exc``
         ended; raises ``CircuitBreakerError`` if this failure opened the
         breaker."""
@@ -842,7 +842,7 @@ class CircuitBreaker:
         return result
 
     def _generator(
-        self, b: Breaker, ticket: Ticket, state: str, gen: Generator[Any, Any, Any]
+        self, b: Breaker, ticket: Ticket | int, state: str, gen: Generator[Any, Any, Any]
     ) -> Generator[Any, Any, Any]:
         """``gen``, with its end recorded: exhausted, a success; an
         exception raised while iterating, a failure."""

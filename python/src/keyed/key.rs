@@ -1,0 +1,115 @@
+//! A Python key of a keyed map, as the core's map takes it.
+//!
+//! A key is a `str`, an `int` (a `bool` is the `int` it equals, and shows
+//! as it), `bytes`,
+//! or a tuple of those, tuples nested included: exactly those types, no
+//! subclass, so that hashing and comparing a key runs no Python code of the
+//! user's and can neither fail nor differ between two calls. Floats are
+//! refused (`nan != nan`: a key must equal itself), as is everything else.
+//!
+//! The key is kept as the Python object itself, hashed and compared as a
+//! `dict` hashes and compares it: `True` and `1` are one key, `"1"` and
+//! `1` two. Looking a key up allocates nothing, and a `str` key's hash is
+//! the one Python caches in the string. Its text (a breaker's name, the
+//! `key` label of the export) is the `str` itself, else its `repr`: `1`,
+//! `b'x'`, `('BTC/USDT', '1m')`; two keys may show alike (`"1"` and `1`),
+//! their breakers are two.
+
+use core::fmt;
+use core::hash::{Hash, Hasher};
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyInt, PyString, PyTuple};
+
+use crate::args::type_name;
+
+/// A key of a `tripwire.Breakers` map: see the module docs. Its Python
+/// hash is taken once, when it is made, so that the map hashes and
+/// compares a key without calling into the interpreter but for two keys
+/// that are equal and not the same object.
+pub(crate) struct Key {
+    key: Py<PyAny>,
+    hash: isize,
+}
+
+impl Key {
+    /// `key`, or a `TypeError` saying which keys a map takes.
+    #[inline]
+    pub(crate) fn new(key: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if !is_key(key) {
+            return Err(PyTypeError::new_err(format!(
+                "a Breakers key must be a str, int, bytes or a tuple of those, got {}",
+                type_name(key)
+            )));
+        }
+        // A key type's hash cannot fail (nor run user code), but for a
+        // `MemoryError`, which is raised.
+        let hash = key.hash()?;
+        // A `bool` as the `int` it equals, so that the key shows as that.
+        if let Ok(b) = key.cast_exact::<PyBool>() {
+            return Ok(Self { key: PyInt::new(key.py(), i64::from(b.is_true())).into_any().unbind(), hash });
+        }
+        Ok(Self { key: key.clone().unbind(), hash })
+    }
+}
+
+/// Whether `v` is one of the key types, all the way down.
+#[inline]
+fn is_key(v: &Bound<'_, PyAny>) -> bool {
+    v.is_exact_instance_of::<PyString>()
+        || v.is_exact_instance_of::<PyInt>()
+        || v.is_exact_instance_of::<PyBool>()
+        || v.is_exact_instance_of::<PyBytes>()
+        || v.cast_exact::<PyTuple>().is_ok_and(|t| t.iter().all(|item| is_key(&item)))
+}
+
+impl Hash for Key {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_isize(self.hash);
+    }
+}
+
+impl PartialEq for Key {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        // The same object (the common case: a caller's own key, a string
+        // the interpreter interned), or two objects with one hash that
+        // Python calls equal. Comparing key types runs no user code.
+        self.key.as_ptr() == other.key.as_ptr()
+            || (self.hash == other.hash
+                && Python::attach(|py| self.key.bind(py).eq(other.key.bind(py)).unwrap_or(false)))
+    }
+}
+
+impl Eq for Key {}
+
+impl Clone for Key {
+    fn clone(&self) -> Self {
+        Python::attach(|py| Self { key: self.key.clone_ref(py), hash: self.hash })
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never an error: the core writes it into a name with `format!`.
+        // A lone surrogate shows as U+FFFD.
+        Python::attach(|py| {
+            let key = self.key.bind(py);
+            match key.cast::<PyString>() {
+                Ok(s) => f.write_str(&s.to_string_lossy()),
+                Err(_) => match key.repr() {
+                    Ok(r) => f.write_str(&r.to_string_lossy()),
+                    Err(_) => f.write_str("?"),
+                },
+            }
+        })
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Key({self})")
+    }
+}
