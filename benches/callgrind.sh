@@ -10,8 +10,11 @@ n=${1:-200000}
 part=${2:-all}
 case $part in all | rust | c) ;; *) echo "callgrind.sh: part is all, rust or c (got $part)" >&2; exit 2 ;; esac
 command -v valgrind >/dev/null || { echo "valgrind is needed: apt-get install -y valgrind" >&2; exit 1; }
-cargo build --quiet --release -p tripwire-benches --example hot_path
+cargo build --quiet --release -p tripwire-benches --example hot_path --example hot_path_storage
 bin=${CARGO_TARGET_DIR:-target}/release/examples/hot_path
+# The same paths on breakers whose storage holds only what their config
+# needs: a program of its own, next to its own bare call.
+bin_storage=${CARGO_TARGET_DIR:-target}/release/examples/hot_path_storage
 count() { # instructions for n iterations of path $2 of program $1
   valgrind --tool=callgrind --callgrind-out-file=/dev/null "$1" "$2" "$n" 2>&1 |
     awk '/Collected/ {print $4}'
@@ -22,10 +25,14 @@ per_call() { # (total - bare) / n
 # The loop and the guarded call alone, measured the same way, are taken off.
 base=$(count "$bin" bare)
 if [ "$part" != c ]; then
+  base_storage=$(count "$bin_storage" bare)
   echo "| hot path | instructions per call (beyond a bare call) |"
   echo "| --- | --- |"
-  for path in fetch_add consecutive call consecutive_uncounted window window_cached count_window reject_monotonic reject_coarse reject_cached bulkhead budget backoff pipeline pipeline_reject; do
-    echo "| $path | $(per_call "$(count "$bin" "$path")" "$base") |"
+  for path in fetch_add consecutive consecutive_no_window call consecutive_uncounted window window_time_only window_cached count_window count_window_only reject_monotonic reject_no_window reject_coarse reject_cached bulkhead budget backoff pipeline pipeline_reject; do
+    case $path in
+      *_no_window | *_only) echo "| $path | $(per_call "$(count "$bin_storage" "$path")" "$base_storage") |" ;;
+      *) echo "| $path | $(per_call "$(count "$bin" "$path")" "$base") |" ;;
+    esac
   done
 fi
 if [ "$part" != rust ]; then

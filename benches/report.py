@@ -121,6 +121,22 @@ def targets(est):
           get("rejection", "tripwire", "CachedClock"), get("rejection", "baseline", "fetch_add"), 2)
     check("two threads, tripwire consecutive ÷ two threads on one fetch_add",
           get("two_threads_success", "tripwire", "consecutive"), get("two_threads_success", "baseline", "fetch_add"), 1)
+    check("two threads, tripwire count window (the last 100 calls) ÷ two threads on one fetch_add",
+          get("two_threads_success", "tripwire", "count window"), get("two_threads_success", "baseline", "fetch_add"), 1)
+    for path, label in (("closed", "closed"), ("open", "open, MonotonicClock"), ("open, CachedClock", "open, CachedClock")):
+        tw = get("tower_breaker", "tripwire", path)
+        peer = get("tower_breaker", "tower-resilience-circuitbreaker", "open" if path.startswith("open") else path)
+        name = f"tower layer, {label}: tower-resilience ÷ tripwire"
+        if tw and peer:
+            verdict = "met" if peer / tw >= 10 else "**missed**"
+            checks.append(f"| {name} | {peer / tw:.1f}× | ≥ 10× | {verdict} |")
+        else:
+            checks.append(f"| {name} | not measured | ≥ 10× | — |")
+    plain = get("keyed_closed_call", "baseline", "plain call, one breaker")
+    check("keyed breakers: lookup + closed call, one key of 10,000 ÷ a plain call of one breaker",
+          get("keyed_closed_call", "tripwire", "Breakers: one key of 10,000"), plain, 3)
+    check("keyed breakers: lookup + closed call, the 10,000 keys in turn ÷ a plain call of one breaker",
+          get("keyed_closed_call", "tripwire", "Breakers: the 10,000 keys in turn"), plain, 3)
     check("rate limiter, one limit, CachedClock ÷ fetch_add",
           get("limiter_check", "tripwire", "one limit, CachedClock"), get("limiter_check", "baseline", "fetch_add"), 2)
     limiter = get("limiter_check", "tripwire", "one limit, CachedClock")
@@ -189,7 +205,10 @@ def main():
         sys.exit(f"no criterion results under {CRITERION}: run {COMMAND}")
     commit = sh("git", "-C", str(ROOT), "rev-parse", "--short", "HEAD")
     # Asked before this report rewrites its own two files.
-    changed = sh("git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no")
+    # Its own two files do not count: a report rewritten from the same
+    # measurements finds them changed by the run that made them.
+    changed = sh("git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                 ":!benches/RESULTS.md", ":!benches/chart.svg")
     dirty = " (with uncommitted changes)" if changed else ""
     chart(est, ROOT / "benches" / "chart.svg")
     sections = [
@@ -212,6 +231,9 @@ def main():
         "## Half-Open cycle\n", group_table(est, "half_open_cycle", ("", "", "")),
         "## Through a tower service\n",
         group_table(est, "tower_closed_success", ("tower_closed_success", "baseline", "bare service")),
+        "The breaker's tower layer (`BreakerLayer`) and tower-resilience's, each around a bare service, "
+        "called through `ready` and `call` on a current-thread tokio runtime, closed and open:\n",
+        group_table(est, "tower_breaker", ("tower_breaker", "baseline", "bare service")),
         "## Two threads on one shared object\n",
         "Time per call on each thread while the other thread calls too.\n",
         group_table(est, "two_threads_success", ("two_threads_success", "baseline", "fetch_add")),
@@ -219,6 +241,11 @@ def main():
         group_table(est, "limiter_check", ("limiter_check", "baseline", "fetch_add")),
         "Two threads on one limiter, time per check on each thread:\n",
         group_table(est, "limiter_two_threads", ("limiter_two_threads", "baseline", "fetch_add")),
+        "## Keyed breakers: a lookup by key and a closed call\n",
+        "A `Breakers<String>` map holding 10,000 keys, looked up by `&str`, next to a plain call of one "
+        "`NamedBreaker` and to the registry's get-or-create by name (behind its `RwLock`), in the same run.\n",
+        group_table(est, "keyed_closed_call", ("keyed_closed_call", "baseline", "plain call, one breaker")),
+        table_file("keyed_memory.md"),
         "## Other core pieces\n", group_table(est, "pieces", ("pieces", "baseline", "fetch_add")),
         "## The std layer: what each layer adds (sync)\n",
         group_table(est, "layers_sync", ("layers_sync", "baseline", "bare call")),
@@ -235,6 +262,10 @@ def main():
         "(a preemption between the two reads can only shrink a sample): one period plus the upkeep "
         "thread's scheduling delay.\n",
         table_file("clock_lag.md"),
+        "## Memory per breaker\n",
+        "`size_of` of a breaker on each storage, which holds only the rolling window its configs may ask for "
+        "(a breaker per endpoint, host or symbol).\n",
+        table_file("sizes.md"),
         "## Heap growth over one million transitions\n", table_file("heap.md"),
         "## Instructions per call (callgrind)\n", table_file("callgrind.md"),
         "## C ABI next to Rust\n", table_file("c_abi.md"),

@@ -12,7 +12,10 @@ cargo bench -p tripwire-benches --bench pieces -- "${quick[@]}"
 cargo bench -p tripwire-benches --bench layers -- "${quick[@]}"
 cargo bench -p tripwire-benches --bench contention
 cargo bench -p tripwire-benches --bench limiter -- "${quick[@]}"
+cargo bench -p tripwire-benches --bench keyed -- "${quick[@]}"
+cargo run --quiet --release -p tripwire-benches --example keyed_memory > "$target/bench/keyed_memory.md"
 cargo bench -p tripwire-benches --bench heap | grep '^|' > "$target/bench/heap.md"
+cargo bench -p tripwire-benches --bench heap -- --sizes | grep '^|' > "$target/bench/sizes.md"
 # The fleet: through TRIPWIRE_BENCH_REDIS / TRIPWIRE_TEST_REDIS, or a
 # redis-server of its own (without one: the unlinked rows only).
 cargo bench -p tripwire-benches --bench fleet -- "${quick[@]}"

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use failsafe::CircuitBreaker as _;
+use tripwire::clock::CachedClock;
 use tripwire::{Breaker, BreakerConfig, MonotonicClock, Outcome};
 use tripwire_benches::{Failed, guarded};
 
@@ -67,6 +68,25 @@ fn two_threads(c: &mut Criterion) {
         b.iter_custom(|iters| {
             on_two_threads(iters, &|| {
                 let _ = black_box(windowed.call(&MonotonicClock, || guarded(black_box(1))));
+            })
+        })
+    });
+    let cached = CachedClock::global();
+    g.bench_function(BenchmarkId::new("tripwire", "window, CachedClock"), |b| {
+        b.iter_custom(|iters| {
+            on_two_threads(iters, &|| {
+                let _ = black_box(windowed.call(&cached, || guarded(black_box(1))));
+            })
+        })
+    });
+    // The last 100 calls, as recloser's default ring and resilience4j's.
+    let counted = Box::new(Breaker::new(
+        BreakerConfig::builder().failure_threshold(0).failure_rate(0.5).count_window(100).build().unwrap(),
+    ));
+    g.bench_function(BenchmarkId::new("tripwire", "count window"), |b| {
+        b.iter_custom(|iters| {
+            on_two_threads(iters, &|| {
+                let _ = black_box(counted.call(&cached, || guarded(black_box(1))));
             })
         })
     });

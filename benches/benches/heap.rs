@@ -1,41 +1,17 @@
 //! Heap growth over one million state transitions, for tripwire and each
-//! peer, counted by a global allocator. Not a timing: prints a table.
+//! peer, counted by a global allocator; with `--sizes`, the memory a
+//! tripwire breaker takes on each storage instead. Not a timing: prints a
+//! table.
 //!
-//! `cargo bench -p tripwire-benches --bench heap`
+//! `cargo bench -p tripwire-benches --bench heap [-- --sizes]`
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use failsafe::{CircuitBreaker as _, backoff, failure_policy};
-use tripwire::{Breaker, BreakerConfig, ManualClock};
+use tripwire::breaker::{AnyWindow, CountOnly, NoWindow, TimeOnly};
+use tripwire::{Breaker, BreakerConfig, ManualClock, NamedBreaker};
+use tripwire_benches::counting::{Counting, allocations, live_bytes};
 use tripwire_benches::{Failed, failing, guarded};
-
-struct Counting;
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-static LIVE_BYTES: AtomicI64 = AtomicI64::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments
-// unchanged, so `System`'s guarantees carry over; the counters are a side effect.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        LIVE_BYTES.fetch_add(layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE_BYTES.fetch_sub(layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: `ptr` came from `alloc` with this `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        LIVE_BYTES.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: the caller upholds `GlobalAlloc::realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -47,16 +23,40 @@ const TRANSITIONS: u64 = 1_000_000;
 /// held afterwards).
 fn measure(mut cycle: impl FnMut()) -> (u64, i64) {
     cycle(); // warm up: lazily built state is not growth
-    let (a0, b0) = (ALLOCATIONS.load(Ordering::Relaxed), LIVE_BYTES.load(Ordering::Relaxed));
+    let (a0, b0) = (allocations(), live_bytes());
     for _ in 0..TRANSITIONS / 2 {
         cycle();
     }
-    (ALLOCATIONS.load(Ordering::Relaxed) - a0, LIVE_BYTES.load(Ordering::Relaxed) - b0)
+    (allocations() - a0, live_bytes() - b0)
+}
+
+/// Breakers that hold no heap memory of their own: `size_of` is all they take.
+const BREAKERS: u64 = 10_000;
+
+/// The memory of one breaker per storage, and of `BREAKERS` of them, with
+/// the configs each storage runs.
+fn sizes() {
+    let row = |storage: &str, configs: &str, size: usize| {
+        let mib = (size as u64 * BREAKERS) as f64 / f64::from(1 << 20);
+        println!("| {storage} | {configs} | {size} | {mib:.1} |");
+    };
+    println!("| breaker | configs | bytes each | {BREAKERS} of them (MiB) |");
+    println!("| --- | --- | --- | --- |");
+    row("`Breaker<NoWindow>`", "consecutive failures", size_of::<Breaker<NoWindow>>());
+    row("`Breaker<CountOnly>`", "… or a count window", size_of::<Breaker<CountOnly>>());
+    row("`Breaker<TimeOnly>`", "… or a time window", size_of::<Breaker<TimeOnly>>());
+    row("`Breaker` (`AnyWindow`)", "any", size_of::<Breaker<AnyWindow>>());
+    // A named breaker's name lives on the heap: a short one is counted.
+    let named = NamedBreaker::new("binance:BTCUSDT", BreakerConfig::default());
+    row("`NamedBreaker`", "any (plus its name)", size_of_val(&named) + named.name().len());
 }
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo bench -- --list` asks benches to name themselves
+    }
+    if std::env::args().any(|a| a == "--sizes") {
+        return sizes();
     }
     let mut rows = Vec::new();
 

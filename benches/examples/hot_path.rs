@@ -7,14 +7,18 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
+use tower::{Layer, Service};
 use tripwire::{
-    Breaker, BreakerConfig, Bulkhead, MonotonicClock, NamedBreaker, Outcome, Pipeline,
+    Assessment, Breaker, BreakerConfig, Bulkhead, CallError, MonotonicClock, NamedBreaker, Outcome, Pipeline,
     clock::{CachedClock, CoarseClock, FixedClock},
     retry::{Backoff, BackoffConfig, RetryBudget, RetryBudgetConfig, RetryPolicy},
+    tower::BreakerLayer,
 };
-use tripwire_benches::{failing, guarded};
+use tripwire_benches::{Failed, failing, guarded};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -66,7 +70,26 @@ fn main() {
         (0..n).for_each(|_| f());
         println!("{:.3} ns per iteration", start.elapsed().as_nanos() as f64 / n as f64);
     };
+    // The tower breaker layer around a service that answers at once,
+    // called and its future polled once, without a runtime; `tower_bare` is
+    // the service alone, driven the same way.
+    let mut tower_bare = dependency();
+    let mut tower_closed = tower_breaker(BreakerConfig::default());
+    let mut tower_open = tower_breaker(
+        BreakerConfig::builder()
+            .failure_threshold(1)
+            .open_timeout(Duration::from_secs(3600))
+            .build()
+            .unwrap(),
+    );
+    assert!(
+        drive(&mut tower_open, 0).is_err() && drive(&mut tower_open, 1).is_err(),
+        "tripped, then refusing"
+    );
     match path.as_str() {
+        "tower_bare" => repeat(&mut || _ = black_box(drive(&mut tower_bare, black_box(1)))),
+        "tower_closed" => repeat(&mut || _ = black_box(drive(&mut tower_closed, black_box(1)))),
+        "tower_open" => repeat(&mut || _ = black_box(drive(&mut tower_open, black_box(1)))),
         "bare" => repeat(&mut || _ = black_box(guarded(black_box(1)))),
         "fetch_add" => repeat(&mut || {
             _ = black_box(counter.fetch_add(1, Ordering::AcqRel));
@@ -125,7 +148,26 @@ fn main() {
         "pipeline_reject" => repeat(&mut || _ = black_box(pipeline_open.call(|| guarded(black_box(1))))),
         other => panic!(
             "unknown path {other:?}: bare, fetch_add, consecutive, window, window_cached, count_window, \
-             reject_monotonic, reject_coarse, reject_cached, pipeline, pipeline_reject"
+             reject_monotonic, reject_coarse, reject_cached, pipeline, pipeline_reject, tower_bare, \
+             tower_closed, tower_open"
         ),
     }
+}
+
+/// The service the tower paths wrap: `guarded`, or `failing` for request 0.
+fn dependency() -> impl Service<u64, Response = u64, Error = Failed> {
+    tower::service_fn(|x: u64| async move { if x == 0 { failing(x) } else { guarded(x) } })
+}
+
+fn tower_breaker(config: BreakerConfig) -> impl Service<u64, Response = u64, Error = CallError<Failed>> {
+    let judge = |r: &Result<u64, Failed>| if r.is_ok() { Assessment::Success } else { Assessment::Failure };
+    BreakerLayer::new(Arc::new(NamedBreaker::new("tower", config))).classify(judge).layer(dependency())
+}
+
+/// `poll_ready`, `call`, and one poll of the future, which is ready at once.
+fn drive<S: Service<u64>>(svc: &mut S, req: u64) -> Result<S::Response, S::Error> {
+    let mut cx = Context::from_waker(Waker::noop());
+    let Poll::Ready(Ok(())) = svc.poll_ready(&mut cx) else { panic!("the service is ready at once") };
+    let Poll::Ready(result) = pin!(svc.call(req)).poll(&mut cx) else { panic!("the call ends at once") };
+    result
 }

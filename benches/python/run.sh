@@ -5,13 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 venv=${CARGO_TARGET_DIR:-target}/bench-python-venv
+# Absolute: maturin runs from python/.
+case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 python3 -m venv --clear "$venv"
 # shellcheck disable=SC1091
 . "$venv/bin/activate"
 pip install --quiet --disable-pip-version-check maturin==1.16.0 \
   pybreaker==1.4.1 circuitbreaker==2.1.3 aiobreaker==1.2.0 purgatory==3.0.1 redis==8.1.0 \
   aiolimiter==1.3.0 limits==5.8.0 pyrate-limiter==4.5.1 >&2
-(cd python && maturin build --release --quiet --out "../$venv/wheels") >&2
+(cd python && maturin build --release --quiet --out "$venv/wheels") >&2
 pip install --quiet --disable-pip-version-check --no-deps "$venv"/wheels/tripwire-*.whl >&2
 if [ "${1:-}" = "--text" ]; then
   shift

@@ -1,7 +1,8 @@
 //! Shared pieces of the benches: the guarded function every breaker wraps,
-//! and the error it fails with.
+//! the error it fails with, and a counting allocator.
 #![allow(missing_docs, reason = "bench support, not an API")]
 
+pub mod counting;
 pub mod redis;
 
 use core::fmt;
