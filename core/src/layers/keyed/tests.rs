@@ -320,3 +320,52 @@ fn a_slot_lives_beside_its_key_breaker_from_creation_to_eviction() {
     drop(m);
     assert_eq!(SLOT_DROPS.get().unwrap().load(Ordering::Relaxed), 4);
 }
+
+#[test]
+fn calls_racing_sweeps_that_evict_and_make_keys_again_keep_the_map_whole() {
+    use core::sync::atomic::AtomicUsize;
+    // Twelve keys for eight places, a sweep every period: keys are made,
+    // evicted and made again while other threads call them. Each side
+    // runs until the other has done its share, so that they overlap.
+    let idle = Duration::from_millis(1);
+    let m = Arc::new(
+        Breakers::<String>::builder("m", trips_on_one())
+            .capacity(8)
+            .idle_after(idle)
+            .clock(clock(0))
+            .build()
+            .unwrap(),
+    );
+    let (swept, called) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let callers: Vec<_> = (0..2)
+        .map(|t| {
+            let (m, swept, called) = (m.clone(), swept.clone(), called.clone());
+            thread::spawn(move || {
+                let mut i = 0usize;
+                while i < 4_000 || swept.load(Ordering::Relaxed) < 200 {
+                    let key = ((i * 5 + t) % 12).to_string();
+                    assert_eq!(m.call(&key, || Ok::<_, ()>(i)).ok(), Some(i));
+                    i += 1;
+                }
+                called.fetch_add(1, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    while called.load(Ordering::Relaxed) < 2 {
+        m.clock.advance(idle);
+        m.evict_idle();
+        swept.fetch_add(1, Ordering::Relaxed);
+    }
+    for c in callers {
+        c.join().unwrap();
+    }
+    let c = m.counts();
+    assert!(c.evicted > 0 && c.created > 12, "keys were evicted and made again: {c:?}");
+    // Every breaker made is live or evicted, once; the map holds exactly
+    // the live ones, none retired, never more than its capacity.
+    assert_eq!(c.created - c.evicted, c.live, "{c:?}");
+    let mut held = 0;
+    m.for_each(|_, _| held += 1);
+    assert_eq!(held as u64, c.live);
+    assert!(c.live <= 8, "{c:?}");
+}
