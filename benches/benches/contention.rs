@@ -90,6 +90,18 @@ fn two_threads(c: &mut Criterion) {
             })
         })
     });
+    // The floor of any window that orders every call: a breaker call that
+    // writes no shared word, then one shared `fetch_add`, on each thread.
+    let quiet = Box::new(Breaker::new(BreakerConfig::builder().count_successes(false).build().unwrap()));
+    let order = AtomicU64::new(0);
+    g.bench_function(BenchmarkId::new("baseline", "call writing nothing + fetch_add"), |b| {
+        b.iter_custom(|iters| {
+            on_two_threads(iters, &|| {
+                let _ = black_box(quiet.call(&cached, || guarded(black_box(1))));
+                order.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+    });
     let failsafe = failsafe::Config::new().build();
     g.bench_function(BenchmarkId::new("failsafe", "default"), |b| {
         b.iter_custom(|iters| {
