@@ -20,10 +20,12 @@
 //! # Why a `fetch_add`, and what it costs
 //! "The last N calls" is an order over every call, and keeping an order
 //! takes one read-modify-write of a shared word per call: a success here
-//! is exactly one, which never fails and never retries, so two threads pay
-//! what two threads pay for one `fetch_add` (a CAS loop paid 2.7 of them).
-//! Going below that means giving the order up (striped counts), which this
-//! window does not do.
+//! is exactly one, which never fails and never retries (a CAS loop paid 2.7
+//! of them). Two threads on one count window cost what two threads cost
+//! that each make a call writing nothing and then one shared `fetch_add`
+//! (1.01× in `benches/RESULTS.md`), and more than a bare `fetch_add` loop,
+//! whose adds come back to back. Going below that means giving the order
+//! up (striped counts), which this window does not do.
 //!
 //! # Successes past a full chunk
 //! A `fetch_add` cannot look before it adds. One that finds the chunk full
