@@ -41,7 +41,7 @@ python -m pip install --quiet --disable-pip-version-check --force-reinstall --no
 # is tested, not ./tripwire.
 cd tests
 python -c 'import tripwire, sys; assert "site-packages" in tripwire.__file__, tripwire.__file__'
-python -m pytest -q -p no:cacheprovider -c ../pyproject.toml --rootdir . .
+python -m pytest -q -p no:cacheprovider -c ../pyproject.toml --rootdir . --durations=10 .
 # User code whose types must survive every decorator (see its docstring).
 python -m mypy --strict --no-incremental typed_sample.py
 pyright --project ../pyproject.toml typed_sample.py typed_ccxt.py
