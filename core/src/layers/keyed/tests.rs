@@ -324,9 +324,12 @@ fn a_slot_lives_beside_its_key_breaker_from_creation_to_eviction() {
 #[test]
 fn calls_racing_sweeps_that_evict_and_make_keys_again_keep_the_map_whole() {
     use core::sync::atomic::AtomicUsize;
-    // Twelve keys for eight places, a sweep every period: keys are made,
-    // evicted and made again while other threads call them. Each side
-    // runs until the other has done its share, so that they overlap.
+    // Twelve keys for eight places, a sweep every period. The callers use
+    // six keys at a time, a window that moves one key every three sweeps:
+    // a key left behind idles until a sweep evicts it, and is made again
+    // when the window comes back to it, while the other keys are called.
+    // Each sweep waits for a dozen calls, so that neither side can finish
+    // its share before the other has started, however the threads run.
     let idle = Duration::from_millis(1);
     let m = Arc::new(
         Breakers::<String>::builder("m", trips_on_one())
@@ -336,22 +339,34 @@ fn calls_racing_sweeps_that_evict_and_make_keys_again_keep_the_map_whole() {
             .build()
             .unwrap(),
     );
-    let (swept, called) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (swept, calls, called) =
+        (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let callers: Vec<_> = (0..2)
         .map(|t| {
-            let (m, swept, called) = (m.clone(), swept.clone(), called.clone());
+            let (m, swept, calls, called) = (m.clone(), swept.clone(), calls.clone(), called.clone());
             thread::spawn(move || {
                 let mut i = 0usize;
-                while i < 4_000 || swept.load(Ordering::Relaxed) < 200 {
-                    let key = ((i * 5 + t) % 12).to_string();
+                loop {
+                    let s = swept.load(Ordering::Relaxed);
+                    if i >= 4_000 && s >= 200 {
+                        break;
+                    }
+                    let key = ((s / 3 + (i * 5 + t) % 6) % 12).to_string();
                     assert_eq!(m.call(&key, || Ok::<_, ()>(i)).ok(), Some(i));
+                    calls.fetch_add(1, Ordering::Relaxed);
                     i += 1;
                 }
                 called.fetch_add(1, Ordering::Relaxed);
             })
         })
         .collect();
+    let mut seen = 0;
     while called.load(Ordering::Relaxed) < 2 {
+        if calls.load(Ordering::Relaxed) < seen + 12 {
+            thread::yield_now();
+            continue;
+        }
+        seen = calls.load(Ordering::Relaxed);
         m.clock.advance(idle);
         m.evict_idle();
         swept.fetch_add(1, Ordering::Relaxed);
