@@ -15,6 +15,7 @@ use tower::{Layer, Service};
 use tripwire::{
     Assessment, Breaker, BreakerConfig, Bulkhead, CallError, MonotonicClock, NamedBreaker, Outcome, Pipeline,
     clock::{CachedClock, CoarseClock, FixedClock},
+    keyed::Breakers,
     retry::{Backoff, BackoffConfig, RetryBudget, RetryBudgetConfig, RetryPolicy},
     tower::BreakerLayer,
 };
@@ -86,7 +87,25 @@ fn main() {
         drive(&mut tower_open, 0).is_err() && drive(&mut tower_open, 1).is_err(),
         "tripped, then refusing"
     );
+    // A closed call of one key among 10,000 (the criterion bench's symbols),
+    // next to the same call of one `NamedBreaker`. A fixed seed, so that
+    // filling the map costs the same in every run (callgrind.sh counts
+    // each path's setup in a run of its own and takes it off).
+    let template = BreakerConfig::builder().failure_threshold(5).build().unwrap();
+    let named = NamedBreaker::new("plain", template);
+    let keyed = Breakers::<String>::builder("symbols", template)
+        .capacity(10_000)
+        .hasher(foldhash::fast::FixedState::default())
+        .build()
+        .unwrap();
+    if path == "keyed" {
+        (0..10_000).for_each(|i| _ = keyed.call(&format!("SYM{i:04}USDT"), || guarded(1)));
+    }
     match path.as_str() {
+        "named_call" => repeat(&mut || _ = black_box(named.call(|| guarded(black_box(1))))),
+        "keyed" => {
+            repeat(&mut || _ = black_box(keyed.call(black_box("SYM5000USDT"), || guarded(black_box(1)))))
+        }
         "tower_bare" => repeat(&mut || _ = black_box(drive(&mut tower_bare, black_box(1)))),
         "tower_closed" => repeat(&mut || _ = black_box(drive(&mut tower_closed, black_box(1)))),
         "tower_open" => repeat(&mut || _ = black_box(drive(&mut tower_open, black_box(1)))),
@@ -149,7 +168,7 @@ fn main() {
         other => panic!(
             "unknown path {other:?}: bare, fetch_add, consecutive, window, window_cached, count_window, \
              reject_monotonic, reject_coarse, reject_cached, pipeline, pipeline_reject, tower_bare, \
-             tower_closed, tower_open"
+             tower_closed, tower_open, named_call, keyed"
         ),
     }
 }
