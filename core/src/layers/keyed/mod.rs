@@ -594,6 +594,18 @@ where
         evicted
     }
 
+    /// Whether `key` has a breaker of its own now (not the overflow one).
+    /// It makes nothing and does not count as a use: asking keeps no key
+    /// from being evicted.
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let guard = self.map.guard();
+        self.map.get(key, &guard).is_some_and(|entry| !entry.seen.is_retired())
+    }
+
     /// Calls `f` with every key and its breaker (not the overflow one), in
     /// no particular order. It sees the map as it is while it runs, and
     /// blocks nobody.

@@ -62,6 +62,26 @@ fn a_full_map_sends_new_keys_to_the_overflow_breaker() {
     // The keys that have breakers keep theirs.
     assert_eq!(state(&m, "a"), State::Open);
     assert_eq!(state(&m, "b"), State::Closed);
+    assert!(m.contains_key("a") && m.contains_key("b"));
+    assert!(!m.contains_key("d"), "an overflowed key has no breaker of its own");
+}
+
+#[test]
+fn asking_for_a_key_makes_nothing_and_keeps_nothing_alive() {
+    let idle = Duration::from_millis(1);
+    let m = map(4, idle);
+    assert!(!m.contains_key("a"));
+    assert_eq!((m.len(), m.counts().created), (0, 0), "asking made no breaker");
+    let _ = m.call("a", || Ok::<_, ()>(()));
+    assert!(m.contains_key("a"));
+    // Asked every period, "a" is still evicted once it idles.
+    for _ in 0..2 {
+        m.clock.advance(idle);
+        assert!(m.contains_key("a"));
+        m.evict_idle();
+    }
+    assert!(!m.contains_key("a"), "evicted: {:?}", m.counts());
+    assert_eq!(m.counts().evicted, 1);
 }
 
 #[test]
