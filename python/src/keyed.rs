@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyInt, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple};
 use pyo3::{PyTraverseError, PyVisit, intern};
 use tripwire::breaker::AnyWindow;
 use tripwire::keyed::{DefaultHasher, KeyedRows};
@@ -291,6 +291,23 @@ impl Breakers {
     /// Keys with a breaker of their own now.
     fn __len__(&self) -> usize {
         self.map.len()
+    }
+
+    /// Whether `key` has a breaker of its own now. Asking makes no breaker
+    /// and keeps no key from being evicted. A key of a type the map does
+    /// not take is a `TypeError`, as in `breakers[key]`.
+    fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.map.contains_key(&Key::new(key)?))
+    }
+
+    /// The keys with a breaker of their own, as the map holds them when
+    /// iteration begins (a list's iterator: keys made or evicted while it
+    /// runs are not seen). Without it, Python would iterate by calling
+    /// `breakers[0]`, `breakers[1]`, … for ever, making a breaker for each.
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let mut keys = Vec::with_capacity(self.map.len());
+        self.map.for_each(|key, _| keys.push(key.object(py)));
+        PyList::new(py, keys)?.into_any().try_iter().map(Bound::into_any)
     }
 
     /// `{"live", "created", "evicted", "overflow_calls"}`: keys with a

@@ -181,6 +181,27 @@ def test_other_keys_are_a_type_error(clock, key):
     assert len(per_key) == 0
 
 
+def test_in_and_iteration_see_the_keys_with_breakers_of_their_own_and_make_none(clock):
+    per_symbol = make(clock, capacity=2, idle_after=10.0)
+    assert "BTC" not in per_symbol
+    assert list(per_symbol) == []
+    per_symbol.call("BTC", lambda: 1)
+    per_symbol[("ETH", 1)]
+    per_symbol["SOL"]  # past capacity: the overflow breaker
+    assert "BTC" in per_symbol and ("ETH", 1) in per_symbol
+    assert "SOL" not in per_symbol, "an overflowed key has no breaker of its own"
+    assert sorted(per_symbol, key=repr) == ["BTC", ("ETH", 1)]
+    assert per_symbol.counts()["created"] == 2, "asking made no breaker"
+    # Asked in every period, an unused key is still evicted.
+    for _ in range(2):
+        clock.advance(10.0)
+        assert "BTC" in per_symbol
+        per_symbol.evict_idle()
+    assert "BTC" not in per_symbol and list(per_symbol) == []
+    with pytest.raises(TypeError, match="Breakers key"):
+        1.5 in per_symbol  # noqa: B015
+
+
 def test_subclasses_of_key_types_are_a_type_error(clock):
     class Symbol(str):
         def __hash__(self) -> int:

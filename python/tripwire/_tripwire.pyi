@@ -2,7 +2,7 @@
 
 import asyncio
 
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
 from os import PathLike
 from types import TracebackType
 from typing import Any, Generic, Literal, TypedDict, TypeVar, final, overload
@@ -311,6 +311,11 @@ class Breakers(Generic[_K]):
         self, key: _K, func: Callable[_P, Awaitable[_R]], /, *args: _P.args, **kwargs: _P.kwargs
     ) -> Coroutine[Any, Any, _R]: ...
     def __len__(self) -> int: ...
+    def __contains__(self, key: _K, /) -> bool:
+        """Whether the key has a breaker of its own now; asking makes
+        none and keeps no key from being evicted."""
+    def __iter__(self) -> Iterator[_K]:
+        """The keys with a breaker of their own when iteration begins."""
     def counts(self) -> dict[str, int]:
         """``live``, ``created``, ``evicted``, ``overflow_calls``."""
     def evict_idle(self) -> int:

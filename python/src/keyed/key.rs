@@ -54,6 +54,13 @@ impl Key {
     }
 }
 
+impl Key {
+    /// The key's Python object (a `bool` key shows as the `int` it equals).
+    pub(crate) fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.key.bind(py).clone()
+    }
+}
+
 /// Whether `v` is one of the key types, all the way down.
 #[inline]
 fn is_key(v: &Bound<'_, PyAny>) -> bool {
