@@ -3,12 +3,21 @@
 
 mod support;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use support::{AclUser, KEY, PrivateRedis, SilentServer, free_port, namespace, redis_url, wait_for};
 use tripwire::{BreakerConfig, NamedBreaker, Outcome, State};
 use tripwire_fleet::{Fleet, FleetConfig, FleetConfigBuilder, LinkState};
+
+/// One test at a time: each starts hosts with link threads of their own,
+/// and fourteen tests at once on two busy cores starved those threads past
+/// the tests' waits (a close heard after 2 s, a count read before a
+/// message came in).
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn breaker(open_timeout: Duration) -> Arc<NamedBreaker> {
     let config = BreakerConfig::builder().failure_threshold(1).open_timeout(open_timeout).build().unwrap();
@@ -30,6 +39,7 @@ fn trip(b: &NamedBreaker) {
 
 #[test]
 fn a_trip_on_one_host_holds_the_others_for_its_cool_down() {
+    let _serial = one_at_a_time();
     let Some(url) = redis_url("a_trip_on_one_host_holds_the_others_for_its_cool_down") else { return };
     let ns = namespace("trip");
     let (a, b) = (breaker(Duration::from_secs(2)), breaker(Duration::from_secs(2)));
@@ -53,6 +63,7 @@ fn a_trip_on_one_host_holds_the_others_for_its_cool_down() {
 
 #[test]
 fn a_hold_travels_with_its_length_and_a_close_ends_it_everywhere() {
+    let _serial = one_at_a_time();
     let Some(url) = redis_url("a_hold_travels_with_its_length_and_a_close_ends_it_everywhere") else {
         return;
     };
@@ -71,6 +82,7 @@ fn a_hold_travels_with_its_length_and_a_close_ends_it_everywhere() {
 
 #[test]
 fn a_hold_from_the_fleet_is_capped_by_the_local_max_hold() {
+    let _serial = one_at_a_time();
     let Some(url) = redis_url("a_hold_from_the_fleet_is_capped_by_the_local_max_hold") else { return };
     let ns = namespace("cap");
     let a = breaker(Duration::from_secs(1));
@@ -98,6 +110,7 @@ fn a_hold_from_the_fleet_is_capped_by_the_local_max_hold() {
 
 #[test]
 fn a_late_joiner_learns_an_outage_in_progress_from_the_key() {
+    let _serial = one_at_a_time();
     let Some(url) = redis_url("a_late_joiner_learns_an_outage_in_progress_from_the_key") else { return };
     let ns = namespace("late");
     let a = breaker(Duration::from_secs(3));
@@ -117,6 +130,7 @@ fn a_late_joiner_learns_an_outage_in_progress_from_the_key() {
 
 #[test]
 fn one_probe_for_the_fleet_when_a_cool_down_ends() {
+    let _serial = one_at_a_time();
     let Some(url) = redis_url("one_probe_for_the_fleet_when_a_cool_down_ends") else { return };
     let ns = namespace("probe");
     let breakers: Vec<_> = (0..3).map(|_| breaker(Duration::from_millis(300))).collect();
@@ -157,6 +171,7 @@ fn one_probe_for_the_fleet_when_a_cool_down_ends() {
 
 #[test]
 fn unlinked_each_host_is_a_plain_local_breaker() {
+    let _serial = one_at_a_time();
     let b = breaker(Duration::from_millis(100));
     let nobody = format!("redis://127.0.0.1:{}", free_port());
     let fleet = Fleet::new(FleetConfig::builder(nobody, "alone", *KEY).build().unwrap()).unwrap();
@@ -182,6 +197,7 @@ fn unlinked_each_host_is_a_plain_local_breaker() {
 
 #[test]
 fn password_and_acl_user_log_in_and_wrong_ones_stay_down() {
+    let _serial = one_at_a_time();
     if redis_url("password_and_acl_user_log_in_and_wrong_ones_stay_down").is_none() {
         return;
     }
@@ -213,6 +229,7 @@ fn password_and_acl_user_log_in_and_wrong_ones_stay_down() {
 
 #[test]
 fn the_counters_are_exported_for_prometheus() {
+    let _serial = one_at_a_time();
     let Some(url) = redis_url("the_counters_are_exported_for_prometheus") else { return };
     let ns = namespace("prom");
     let a = breaker(Duration::from_secs(2));
@@ -231,6 +248,7 @@ fn the_counters_are_exported_for_prometheus() {
 
 #[test]
 fn a_name_joins_once_and_fits_a_message() {
+    let _serial = one_at_a_time();
     let fleet = Fleet::new(
         FleetConfig::builder(format!("redis://127.0.0.1:{}", free_port()), "names", *KEY).build().unwrap(),
     )
@@ -245,6 +263,7 @@ fn a_name_joins_once_and_fits_a_message() {
 
 #[test]
 fn a_core_breaker_without_listeners_joins_by_name_and_is_looked_at() {
+    let _serial = one_at_a_time();
     let Some(url) = redis_url("a_core_breaker_without_listeners_joins_by_name_and_is_looked_at") else {
         return;
     };
@@ -267,7 +286,9 @@ fn a_core_breaker_without_listeners_joins_by_name_and_is_looked_at() {
         .unwrap_or_else(|| panic!("{:?}", fc.snapshot()));
     // The fleet's close comes back in, and is not echoed.
     named.reset();
-    wait_for(Duration::from_secs(2), || core.state() == State::Closed).expect("the core breaker closed");
+    wait_for(Duration::from_secs(2), || core.state() == State::Closed).unwrap_or_else(|| {
+        panic!("the core breaker stayed {:?}: {:?} {:?}", core.state(), fc.snapshot(), fnamed.snapshot())
+    });
     wait_for(Duration::from_secs(2), || fnamed.snapshot().received == 1)
         .unwrap_or_else(|| panic!("{:?}", fnamed.snapshot()));
     std::thread::sleep(Duration::from_millis(100));
@@ -276,6 +297,7 @@ fn a_core_breaker_without_listeners_joins_by_name_and_is_looked_at() {
 
 #[test]
 fn a_user_without_channel_rights_is_never_linked() {
+    let _serial = one_at_a_time();
     let Some(url) = redis_url("a_user_without_channel_rights_is_never_linked") else { return };
     // Keys and commands, but no channel: SUBSCRIBE (and PUBLISH) answer NOPERM.
     let nochan = AclUser::create(&url, "nochan", &["on", ">pw", "~*", "resetchannels", "+@all"]);
@@ -302,6 +324,7 @@ fn a_user_without_channel_rights_is_never_linked() {
 
 #[test]
 fn dropping_a_fleet_whose_server_never_answers_takes_at_most_its_timeouts() {
+    let _serial = one_at_a_time();
     let silent = SilentServer::start();
     let (connect, io) = (Duration::from_millis(1000), Duration::from_millis(200));
     let config = FleetConfig::builder(silent.url(), "silent", *KEY).connect_timeout(connect).io_timeout(io);
@@ -320,6 +343,7 @@ fn dropping_a_fleet_whose_server_never_answers_takes_at_most_its_timeouts() {
 
 #[test]
 fn an_idle_host_never_takes_the_probe_lease_from_a_busy_one() {
+    let _serial = one_at_a_time();
     let Some(url) = redis_url("an_idle_host_never_takes_the_probe_lease_from_a_busy_one") else { return };
     let ns = namespace("idle");
     let probe_timeout = Duration::from_secs(1);
@@ -356,12 +380,15 @@ fn an_idle_host_never_takes_the_probe_lease_from_a_busy_one() {
     assert_eq!(fidle.snapshot().leases_won, 0, "{:?}", fidle.snapshot());
     assert_eq!(fbusy.snapshot().leases_won, 1, "{:?}", fbusy.snapshot());
     // The close reaches the idle host, however it waited meanwhile.
-    wait_for(Duration::from_secs(2), || idle.state() == State::Closed).expect("the idle host closed");
+    wait_for(Duration::from_secs(2), || idle.state() == State::Closed).unwrap_or_else(|| {
+        panic!("the idle host stayed {:?}: {:?} {:?}", idle.state(), fidle.snapshot(), fbusy.snapshot())
+    });
     assert!(idle.try_acquire().is_ok());
 }
 
 #[test]
 fn a_capped_hold_read_again_from_its_key_is_taken_once() {
+    let _serial = one_at_a_time();
     if redis_url("a_capped_hold_read_again_from_its_key_is_taken_once").is_none() {
         return;
     }
