@@ -575,7 +575,14 @@ where
         // Relaxed: the CAS below elects one sweeper per period; nothing
         // else is ordered by this word.
         let began = self.period_began.load(Ordering::Relaxed);
-        if now.saturating_sub(began) < self.idle_after
+        if now < began {
+            // A clock gone back: the period starts again at this reading,
+            // so that eviction waits a whole `idle_after` from here rather
+            // than until the clock is back where it was. Relaxed: as above.
+            let _ = self.period_began.compare_exchange(began, now, Ordering::Relaxed, Ordering::Relaxed);
+            return 0;
+        }
+        if now - began < self.idle_after
             || self.period_began.compare_exchange(began, now, Ordering::Relaxed, Ordering::Relaxed).is_err()
         {
             return 0;

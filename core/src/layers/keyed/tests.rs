@@ -142,20 +142,63 @@ fn a_new_key_runs_the_sweep_that_is_due_and_takes_the_room_it_makes() {
     assert_eq!(m.len(), 1);
 }
 
+/// A clock that breaks `Clock`'s rule and jumps back when told to, as a
+/// hostile or broken one would (`ManualClock` only goes forward).
+#[derive(Clone, Copy)]
+struct Jumpy(&'static std::sync::atomic::AtomicU64);
+
+impl Jumpy {
+    fn at(ns: u64) -> Self {
+        Jumpy(std::boxed::Box::leak(std::boxed::Box::new(std::sync::atomic::AtomicU64::new(ns))))
+    }
+
+    fn set(&self, ns: u64) {
+        self.0.store(ns, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Clock for Jumpy {
+    fn now(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 #[test]
 fn a_clock_that_goes_back_or_jumps_never_panics_or_evicts_early() {
     let idle = Duration::from_secs(60);
     let m = Breakers::<String>::builder("m", trips_on_one())
         .idle_after(idle)
-        .clock(clock(u64::MAX - 10))
+        .clock(Jumpy::at(u64::MAX - 10))
         .build()
         .unwrap();
     let _ = m.call("a", || Ok::<_, ()>(()));
     m.clock.set(0);
     assert_eq!(m.evict_idle(), 0, "a clock gone back is no time passed");
     m.clock.set(u64::MAX);
-    assert_eq!(m.evict_idle(), 0);
+    assert_eq!(m.evict_idle(), 0, "back where it was: not a whole period since it went back");
     assert_eq!(m.len(), 1);
+}
+
+#[test]
+fn a_clock_gone_back_for_good_still_evicts_once_idle_after_passes_again() {
+    let idle = Duration::from_secs(60);
+    let ns = |d: Duration| d.as_nanos() as u64;
+    let m = Breakers::<String>::builder("m", trips_on_one())
+        .idle_after(idle)
+        .clock(Jumpy::at(u64::MAX - 10))
+        .build()
+        .unwrap();
+    let _ = m.call("a", || Ok::<_, ()>(()));
+    // Back to 0, and running on from there.
+    m.clock.set(0);
+    assert_eq!(m.evict_idle(), 0, "a clock gone back is no time passed");
+    m.clock.set(ns(idle) - 1);
+    assert_eq!(m.evict_idle(), 0, "not yet a whole period since the clock went back");
+    m.clock.set(ns(idle));
+    assert_eq!(m.evict_idle(), 0, "used in the period before: kept");
+    m.clock.set(2 * ns(idle));
+    assert_eq!(m.evict_idle(), 1, "unused for a whole period as the clock runs now");
+    assert_eq!(m.len(), 0);
 }
 
 #[test]
