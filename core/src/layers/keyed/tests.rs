@@ -145,21 +145,21 @@ fn a_new_key_runs_the_sweep_that_is_due_and_takes_the_room_it_makes() {
 /// A clock that breaks `Clock`'s rule and jumps back when told to, as a
 /// hostile or broken one would (`ManualClock` only goes forward).
 #[derive(Clone, Copy)]
-struct Jumpy(&'static std::sync::atomic::AtomicU64);
+struct Jumpy(&'static core::sync::atomic::AtomicU64);
 
 impl Jumpy {
     fn at(ns: u64) -> Self {
-        Jumpy(std::boxed::Box::leak(std::boxed::Box::new(std::sync::atomic::AtomicU64::new(ns))))
+        Jumpy(std::boxed::Box::leak(std::boxed::Box::new(core::sync::atomic::AtomicU64::new(ns))))
     }
 
     fn set(&self, ns: u64) {
-        self.0.store(ns, std::sync::atomic::Ordering::Relaxed);
+        self.0.store(ns, core::sync::atomic::Ordering::Relaxed);
     }
 }
 
 impl Clock for Jumpy {
     fn now(&self) -> u64 {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
+        self.0.load(core::sync::atomic::Ordering::Relaxed)
     }
 }
 
