@@ -364,5 +364,5 @@ fn a_region_of_the_layout_before_the_shared_header_is_read_the_same() {
     let b = mem.attach().unwrap();
     assert_eq!((b.max(), b.held(), b.holder_of(1)), (3, 1, Some(holder(7, 1))));
     assert_eq!((Region::MAGIC, Region::VERSION), (u64::from_ne_bytes(*b"TWBULKHD"), 2));
-    assert_eq!((SharedRegion::MAGIC, SharedRegion::VERSION), (u64::from_ne_bytes(*b"TRIPWIRE"), 5));
+    assert_eq!((SharedRegion::MAGIC, SharedRegion::VERSION), (u64::from_ne_bytes(*b"TRIPWIRE"), 6));
 }

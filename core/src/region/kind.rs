@@ -50,7 +50,7 @@ impl RegionKind {
     /// bumped whenever its layout changes.
     pub const fn version(self) -> u32 {
         match self {
-            RegionKind::Breaker => 5,
+            RegionKind::Breaker => 6,
             RegionKind::Bulkhead => 2,
             RegionKind::RateLimiter => 1,
         }
