@@ -90,8 +90,10 @@ fn two_threads(c: &mut Criterion) {
             })
         })
     });
-    // The floor of any window that orders every call: a breaker call that
-    // writes no shared word, then one shared `fetch_add`, on each thread.
+    // What a window that gives every call its place with one shared write
+    // costs at least (the count window before its successes went to
+    // stripes): a breaker call that writes no shared word, then one shared
+    // `fetch_add`, on each thread.
     let quiet = Box::new(Breaker::new(BreakerConfig::builder().count_successes(false).build().unwrap()));
     let order = AtomicU64::new(0);
     g.bench_function(BenchmarkId::new("baseline", "call writing nothing + fetch_add"), |b| {
