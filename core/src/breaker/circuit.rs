@@ -106,7 +106,7 @@ impl Admitted {
 /// # Size and alignment
 /// Aligned to a cache-line pair (128 bytes on x86-64) so that the state
 /// word and each counter stripe have lines of their own. Its size depends
-/// on the storage: 4,480 bytes on x86-64 for the default, 896 without a
+/// on the storage: 4,992 bytes on x86-64 for the default, 896 without a
 /// window (see [`Windows`]). `cargo run -p tripwire-breaker --example
 /// sizes` prints every one, with the config's and the ticket's.
 #[repr(C)]

@@ -17,9 +17,9 @@ use crate::config_error::{ConfigError, Rule, Value};
 /// | storage | holds | `size_of::<Breaker<_>>()` on x86-64 |
 /// | --- | --- | --- |
 /// | [`NoWindow`] | counters only | 896 |
-/// | [`CountOnly`] | counters, a count window | 2,304 |
+/// | [`CountOnly`] | counters, a count window | 2,816 |
 /// | [`TimeOnly`] | counters, a time window | 2,816 |
-/// | [`AnyWindow`] (default) | counters, both windows | 4,480 |
+/// | [`AnyWindow`] (default) | counters, both windows | 4,992 |
 ///
 /// (`cargo run -p tripwire-breaker --example sizes` prints them on any
 /// target.) A breaker per endpoint, host or symbol that trips on

@@ -13,50 +13,53 @@
 //! before it. A stripe's successes not placed yet are the newest calls,
 //! and every reader counts them so.
 //!
-//! So the order is exact: a success that was done before a failure began
-//! is placed before it, and one that is not placed yet came after every
-//! call in order (or raced it). Nothing is traded for the stripes.
+//! So the order is exact: a success that happened before a failure (its
+//! `fetch_add` is visible to the failure's thread) is placed before it,
+//! and one not placed yet came after every call in order, or raced it.
+//! Nothing is traded for the stripes.
 //!
 //! What a stripe has placed is kept *in the cursor*, as its counter's value
-//! modulo [`PLACED_MOD`] (64), so that placing successes and counting them
+//! modulo [`PLACED_MOD`] (32), so that placing successes and counting them
 //! placed are one CAS: a success is always either placed or waiting on its
 //! stripe, never both, never neither. A stripe's waiting successes are
-//! its counter minus the cursor's value, modulo 64; that is exact while
-//! fewer than 64 wait. Successes are placed in batches of [`BATCH`] (16)
-//! as well, by the thread whose success fills one, so that a window with no
-//! failures keeps fewer than 16 waiting on each stripe (one CAS on the
-//! cursor per 16 successes of a stripe). More than 63 wait only if three
-//! batch placements on one stripe are each left undone: their threads
-//! stalled, or died in a shared region, between the success that filled
-//! the batch and the CAS; any later batch or any failure places all that
-//! wait. A thread whose placement stalls makes no successes meanwhile, so
-//! this needs three threads on one stripe (more than four threads, or
-//! several processes).
+//! its counter minus the cursor's value, modulo 32; that is exact while
+//! fewer than 32 wait. Successes are placed in batches of [`BATCH`] (8) as
+//! well, by the thread whose success fills one (its own stripe's only, so
+//! that it reads no other thread's line), so that a window with no
+//! failures keeps fewer than 8 waiting on each stripe. More than 31 wait
+//! only if three batch placements on one stripe are each left undone:
+//! their threads stalled, or died in a shared region, between the success
+//! that filled the batch and the CAS; any later batch or any failure
+//! places all that wait. A thread whose placement stalls makes no
+//! successes meanwhile, so this needs three threads on one stripe (more
+//! than four threads, or several processes).
 //!
 //! # The order: chunks, cursor and ring
-//! Calls in order are kept as two bits each (failed, slow) in chunks of
-//! [`CHUNK`] (8) calls. The chunk being filled lives in the cursor, with
-//! the stripes' placed values. A full chunk is *filed* in a ring of
-//! [`CHUNKS`] (128) words, at the slot of its number, by whichever caller
-//! next finds the cursor full, and the CAS that moves the cursor to the
-//! next chunk is separate from the one that adds calls to it. The last N
-//! calls are then the waiting successes, the cursor's calls, and the
-//! newest ones of the chunks filed before it; the trip check reads at most
-//! ⌈N / 8⌉ + 1 words of the ring and the four stripes.
+//! A chunk holds up to [`CAP`] (255) calls in order: its first [`CHUNK`]
+//! (8) calls have two bits each (failed, slow), and the calls after them
+//! are successes, only counted. So any number of successes is placed in
+//! one CAS (a count), and a chunk is moved past when a call with bits finds
+//! its 8 places taken, or successes find it at [`CAP`]. The chunk being
+//! filled lives in the cursor, with the stripes' placed values. A chunk
+//! moved past is first *filed* in a ring of [`CHUNKS`] (128) words, at the
+//! slot of its number, by whichever caller moves it. The last N calls are
+//! then the waiting successes, the cursor's calls, and the newest ones of
+//! the chunks filed before it; the trip check reads at most ⌈N / 8⌉ + 1
+//! words of the ring, and the four stripes.
 //!
-//! N ranges over 1 to [`MAX_COUNT_WINDOW`] (1000): the window needs the
-//! ⌈N / 8⌉ chunks before the cursor's, all in the ring at once and apart
-//! from the slot the cursor files into next, so N ≤ 127 × 8; the ring is
-//! 512 bytes and the stripes four cache lines inside the breaker (plain
-//! data, no allocation).
+//! N ranges over 1 to [`MAX_COUNT_WINDOW`] (1000): a filed chunk holds at
+//! least 8 calls, so the window needs at most ⌈N / 8⌉ chunks before the
+//! cursor's, all in the ring at once and apart from the slot the cursor
+//! files into next: N ≤ 127 × 8. The ring is 1 KiB and the stripes four
+//! cache lines inside the breaker (plain data, no allocation).
 //!
 //! # What a success costs
 //! A `fetch_add` on a line its own thread wrote last, and one CAS on the
-//! cursor every 16 successes of the stripe. Two threads on one count
-//! window write no shared line on 15 calls of 16 (`benches/RESULTS.md`
-//! puts them next to two threads on one `fetch_add`). A failure or a slow
-//! call reads the four stripes and places what waits: the more successes
-//! since the last one, the more CASes (one per chunk, 2 for 16 successes).
+//! cursor every 8 successes of the stripe. Two threads on one count window
+//! write a shared line on one call in 8 (`benches/RESULTS.md` puts them
+//! next to two threads on one `fetch_add`). A failure or a slow call reads
+//! the four stripes and places what waits, usually in the CAS that counts
+//! it.
 //!
 //! # A success racing a new generation
 //! A failure enters the window only through a CAS on a cursor loaded before
@@ -77,37 +80,36 @@
 //!
 //! | bits    | field    | meaning |
 //! | ------- | -------- | ------- |
-//! | 0..16   | `marks`  | call `i` of the chunk at bit `2i` (failed) and `2i + 1` (slow) |
-//! | 16..20  | `calls`  | calls in the chunk, 0 to `CHUNK` |
-//! | 20..28  | `filed`  | chunks filed since the window started, saturating at `CHUNKS` |
-//! | 28..40  | `chunk`  | the chunk's number, wrapping at 2^12; its slot is `chunk % CHUNKS` |
-//! | 40..64  | `placed` | stripe `j`'s successes placed, modulo 64, at bits `40 + 6j` |
+//! | 0..16   | `marks`  | call `i < 8` of the chunk at bit `2i` (failed) and `2i + 1` (slow) |
+//! | 16..24  | `calls`  | calls in the chunk, 0 to `CAP` |
+//! | 24..31  | `filed`  | chunks filed since the window started, saturating at `CHUNKS - 1` |
+//! | 31..44  | `chunk`  | the chunk's number, wrapping at 2^13; its slot is `chunk % CHUNKS` |
+//! | 44..64  | `placed` | stripe `j`'s successes placed, modulo 32, at bits `44 + 5j` |
 //!
-//! Ring word (a filed chunk, 32 bits):
+//! Ring word (a filed chunk):
 //!
 //! | bits    | field    | meaning |
 //! | ------- | -------- | ------- |
-//! | 0..16   | `marks`  | the chunk's calls, as in the cursor |
-//! | 16..28  | `number` | the chunk's number |
-//! | 28..32  | —        | reserved, 0 |
+//! | 0..16   | `marks`  | as in the cursor |
+//! | 16..24  | `calls`  | as in the cursor |
+//! | 24..37  | `number` | the chunk's number |
+//! | 37..64  | —        | reserved, 0 |
 //!
 //! Stripe: one `u64`, the successes counted on it, wrapping.
 //!
 //! # Filing
-//! A full cursor `c` is only ever replaced by the next chunk, and only by a
-//! caller that first made sure chunk `c` is in its slot: it loads the slot,
-//! then the cursor, and, if the cursor is still `c`, CASes the slot from
-//! what it loaded to `c`'s chunk. A full cursor changes only by moving on
-//! (nothing is placed in a full chunk), and everything the filer writes
-//! comes from `c`, so any number of callers may do this at once. One that
-//! stalls gets the slot wrong only if its CAS succeeds after the cursor
-//! moved on, which needs the slot unchanged since it was loaded; but the
-//! cursor moves past chunk `c` only once that slot holds `c`'s chunk (a
-//! change, unless it held exactly those bits already), and the slot is
-//! next written for chunk `c + CHUNKS` (a change of number). A cursor may
-//! come back to the same bits 2^12 chunks later: a caller fooled by that
-//! files the bits of the chunk the cursor is really on, which are the
-//! same.
+//! A cursor `c` is only ever replaced by the next chunk by a caller that
+//! first made sure chunk `c` is in its slot: it loads the slot, then the
+//! cursor, and, if the cursor is still `c`, CASes the slot from what it
+//! loaded to `c`'s chunk; then it CASes the cursor from `c`. Everything it
+//! writes comes from `c`, so any number of callers may do this at once,
+//! and the last to file before the cursor moves on files the value it
+//! moves from. One that stalls gets the slot wrong only if its CAS succeeds
+//! after the cursor changed, which needs the slot unchanged since it was
+//! loaded; but the cursor moves past chunk `c` only once that slot holds
+//! `c`'s chunk as last seen (a change, unless it held exactly those bits
+//! already), and the slot is next written for chunk `c + CHUNKS` (a change
+//! of number, for 64 turns of the ring).
 //!
 //! # Reading
 //! `totals` takes a cursor, then the stripes (so that a success placed in
@@ -128,11 +130,15 @@ use crossbeam_utils::CachePadded;
 
 use super::{Gen, Successes, Totals};
 use crate::breaker::config::MAX_COUNT_WINDOW;
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
-/// Calls per chunk: two bits each in the cursor's 16 bits of marks.
+/// Calls per chunk with bits of their own: two each in the cursor's 16
+/// bits of marks. Successes after them are counted, up to [`CAP`].
 #[cfg(not(loom))]
 const CHUNK: u32 = 8;
+/// The most calls a chunk holds: its marked calls, then successes.
+#[cfg(not(loom))]
+const CAP: u32 = 255;
 /// Slots of the ring of filed chunks.
 #[cfg(not(loom))]
 const CHUNKS: usize = 128;
@@ -141,12 +147,14 @@ const CHUNKS: usize = 128;
 const STRIPES: usize = 4;
 /// Successes of a stripe placed at once by the thread that counts the last.
 #[cfg(not(loom))]
-const BATCH: u64 = 16;
+const BATCH: u64 = 8;
 
 // Under loom: small enough that models cross chunks and batches in a few
 // calls, with a stripe for each of two threads.
 #[cfg(loom)]
 const CHUNK: u32 = 2;
+#[cfg(loom)]
+const CAP: u32 = 3;
 #[cfg(loom)]
 const CHUNKS: usize = 4;
 #[cfg(loom)]
@@ -155,24 +163,27 @@ const STRIPES: usize = 2;
 const BATCH: u64 = 2;
 
 /// The modulus of a stripe's placed value in the cursor.
-const PLACED_MOD: u64 = 64;
+const PLACED_MOD: u64 = 32;
 
+// A filed chunk holds at least CHUNK calls: the window's chunks fit.
 const _: () = assert!(MAX_COUNT_WINDOW <= (CHUNKS as u32 - 1) * CHUNK);
-const _: () = assert!(CHUNK <= 8 && CHUNKS <= 128 && CHUNKS.is_power_of_two());
+const _: () = assert!(CHUNK <= 8 && CHUNK <= CAP && CAP <= 255);
+const _: () = assert!(CHUNKS <= 128 && CHUNKS.is_power_of_two());
 const _: () = assert!(STRIPES <= 4 && STRIPES.is_power_of_two());
-// Three batches of a stripe left unplaced still leave fewer than 64 waiting.
+// Three batches of a stripe left unplaced still leave fewer than 32 waiting.
 const _: () = assert!(4 * BATCH <= PLACED_MOD);
 
 const MARKS_MASK: u64 = (1 << 16) - 1;
 const CALLS_SHIFT: u32 = 16;
-const CALLS_MASK: u64 = 0xF;
-const FILED_SHIFT: u32 = 20;
-const FILED_MASK: u64 = 0xFF;
-const CHUNK_SHIFT: u32 = 28;
-const NUMBER_MASK: u64 = (1 << 12) - 1;
-const PLACED_SHIFT: u32 = 40;
-const PLACED_BITS: u32 = 6;
-const NUMBER_SHIFT: u32 = 16;
+const CALLS_MASK: u64 = 0xFF;
+const FILED_SHIFT: u32 = 24;
+const FILED_MASK: u64 = 0x7F;
+const CHUNK_SHIFT: u32 = 31;
+const NUMBER_MASK: u64 = (1 << 13) - 1;
+const PLACED_SHIFT: u32 = 44;
+const PLACED_BITS: u32 = 5;
+/// Ring word: where the chunk's number sits, after its marks and calls.
+const NUMBER_SHIFT: u32 = 24;
 const FAILED_BITS: u64 = 0x5555;
 const SLOW_BITS: u64 = 0xAAAA;
 
@@ -221,25 +232,33 @@ impl Cursor {
         )
     }
 
+    /// The marks of the chunk's marked calls.
     #[inline]
     fn marks(self) -> u64 {
-        self.0 & MARKS_MASK & span(0, self.calls())
+        self.0 & MARKS_MASK & span(0, self.calls().min(CHUNK))
     }
 
-    /// Calls in the chunk (a garbage count past [`CHUNK`] reads as full).
+    /// Calls in the chunk (a garbage count past [`CAP`] reads as [`CAP`]).
     #[inline]
     fn calls(self) -> u32 {
-        (((self.0 >> CALLS_SHIFT) & CALLS_MASK) as u32).min(CHUNK)
+        (((self.0 >> CALLS_SHIFT) & CALLS_MASK) as u32).min(CAP)
     }
 
+    /// Whether a call with bits of its own fits in the chunk.
     #[inline]
-    fn is_full(self) -> bool {
-        self.calls() == CHUNK
+    fn can_mark(self) -> bool {
+        self.calls() < CHUNK
+    }
+
+    /// Successes the chunk still holds.
+    #[inline]
+    fn room(self) -> u32 {
+        CAP - self.calls()
     }
 
     #[inline]
     fn filed(self) -> u32 {
-        (((self.0 >> FILED_SHIFT) & FILED_MASK) as u32).min(CHUNKS as u32)
+        ((self.0 >> FILED_SHIFT) & FILED_MASK) as u32
     }
 
     #[inline]
@@ -271,7 +290,7 @@ impl Cursor {
         core::array::from_fn(|j| made[j].wrapping_sub(self.placed(j)) & (PLACED_MOD - 1))
     }
 
-    /// This chunk with one more call (it must not be full).
+    /// This chunk with one more call (it must have room for its bits).
     #[inline]
     fn with(self, mark: u64) -> Cursor {
         let calls = self.calls();
@@ -285,10 +304,10 @@ impl Cursor {
     }
 
     /// This chunk with as many of the `waiting` successes placed as it has
-    /// room for (it must not be full), stripe by stripe.
+    /// room for, stripe by stripe.
     #[inline]
     fn with_placed(self, waiting: &[u64; STRIPES]) -> Cursor {
-        let mut room = u64::from(CHUNK - self.calls());
+        let mut room = u64::from(self.room());
         let mut placed = self.placed_bits();
         let mut calls = self.calls();
         for (j, &w) in waiting.iter().enumerate() {
@@ -302,10 +321,11 @@ impl Cursor {
         Cursor::new(self.marks(), calls, self.filed(), self.chunk(), placed)
     }
 
-    /// The next chunk, once this full one is filed.
+    /// The next chunk, once this one is filed.
     #[inline]
     fn next(self) -> Cursor {
-        Cursor::new(0, 0, (self.filed() + 1).min(CHUNKS as u32), self.chunk() + 1, self.placed_bits())
+        let filed = (self.filed() + 1).min(CHUNKS as u32 - 1);
+        Cursor::new(0, 0, filed, self.chunk() + 1, self.placed_bits())
     }
 
     /// A new, empty chunk with nothing filed before it and every stripe
@@ -328,18 +348,22 @@ impl Cursor {
 
 /// The ring word of a filed chunk.
 #[inline]
-fn filed(marks: u64, number: u64) -> u32 {
-    ((marks & MARKS_MASK) | ((number & NUMBER_MASK) << NUMBER_SHIFT)) as u32
+fn filed(c: Cursor) -> u64 {
+    c.marks() | (u64::from(c.calls()) << CALLS_SHIFT) | (c.chunk() << NUMBER_SHIFT)
 }
 
 impl Totals {
-    /// Adds calls `from..to` of a chunk with these marks.
+    /// Adds the newest `take` of a chunk's `calls` calls, whose marked
+    /// ones (the first [`CHUNK`]) have these marks.
     #[inline]
-    fn add_marks(&mut self, marks: u64, from: u32, to: u32) {
-        let marks = marks & span(from, to);
-        self.calls += u64::from(to - from);
-        self.failures += u64::from((marks & FAILED_BITS).count_ones());
-        self.slow += u64::from((marks & SLOW_BITS).count_ones());
+    fn add_newest(&mut self, marks: u64, calls: u32, take: u32) {
+        self.calls += u64::from(take);
+        let (from, to) = (calls - take, calls.min(CHUNK));
+        if from < to {
+            let marks = marks & span(from, to);
+            self.failures += u64::from((marks & FAILED_BITS).count_ones());
+            self.slow += u64::from((marks & SLOW_BITS).count_ones());
+        }
     }
 }
 
@@ -350,7 +374,7 @@ pub(crate) struct CountWindow {
     cursor: CachePadded<AtomicU64>,
     /// Each written by the successes of the threads on it.
     stripes: [CachePadded<AtomicU64>; STRIPES],
-    ring: [AtomicU32; CHUNKS],
+    ring: [AtomicU64; CHUNKS],
 }
 
 impl CountWindow {
@@ -359,7 +383,7 @@ impl CountWindow {
         Self {
             cursor: CachePadded::new(AtomicU64::new(Cursor::new(0, 0, 0, 0, 0).0)),
             stripes: core::array::from_fn(|_| CachePadded::new(AtomicU64::new(0))),
-            ring: core::array::from_fn(|_| AtomicU32::new(0)),
+            ring: core::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 
@@ -394,7 +418,7 @@ impl CountWindow {
     #[cold]
     #[inline(never)]
     fn place_batch(&self, check: &impl Fn() -> Gen, folds: &Successes) {
-        self.place(None, check, folds);
+        self.place(None, Some(stripe()), check, folds);
     }
 
     /// Counts a call with `mark`; `check` loads the generation word (see
@@ -402,7 +426,7 @@ impl CountWindow {
     #[inline]
     pub(crate) fn add(&self, mark: u64, check: &impl Fn() -> Gen, folds: &Successes) -> bool {
         if mark != 0 {
-            return self.place(Some(mark), check, folds);
+            return self.place(Some(mark), None, check, folds);
         }
         // A plain success: on its stripe, once the window counts its
         // generation.
@@ -424,10 +448,17 @@ impl CountWindow {
         core::array::from_fn(|j| self.stripes[j].load(Ordering::SeqCst))
     }
 
-    /// Places the successes waiting on the stripes, then `mark`'s call if
-    /// there is one, in as many CASes as they take; returns whether it got
-    /// to the end (not if the generation ended first).
-    fn place(&self, mark: Option<u64>, check: &impl Fn() -> Gen, folds: &Successes) -> bool {
+    /// Places the successes waiting on the stripes (on stripe `only`, if
+    /// given), then `mark`'s call if there is one, in as many CASes as they
+    /// take; returns whether it got to the end (not if the generation ended
+    /// first).
+    fn place(
+        &self,
+        mark: Option<u64>,
+        only: Option<usize>,
+        check: &impl Fn() -> Gen,
+        folds: &Successes,
+    ) -> bool {
         // SeqCst: see the window's Orderings (as for every access below).
         let mut c = Cursor(self.cursor.load(Ordering::SeqCst));
         loop {
@@ -440,27 +471,41 @@ impl CountWindow {
                 }
                 Gen::Stale => return false,
             }
-            let full = c.is_full();
-            // What waits on the stripes (read after `c`).
-            let waiting = c.waiting(&self.made());
-            // The next cursor, and whether it ends the placing.
-            let (next, done) = if full {
-                // File it and move on; nothing is placed in a full chunk.
-                self.file(c);
-                (c.next(), false)
-            } else {
-                let all = waiting.iter().sum::<u64>() <= u64::from(CHUNK - c.calls());
-                let placed = c.with_placed(&waiting);
-                match mark {
-                    Some(mark) if all && !placed.is_full() => (placed.with(mark), true),
-                    Some(_) => (placed, false),
-                    None if placed == c => return true,
-                    None => (placed, all),
+            // What waits on the stripes (read after `c`), or on this
+            // thread's only: a batch leaves the other threads' lines alone.
+            let made = match only {
+                None => self.made(),
+                Some(j) => {
+                    let mut made: [u64; STRIPES] = core::array::from_fn(|k| c.placed(k));
+                    // SeqCst: see the window's Orderings.
+                    made[j] = self.stripes[j].load(Ordering::SeqCst);
+                    made
                 }
+            };
+            let waiting = c.waiting(&made);
+            let total = waiting.iter().sum::<u64>();
+            // The next cursor, whether it moves past a chunk, and whether
+            // it ends the placing.
+            let (next, moves, done) = if total > 0 && c.room() > 0 {
+                let placed = c.with_placed(&waiting);
+                let all = total <= u64::from(c.room());
+                match mark {
+                    Some(mark) if all && placed.can_mark() => (placed.with(mark), false, true),
+                    Some(_) => (placed, false, false),
+                    None => (placed, false, all),
+                }
+            } else if total > 0 || mark.is_some_and(|_| !c.can_mark()) {
+                // No room left for what comes: file the chunk and move on.
+                self.file(c);
+                (c.next(), true, false)
+            } else if let Some(mark) = mark {
+                (c.with(mark), false, true)
+            } else {
+                return true;
             };
             match self.cursor.compare_exchange_weak(c.0, next.0, Ordering::SeqCst, Ordering::SeqCst) {
                 Ok(_) => {
-                    if full {
+                    if moves {
                         folds.fold(c.chunk_successes());
                     }
                     if done {
@@ -473,12 +518,13 @@ impl CountWindow {
         }
     }
 
-    /// Makes sure the full chunk `c` is in its slot. See the module's Filing.
+    /// Makes sure chunk `c`, about to be moved past, is in its slot. See
+    /// the module's Filing.
     #[cold]
     #[inline(never)]
     fn file(&self, c: Cursor) {
         let word = &self.ring[c.slot()];
-        let want = filed(c.marks(), c.chunk());
+        let want = filed(c);
         let mut v = word.load(Ordering::SeqCst);
         loop {
             // Filed already, by another caller?
@@ -536,14 +582,13 @@ impl CountWindow {
             let newest = waiting.min(u64::from(n)) as u32;
             t.calls += u64::from(newest);
             let mut left = n - newest;
-            let calls = c.calls();
-            let take = calls.min(left);
-            t.add_marks(c.marks(), calls - take, calls);
+            let take = c.calls().min(left);
+            t.add_newest(c.marks(), c.calls(), take);
             left -= take;
             let mut back = 1;
             while left > 0 && back <= c.filed() {
                 let number = c.chunk().wrapping_sub(u64::from(back)) & NUMBER_MASK;
-                let f = u64::from(self.ring[(number as usize) & (CHUNKS - 1)].load(Ordering::SeqCst));
+                let f = self.ring[(number as usize) & (CHUNKS - 1)].load(Ordering::SeqCst);
                 // Refiled by a later chunk? The cursor moved on: read again.
                 // (With the cursor unchanged, the ring is garbage: stop there.)
                 if (f >> NUMBER_SHIFT) & NUMBER_MASK != number {
@@ -553,8 +598,9 @@ impl CountWindow {
                     }
                     break;
                 }
-                let take = CHUNK.min(left);
-                t.add_marks(f, CHUNK - take, CHUNK);
+                let calls = (((f >> CALLS_SHIFT) & CALLS_MASK) as u32).min(CAP);
+                let take = calls.min(left);
+                t.add_newest(f & MARKS_MASK, calls, take);
                 left -= take;
                 back += 1;
             }
@@ -573,14 +619,11 @@ impl CountWindow {
     pub(crate) fn is_valid(&self) -> bool {
         // Relaxed: see `Window::is_valid`.
         let c = Cursor(self.cursor.load(Ordering::Relaxed));
-        let calls = (c.0 >> CALLS_SHIFT) & CALLS_MASK;
-        let filed = (c.0 >> FILED_SHIFT) & FILED_MASK;
+        let calls = ((c.0 >> CALLS_SHIFT) & CALLS_MASK) as u32;
         // Any stripe value may be found, and any placed value.
-        let valid_cursor = calls <= u64::from(CHUNK)
-            && filed <= CHUNKS as u64
-            && c.0 & MARKS_MASK & !span(0, c.calls()) == 0;
+        let valid_cursor = calls <= CAP && c.0 & MARKS_MASK & !span(0, calls.min(CHUNK)) == 0;
         // Relaxed: as above.
-        valid_cursor && self.ring.iter().all(|w| w.load(Ordering::Relaxed) >> (NUMBER_SHIFT + 12) == 0)
+        valid_cursor && self.ring.iter().all(|w| w.load(Ordering::Relaxed) >> (NUMBER_SHIFT + 13) == 0)
     }
 }
 
@@ -680,6 +723,35 @@ mod tests {
         assert_eq!(c.waiting(&w.made()), [0; STRIPES], "the failure placed them all");
         let successes = calls.iter().filter(|c| !c.0).count() as u64;
         assert_eq!(f.folded.load(Ordering::Relaxed) + w.unfolded(), successes);
+    }
+
+    #[test]
+    fn runs_of_successes_past_a_chunk_s_cap_are_counted_exactly() {
+        let sizes: &[u32] = if cfg!(miri) { &[CAP + 1] } else { &[CAP - 1, CAP, CAP + 1, 3 * CAP + 5] };
+        for &run in sizes {
+            let (w, f) = (CountWindow::new(), folds());
+            let mut calls = Vec::new();
+            let add = |c: (bool, bool), calls: &mut Vec<(bool, bool)>| {
+                record(&w, &f, c);
+                calls.push(c);
+            };
+            add((true, false), &mut calls);
+            for _ in 0..run {
+                add((false, false), &mut calls);
+            }
+            for i in 0..CHUNK + 2 {
+                add((true, i % 2 == 0), &mut calls);
+                for n in [1, CHUNK, CAP, CAP + 2, MAX_COUNT_WINDOW] {
+                    assert_eq!(
+                        w.totals(n, &counting),
+                        Some(reference(&calls, n as usize)),
+                        "run {run}, n {n}"
+                    );
+                }
+            }
+            let successes = calls.iter().filter(|c| !c.0).count() as u64;
+            assert_eq!(f.folded.load(Ordering::Relaxed) + w.unfolded(), successes, "run {run}");
+        }
     }
 
     #[test]
@@ -808,7 +880,7 @@ mod tests {
             w.add(mark(true, false), &counting, &f);
         }
         for slot in &w.ring {
-            slot.store(u32::MAX >> 2, Ordering::Relaxed);
+            slot.store(u64::MAX >> 20, Ordering::Relaxed);
         }
         assert_eq!(w.totals(100, &counting), Some(t(u64::from(CHUNK), u64::from(CHUNK), 0)));
         w.cursor.store(u64::MAX, Ordering::Relaxed);
