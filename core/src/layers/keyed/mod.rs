@@ -50,9 +50,9 @@
 //! [`Windows`]); the default, [`AnyWindow`], runs any template. A template
 //! that trips on consecutive failures alone (no `failure_rate`, no
 //! `slow_rate`) runs on [`NoWindow`](crate::breaker::NoWindow), picked with
-//! [`storage`](BreakersBuilder::storage), for under a third of the heap
+//! [`storage`](BreakersBuilder::storage), for under a quarter of the heap
 //! per key: 10,000 keys hold 12.0 MiB (1,253 bytes a key) where the
-//! default holds 41.3 (4,325), on x86-64
+//! default holds 51.0 (5,349), on x86-64
 //! (`cargo run --release -p tripwire-benches --example keyed_memory`).
 //! [`build`](BreakersBuilder::build) refuses a template the storage cannot
 //! run, naming the field, so a map never fails later as it makes a key's
