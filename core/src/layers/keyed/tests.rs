@@ -163,15 +163,21 @@ impl Clock for Jumpy {
     }
 }
 
-#[test]
-fn a_clock_that_goes_back_or_jumps_never_panics_or_evicts_early() {
-    let idle = Duration::from_secs(60);
+/// A map on a jumping clock near `u64::MAX`, its key "a" used once.
+fn used_near_the_clock_s_end(idle: Duration) -> Breakers<String, Jumpy> {
     let m = Breakers::<String>::builder("m", trips_on_one())
         .idle_after(idle)
         .clock(Jumpy::at(u64::MAX - 10))
         .build()
         .unwrap();
     let _ = m.call("a", || Ok::<_, ()>(()));
+    m
+}
+
+#[test]
+fn a_clock_that_goes_back_or_jumps_never_panics_or_evicts_early() {
+    let idle = Duration::from_secs(60);
+    let m = used_near_the_clock_s_end(idle);
     m.clock.set(0);
     assert_eq!(m.evict_idle(), 0, "a clock gone back is no time passed");
     m.clock.set(u64::MAX);
@@ -183,12 +189,7 @@ fn a_clock_that_goes_back_or_jumps_never_panics_or_evicts_early() {
 fn a_clock_gone_back_for_good_still_evicts_once_idle_after_passes_again() {
     let idle = Duration::from_secs(60);
     let ns = |d: Duration| d.as_nanos() as u64;
-    let m = Breakers::<String>::builder("m", trips_on_one())
-        .idle_after(idle)
-        .clock(Jumpy::at(u64::MAX - 10))
-        .build()
-        .unwrap();
-    let _ = m.call("a", || Ok::<_, ()>(()));
+    let m = used_near_the_clock_s_end(idle);
     // Back to 0, and running on from there.
     m.clock.set(0);
     assert_eq!(m.evict_idle(), 0, "a clock gone back is no time passed");
