@@ -409,16 +409,17 @@ impl CountWindow {
     #[inline(always)]
     fn count_success(&self, check: &impl Fn() -> Gen, folds: &Successes) {
         // SeqCst: see the window's Orderings.
-        let made = self.stripes[stripe()].fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+        let j = stripe();
+        let made = self.stripes[j].fetch_add(1, Ordering::SeqCst).wrapping_add(1);
         if made.is_multiple_of(BATCH) {
-            self.place_batch(check, folds);
+            self.place_batch(j, check, folds);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn place_batch(&self, check: &impl Fn() -> Gen, folds: &Successes) {
-        self.place(None, Some(stripe()), check, folds);
+    fn place_batch(&self, j: usize, check: &impl Fn() -> Gen, folds: &Successes) {
+        self.place(None, Some(j), check, folds);
     }
 
     /// Counts a call with `mark`; `check` loads the generation word (see
