@@ -121,24 +121,22 @@ fn a_garbage_header_or_config_names_its_field() {
 #[test]
 fn garbage_words_only_delay_and_never_past_two_periods() {
     let patterns: [u64; 6] = [0, 1, u64::MAX, 1 << 63, (1 << 63) | 12345, 0x5555_5555_5555_5555];
-    for tat in patterns {
-        for floor in patterns {
-            let mut mem = two();
-            // Limit 0's words.
-            mem.poke(32 + 32, &tat.to_ne_bytes());
-            mem.poke(32 + 40, &floor.to_ne_bytes());
-            let limiter = mem.attach::<2>().unwrap();
-            let clock = ManualClock::new(1_000_000_000);
-            let limit = limiter.configs()[0];
-            let wait = limiter.wait_for([1, 0], &clock).unwrap();
-            assert!(
-                wait <= 2 * limit.max_wait() + limit.emission_interval(),
-                "{tat:#x}/{floor:#x}: {wait:?}"
-            );
-            // Never more than the burst at once.
-            let burst = limit.burst();
-            let taken = (0..=burst).filter(|_| limiter.try_acquire([1, 0], &clock).is_ok()).count();
-            assert!(taken <= burst as usize, "{tat:#x}/{floor:#x}: {taken}");
-        }
+    let pairs = patterns.iter().flat_map(|&tat| patterns.map(move |floor| (tat, floor)));
+    // Under miri, 12 of the 36 pairs: each pattern in each word, with two
+    // patterns in the other.
+    for (_, (tat, floor)) in pairs.enumerate().filter(|(i, _)| !cfg!(miri) || (i / 6 + i % 6) % 3 == 0) {
+        let mut mem = two();
+        // Limit 0's words.
+        mem.poke(32 + 32, &tat.to_ne_bytes());
+        mem.poke(32 + 40, &floor.to_ne_bytes());
+        let limiter = mem.attach::<2>().unwrap();
+        let clock = ManualClock::new(1_000_000_000);
+        let limit = limiter.configs()[0];
+        let wait = limiter.wait_for([1, 0], &clock).unwrap();
+        assert!(wait <= 2 * limit.max_wait() + limit.emission_interval(), "{tat:#x}/{floor:#x}: {wait:?}");
+        // Never more than the burst at once.
+        let burst = limit.burst();
+        let taken = (0..=burst).filter(|_| limiter.try_acquire([1, 0], &clock).is_ok()).count();
+        assert!(taken <= burst as usize, "{tat:#x}/{floor:#x}: {taken}");
     }
 }

@@ -414,7 +414,7 @@ fn successes_reach_the_snapshot<W: Windows>(builder: tripwire::BreakerConfigBuil
     let builder = builder.failure_threshold(0).min_calls(5).failure_rate(0.9);
     let b: Breaker<W> = Breaker::try_new(builder.clone().build().unwrap()).unwrap();
     let clock = ManualClock::new(0);
-    for i in 0..if cfg!(miri) { 60 } else { 1_000u64 } {
+    for i in 0..if cfg!(miri) { 40 } else { 1_000u64 } {
         let t = b.try_acquire(&clock).unwrap();
         b.record(t, if i % 10 == 0 { Outcome::Failure } else { Outcome::Success }, &clock);
         clock.advance(Duration::from_micros(300));
