@@ -14,6 +14,9 @@
 //! - **Hashing** is `foldhash`'s seeded hasher by default (a few ns for a
 //!   short key, seeded per map so that keys chosen by a remote party cannot
 //!   be made to collide on purpose); any [`BuildHasher`] can be given.
+//!   A `str` or `String` key of up to 16 bytes is compared with the one
+//!   the map holds in a few word loads, where `==` would call libc's
+//!   `memcmp` (see `probe.rs`); any other key with its own `==`.
 //! - **Bounded.** At most `capacity` keys have breakers of their own. A new
 //!   key beyond that shares one *overflow* breaker, counted in
 //!   [`KeyedCounts::overflow_calls`], until an eviction makes room.
@@ -82,6 +85,7 @@
 //! and reqwest layers take maps on the default storage.
 
 mod entry;
+mod probe;
 mod rows;
 
 use core::borrow::Borrow;
@@ -115,6 +119,7 @@ pub use rows::{KeyedRow, KeyedRows};
 pub use entry::Seen as LoomSeen;
 
 use entry::Seen;
+use probe::Probe;
 
 /// The hasher a map uses unless given another: `foldhash`'s, seeded per map.
 pub type DefaultHasher = foldhash::fast::RandomState;
@@ -439,7 +444,7 @@ where
     pub fn with<Q, R>(&self, key: &Q, f: impl FnOnce(&Arc<NamedBreaker<C, W>>) -> R) -> R
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized + 'static,
     {
         let guard = self.map.guard();
         f(self.entry(key, &guard).0)
@@ -452,7 +457,7 @@ where
     pub fn with_slot<Q, R>(&self, key: &Q, f: impl FnOnce(&Arc<NamedBreaker<C, W>>, &X) -> R) -> R
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized + 'static,
     {
         let guard = self.map.guard();
         let (breaker, slot) = self.entry(key, &guard);
@@ -464,7 +469,7 @@ where
     pub fn call<Q, T, E>(&self, key: &Q, f: impl FnOnce() -> Result<T, E>) -> Result<T, CallError<E>>
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized + 'static,
     {
         self.with(key, |b| b.call(f))
     }
@@ -475,7 +480,7 @@ where
     pub fn get<Q>(&self, key: &Q) -> Arc<NamedBreaker<C, W>>
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized + 'static,
     {
         let guard = self.map.guard();
         Arc::clone(self.entry(key, &guard).0)
@@ -487,13 +492,13 @@ where
     fn entry<'g, Q>(&'g self, key: &Q, guard: &'g impl Guard) -> (&'g Arc<NamedBreaker<C, W>>, &'g X)
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized + 'static,
     {
         loop {
             // Relaxed: any period taken excludes the sweep that retires it
             // (see `entry.rs`); a stale one is only older.
             let period = self.period.load(Ordering::Relaxed);
-            let entry = match self.map.get(key, guard) {
+            let entry = match self.map.get(&Probe(key), guard) {
                 Some(entry) => entry,
                 None => match self.insert(key, period, guard) {
                     Some(entry) => entry,
@@ -522,7 +527,7 @@ where
     fn insert<'g, Q>(&'g self, key: &Q, period: u64, guard: &'g impl Guard) -> Option<&'g Entry<C, W, X>>
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized + 'static,
     {
         self.sweep_if_due(guard);
         // Relaxed: a count of keys; a place is reserved before the insert
