@@ -145,6 +145,19 @@ def targets(est):
           get("keyed_closed_call", "tripwire", "Breakers: one key of 10,000"), plain, 3)
     check("keyed breakers: lookup + closed call, the 10,000 keys in turn ÷ a plain call of one breaker",
           get("keyed_closed_call", "tripwire", "Breakers: the 10,000 keys in turn"), plain, 3)
+    # Not budgets: the keyed call next to its map's lookup alone, and what
+    # a lookup alone costs in two lock-free maps, next to a plain call.
+    keyed = get("keyed_closed_call", "tripwire", "Breakers: one key of 10,000")
+    lookups = {name: get("keyed_closed_call", func, param) for name, func, param in (
+        ("papaya", "baseline", "papaya get alone, one key of 10,000"),
+        ("scc", "scc", "HashIndex peek alone, one key of 10,000"))}
+    if keyed and plain and lookups["papaya"]:
+        checks.append(f"| keyed breakers: (lookup + closed call − a plain call) ÷ papaya's get alone (the map they "
+                      f"sit on) | {(keyed - plain) / lookups['papaya']:.2f}× | — | finding |")
+    for name, lookup in lookups.items():
+        if lookup and plain:
+            checks.append(f"| {name}'s lookup alone (a lock-free map, one key of 10,000, no breaker) ÷ a plain call "
+                          f"of one breaker | {lookup / plain:.2f}× | — | finding |")
     check("rate limiter, one limit, CachedClock ÷ fetch_add",
           get("limiter_check", "tripwire", "one limit, CachedClock"), get("limiter_check", "baseline", "fetch_add"), 2)
     limiter = get("limiter_check", "tripwire", "one limit, CachedClock")

@@ -1,7 +1,7 @@
 //! Keyed breakers: a lookup by key and a closed call, with 10,000 keys in
 //! the map (of the default storage, and of windowless breakers), next to a
-//! plain call of one breaker and next to the registry's get-or-create by
-//! name, in the same run.
+//! plain call of one breaker, the registry's get-or-create by name, and the
+//! lookup alone in three concurrent maps, in the same run.
 //!
 //! `cargo bench -p tripwire-benches --bench keyed`
 
@@ -70,11 +70,41 @@ fn keyed(c: &mut Criterion) {
     g.bench_function(BenchmarkId::new("baseline", "Registry get-or-create, one name of 10,000"), |b| {
         b.iter(|| black_box(registry.breaker(black_box(hot), config).call(|| guarded(black_box(1)))))
     });
+    floors(&mut g, &keys, hot);
     let shared = Arc::new(map);
     g.bench_function(BenchmarkId::new("tripwire", "Breakers::get (an owned handle), one key"), |b| {
         b.iter(|| black_box(shared.get(black_box(hot)).call(|| guarded(black_box(1)))))
     });
     g.finish();
+}
+
+/// The lookup alone, with no breaker: in papaya (the map the keyed
+/// breakers sit on, with their hasher), and in two other concurrent maps
+/// holding the same 10,000 keys. A keyed call costs at least a plain call
+/// plus its map's lookup.
+fn floors(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    keys: &[String],
+    hot: &str,
+) {
+    let papaya = papaya::HashMap::<String, u64, _>::with_hasher(foldhash::fast::RandomState::default());
+    let scc = scc::HashIndex::<String, u64, foldhash::fast::RandomState>::with_hasher(Default::default());
+    let dashmap =
+        dashmap::DashMap::<String, u64, foldhash::fast::RandomState>::with_hasher(Default::default());
+    for (i, k) in keys.iter().enumerate() {
+        papaya.pin().insert(k.clone(), i as u64);
+        let _ = scc.insert(k.clone(), i as u64);
+        dashmap.insert(k.clone(), i as u64);
+    }
+    g.bench_function(BenchmarkId::new("baseline", "papaya get alone, one key of 10,000"), |b| {
+        b.iter(|| black_box(papaya.pin().get(black_box(hot)).copied()))
+    });
+    g.bench_function(BenchmarkId::new("scc", "HashIndex peek alone, one key of 10,000"), |b| {
+        b.iter(|| black_box(scc.peek_with(black_box(hot), |_, v| *v)))
+    });
+    g.bench_function(BenchmarkId::new("dashmap", "get alone, one key of 10,000"), |b| {
+        b.iter(|| black_box(dashmap.get(black_box(hot)).map(|v| *v)))
+    });
 }
 
 criterion_group! {
