@@ -234,9 +234,10 @@ impl<W: Windows> Breaker<W> {
         self.admit(clock).map_err(Refused::expand)
     }
 
-    /// [`try_acquire`](Self::try_acquire) with the refusal packed in a word.
+    /// [`try_acquire`](Self::try_acquire) with the refusal packed in a word
+    /// (for a future that keeps it until polled: one aligned word to move).
     #[inline(always)]
-    fn admit(&self, clock: &impl Clock) -> Result<Ticket, Refused> {
+    pub(crate) fn admit(&self, clock: &impl Clock) -> Result<Ticket, Refused> {
         // Acquire pairs with the Release CAS that entered Open or Half-Open,
         // so the deadline read in the slow path is at least the one it published.
         let w = Word(self.hot.word.load(Ordering::Acquire));

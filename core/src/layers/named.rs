@@ -17,7 +17,7 @@ use crate::breaker::counters::Snapshot;
 use crate::breaker::permit::CallError;
 use crate::breaker::state::State;
 use crate::breaker::storage::{AnyWindow, Windows};
-use crate::breaker::ticket::{Outcome, Rejected, Ticket, Transition};
+use crate::breaker::ticket::{Outcome, Refused, Rejected, Ticket, Transition};
 use crate::clock::Clock;
 use crate::config_error::ConfigError;
 use crate::layers::clock::MonotonicClock;
@@ -178,7 +178,13 @@ impl<C: Clock, W: Windows> NamedBreaker<C, W> {
     /// Open → Half-Open transition if this call is the probe that causes it.
     #[inline(always)]
     pub fn try_acquire(&self) -> Result<Ticket, Rejected> {
-        let ticket = self.breaker.try_acquire(&self.clock)?;
+        self.admit().map_err(Refused::expand)
+    }
+
+    /// [`try_acquire`](Self::try_acquire) with the refusal packed in a word.
+    #[inline(always)]
+    fn admit(&self) -> Result<Ticket, Refused> {
+        let ticket = self.breaker.admit(&self.clock)?;
         if let Some(t) = ticket.transition() {
             self.fire_cold(t);
         }
@@ -213,8 +219,15 @@ impl<C: Clock, W: Windows> NamedBreaker<C, W> {
     /// be `'static`.
     #[inline(always)]
     pub fn permit_owned(self: &Arc<Self>) -> Result<OwnedNamedPermit<C, W>, Rejected> {
+        self.permit_owned_packed().map_err(Refused::expand)
+    }
+
+    /// [`permit_owned`](Self::permit_owned) with the refusal packed in a
+    /// word, for a future that holds it until it is polled.
+    #[inline(always)]
+    pub(crate) fn permit_owned_packed(self: &Arc<Self>) -> Result<OwnedNamedPermit<C, W>, Refused> {
         // Admitted first: a refusal takes no reference to the breaker.
-        let ticket = self.try_acquire()?;
+        let ticket = self.admit()?;
         Ok(OwnedNamedPermit { breaker: self.clone(), ticket: Some(ticket) })
     }
 

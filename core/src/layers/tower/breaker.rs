@@ -10,6 +10,7 @@ use tower_service::Service;
 
 use crate::assessment::Assessment;
 use crate::breaker::permit::CallError;
+use crate::breaker::ticket::Refused;
 use crate::clock::Clock;
 use crate::layers::classify::{ClassifyResult, HttpClassifier};
 use crate::layers::clock::MonotonicClock;
@@ -157,11 +158,11 @@ pub(crate) fn admit<S: Service<Req>, Req, K: Clone, C: Clock>(
     req: Req,
     classifier: &K,
 ) -> ResponseFuture<S::Future, K, C> {
-    match breaker.permit_owned() {
+    match breaker.permit_owned_packed() {
         Ok(permit) => ResponseFuture {
             state: State::Running { future: inner.call(req), permit, classifier: classifier.clone() },
         },
-        Err(rejected) => ResponseFuture { state: State::Rejected { rejected: Some(rejected) } },
+        Err(refused) => ResponseFuture { state: State::Rejected { refused: Some(refused) } },
     }
 }
 
@@ -177,7 +178,10 @@ pin_project_lite::pin_project! {
 pin_project_lite::pin_project! {
     #[project = StateProj]
     enum State<F, K, C: Clock> {
-        Rejected { rejected: Option<crate::breaker::ticket::Rejected> },
+        // Packed in a word until polled: a refused future is moved (into
+        // the caller's state machine) before it is polled, and one aligned
+        // word moves and reads back without a stall.
+        Rejected { refused: Option<Refused> },
         Running {
             #[pin]
             future: F,
@@ -208,9 +212,9 @@ where
     #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
-            StateProj::Rejected { rejected } => {
-                let r = rejected.take().expect("ResponseFuture polled after completion");
-                Poll::Ready(Err(CallError::Rejected(r)))
+            StateProj::Rejected { refused } => {
+                let r = refused.take().expect("ResponseFuture polled after completion");
+                Poll::Ready(Err(CallError::Rejected(r.expand())))
             }
             StateProj::Running { future, permit, classifier } => {
                 let result = core::task::ready!(future.poll(cx));
