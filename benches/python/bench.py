@@ -158,6 +158,17 @@ def main() -> None:
 
     rows.append(("python: raise + except (reference)", per_call(try_raise)))
 
+    def raise_open() -> None:
+        try:
+            raise tripwire.CircuitOpenError(30.0, None, "open")
+        except tripwire.CircuitOpenError:
+            pass
+
+    # The refusal's own exception, raised from Python with its three
+    # arguments: a rejection costs this plus the call into the breaker.
+    rows.append(("python: raise CircuitOpenError(retry_after, name, state) + except (reference)",
+                 per_call(raise_open)))
+
     lock = threading.Lock()
 
     def with_lock() -> int:
