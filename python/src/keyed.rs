@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple};
-use pyo3::{PyTraverseError, PyVisit, intern};
+use pyo3::{Borrowed, PyTraverseError, PyVisit, intern};
 use tripwire::breaker::AnyWindow;
 use tripwire::keyed::{DefaultHasher, KeyedRows};
 use tripwire::{NamedBreaker, Outcome};
@@ -29,6 +29,7 @@ use crate::registry;
 mod key;
 
 pub(crate) use key::Key;
+use key::KeyRef;
 
 /// The core map, on the template's clock, with each key's Python face.
 type Map = tripwire::keyed::Breakers<Key, ClockSource, DefaultHasher, AnyWindow, Face>;
@@ -256,22 +257,26 @@ impl Breakers {
     /// every lookup until the key is evicted.
     fn __getitem__<'py>(&self, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Breaker>> {
         let py = key.py();
-        self.map.with_slot(&Key::new(key)?, |core, slot| self.face(py, core, slot))
+        KeyRef::with(key, |key| self.map.with_slot(key, |core, slot| self.face(py, core, slot)))?
     }
 
     /// Calls `func(*args, **kwargs)` through `key`'s breaker and returns its
     /// result: `breakers[key].call(func, ...)`, without making the object.
-    #[pyo3(signature = (key, func, /, *args, **kwargs))]
+    ///
+    /// The arguments come as one tuple, split here: a signature of
+    /// `(key, func, /, *args)` makes pyo3 match them and build a second
+    /// tuple for the rest on every call.
+    #[pyo3(signature = (*args, **kwargs), text_signature = "($self, key, func, /, *args, **kwargs)")]
     fn call<'py>(
         &self,
-        key: &Bound<'py, PyAny>,
-        func: &Bound<'py, PyAny>,
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let py = key.py();
-        let key = Key::new(key)?;
-        self.map.with_slot(&key, |core, slot| self.call_through(py, core, slot, func, args, kwargs))
+        let py = args.py();
+        let (key, func, args) = key_and_func(args)?;
+        KeyRef::with(&key, |key| {
+            self.map.with_slot(key, |core, slot| self.call_through(py, core, slot, &func, &args, kwargs))
+        })?
     }
 
     /// Awaits `func(*args, **kwargs)` through `key`'s breaker: a coroutine.
@@ -284,7 +289,7 @@ impl Breakers {
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = key.py();
-        let face = self.map.with_slot(&Key::new(key)?, |core, slot| self.face(py, core, slot))?;
+        let face = KeyRef::with(key, |key| self.map.with_slot(key, |core, slot| self.face(py, core, slot)))??;
         crate::aio::aio(py)?.getattr(intern!(py, "call_async"))?.call1((face, func, args, kwargs))
     }
 
@@ -297,7 +302,7 @@ impl Breakers {
     /// and keeps no key from being evicted. A key of a type the map does
     /// not take is a `TypeError`, as in `breakers[key]`.
     fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.map.contains_key(&Key::new(key)?))
+        KeyRef::with(key, |key| self.map.contains_key(key))
     }
 
     /// The keys with a breaker of their own, as the map holds them when
@@ -388,4 +393,21 @@ impl Breakers {
         visited?;
         self.listeners.traverse(&visit)
     }
+}
+
+/// `Breakers.call`'s `key` and `func`, and the arguments after them.
+#[inline]
+fn key_and_func<'a, 'py>(
+    args: &'a Bound<'py, PyTuple>,
+) -> PyResult<(Borrowed<'a, 'py, PyAny>, Borrowed<'a, 'py, PyAny>, Bound<'py, PyTuple>)> {
+    let n = args.len();
+    if n < 2 {
+        let missing = if n == 0 { "arguments: 'key' and 'func'" } else { "argument: 'func'" };
+        return Err(PyTypeError::new_err(format!(
+            "Breakers.call() missing {} required positional {missing}",
+            2 - n
+        )));
+    }
+    let rest = if n == 2 { PyTuple::empty(args.py()) } else { args.get_slice(2, n) };
+    Ok((args.get_borrowed_item(0)?, args.get_borrowed_item(1)?, rest))
 }

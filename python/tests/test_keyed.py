@@ -6,6 +6,7 @@ import ast
 import asyncio
 import gc
 import inspect
+import sys
 import threading
 import weakref
 from pathlib import Path
@@ -404,6 +405,34 @@ def test_breakers_call_judges_results_and_reports_every_transition_as_a_breaker_
     ]
     snapshot = per_symbol["BTCUSDT"].snapshot()
     assert (snapshot.failures, snapshot.successes) == (1, 1)
+
+
+def test_breakers_call_passes_every_argument_on_and_names_the_ones_missing(clock):
+    per_key = make(clock)
+    assert per_key.call("k", lambda *a, **kw: (a, kw), 1, 2, c=3) == ((1, 2), {"c": 3})
+    assert per_key.call("k", lambda **kw: kw, key=1, func=2) == {"key": 1, "func": 2}
+    with pytest.raises(TypeError, match=r"^Breakers.call\(\) missing 2 required positional arguments: 'key' and 'func'$"):
+        per_key.call()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^Breakers.call\(\) missing 1 required positional argument: 'func'$"):
+        per_key.call("k")  # type: ignore[call-arg]
+    assert len(per_key) == 1
+    assert str(inspect.signature(per_key.call)) == "(key, func, /, *args, **kwargs)"
+
+
+def test_a_lookup_borrows_the_key_and_the_map_keeps_a_new_one(clock):
+    per_key = make(clock)
+    key = "".join(["BTC", "USDT"])  # made at run time: an object of its own
+    before = sys.getrefcount(key)
+    per_key.call(key, lambda: 1)
+    assert sys.getrefcount(key) == before + 1, "the map keeps the new key"
+    for _ in range(100):
+        per_key.call(key, lambda: 1)
+        per_key[key]
+        assert key in per_key
+    assert sys.getrefcount(key) == before + 1, "a lookup takes no reference that it keeps"
+    del key
+    assert list(per_key) == ["BTCUSDT"]
+    assert per_key["BTCUSDT"].snapshot().successes == 101
 
 
 def test_a_key_breaker_is_one_object_until_its_key_is_evicted(clock):
