@@ -20,4 +20,9 @@ if [ "${1:-}" = "--text" ]; then
   python benches/python/bench.py "$@"
 else
   python benches/python/bench.py --markdown "$@"
+  # The keyed and the decorated call in instructions, where valgrind is.
+  if command -v valgrind >/dev/null; then
+    echo
+    python benches/python/instructions.py --markdown
+  fi
 fi
