@@ -28,12 +28,12 @@ if [ "$part" != c ]; then
   base_storage=$(count "$bin_storage" bare)
   echo "| hot path | instructions per call (beyond a bare call) |"
   echo "| --- | --- |"
-  for path in fetch_add consecutive consecutive_no_window call consecutive_uncounted window window_time_only window_cached count_window count_window_only reject_monotonic reject_no_window reject_coarse reject_cached bulkhead budget backoff pipeline pipeline_reject named_call keyed tower_bare tower_closed tower_open; do
+  for path in fetch_add consecutive consecutive_no_window call consecutive_uncounted window window_time_only window_cached count_window count_window_only reject_monotonic reject_no_window reject_coarse reject_cached bulkhead budget backoff pipeline pipeline_reject named_call keyed keyed_pinned tower_bare tower_closed tower_open; do
     case $path in
       *_no_window | *_only) echo "| $path | $(per_call "$(count "$bin_storage" "$path")" "$base_storage") |" ;;
       # Its setup (10,000 keys into the map) is counted in a run of no
       # iterations and taken off, in place of the bare path's.
-      keyed) echo "| $path | $(per_call "$(($(count "$bin" keyed) - $(count "$bin" keyed 0) + $(count "$bin" bare 0)))" "$base") |" ;;
+      keyed*) echo "| $path | $(per_call "$(($(count "$bin" "$path") - $(count "$bin" "$path" 0) + $(count "$bin" bare 0)))" "$base") |" ;;
       *) echo "| $path | $(per_call "$(count "$bin" "$path")" "$base") |" ;;
     esac
   done

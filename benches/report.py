@@ -145,6 +145,10 @@ def targets(est):
           get("keyed_closed_call", "tripwire", "Breakers: one key of 10,000"), plain, 3)
     check("keyed breakers: lookup + closed call, the 10,000 keys in turn ÷ a plain call of one breaker",
           get("keyed_closed_call", "tripwire", "Breakers: the 10,000 keys in turn"), plain, 3)
+    check("keyed breakers, pinned (many calls under one guard): lookup + closed call, one key of 10,000 ÷ a plain "
+          "call of one breaker", get("keyed_closed_call", "tripwire", "Breakers::pin(): one key of 10,000"), plain, 3)
+    check("keyed breakers, pinned: lookup + closed call, the 10,000 keys in turn ÷ a plain call of one breaker",
+          get("keyed_closed_call", "tripwire", "Breakers::pin(): the 10,000 keys in turn"), plain, 3)
     # Not budgets: the keyed call next to its map's lookup alone, and what
     # a lookup alone costs in two lock-free maps, next to a plain call.
     keyed = get("keyed_closed_call", "tripwire", "Breakers: one key of 10,000")

@@ -1,5 +1,6 @@
 //! Keyed breakers: a lookup by key and a closed call, with 10,000 keys in
-//! the map (of the default storage, and of windowless breakers), next to a
+//! the map (of the default storage, and of windowless breakers; each call
+//! taking the map's guard, and many under one guard), next to a
 //! plain call of one breaker, the registry's get-or-create by name, and the
 //! lookup alone in three concurrent maps, in the same run.
 //!
@@ -51,6 +52,18 @@ fn keyed(c: &mut Criterion) {
             black_box(map.call(black_box(keys[i].as_str()), || guarded(black_box(1))))
         })
     });
+    // A thread that makes its calls in a batch takes the map's guard once.
+    let pinned = map.pin();
+    g.bench_function(BenchmarkId::new("tripwire", "Breakers::pin(): one key of 10,000"), |b| {
+        b.iter(|| black_box(pinned.call(black_box(hot), || guarded(black_box(1)))))
+    });
+    g.bench_function(BenchmarkId::new("tripwire", "Breakers::pin(): the 10,000 keys in turn"), |b| {
+        b.iter(|| {
+            i = (i + 1) % KEYS;
+            black_box(pinned.call(black_box(keys[i].as_str()), || guarded(black_box(1))))
+        })
+    });
+    drop(pinned);
     let windowless = Breakers::<String>::builder("symbols", config())
         .capacity(KEYS)
         .storage::<NoWindow>()

@@ -98,13 +98,17 @@ fn main() {
         .hasher(foldhash::fast::FixedState::default())
         .build()
         .unwrap();
-    if path == "keyed" {
+    if path.starts_with("keyed") {
         (0..10_000).for_each(|i| _ = keyed.call(&format!("SYM{i:04}USDT"), || guarded(1)));
     }
     match path.as_str() {
         "named_call" => repeat(&mut || _ = black_box(named.call(|| guarded(black_box(1))))),
         "keyed" => {
             repeat(&mut || _ = black_box(keyed.call(black_box("SYM5000USDT"), || guarded(black_box(1)))))
+        }
+        "keyed_pinned" => {
+            let pinned = keyed.pin();
+            repeat(&mut || _ = black_box(pinned.call(black_box("SYM5000USDT"), || guarded(black_box(1)))))
         }
         "tower_bare" => repeat(&mut || _ = black_box(drive(&mut tower_bare, black_box(1)))),
         "tower_closed" => repeat(&mut || _ = black_box(drive(&mut tower_closed, black_box(1)))),
@@ -168,7 +172,7 @@ fn main() {
         other => panic!(
             "unknown path {other:?}: bare, fetch_add, consecutive, window, window_cached, count_window, \
              reject_monotonic, reject_coarse, reject_cached, pipeline, pipeline_reject, tower_bare, \
-             tower_closed, tower_open, named_call, keyed"
+             tower_closed, tower_open, named_call, keyed, keyed_pinned"
         ),
     }
 }

@@ -11,6 +11,8 @@
 //!   still holds a given value ([`remove_if`](papaya::HashMap::remove_if)),
 //!   which the eviction protocol needs, and it pulls in two small crates.
 //!   A map of our own would have to solve the reclamation it solves.
+//!   A thread that makes many calls in a row can take the guard once for
+//!   all of them: [`pin`](Breakers::pin).
 //! - **Hashing** is `foldhash`'s seeded hasher by default (a few ns for a
 //!   short key, seeded per map so that keys chosen by a remote party cannot
 //!   be made to collide on purpose); any [`BuildHasher`] can be given.
@@ -85,6 +87,7 @@
 //! and reqwest layers take maps on the default storage.
 
 mod entry;
+mod pinned;
 mod probe;
 mod rows;
 
@@ -111,6 +114,7 @@ use crate::config_error::{ConfigError, Value, check_range};
 use crate::layers::clock::MonotonicClock;
 use crate::layers::named::NamedBreaker;
 
+pub use pinned::Pinned;
 pub(crate) use rows::keyed_families;
 pub use rows::{KeyedRow, KeyedRows};
 

@@ -386,6 +386,61 @@ fn a_slot_lives_beside_its_key_breaker_from_creation_to_eviction() {
 }
 
 #[test]
+fn a_pinned_map_calls_the_same_breakers_and_evicts_as_the_map_does() {
+    let idle = Duration::from_secs(60);
+    let m = map(2, idle);
+    let mut pin = m.pin();
+    // A failure through the handle opens the map's breaker for "a".
+    let _ = pin.call("a", || Err::<(), _>("down"));
+    assert_eq!(state(&m, "a"), State::Open);
+    assert!(Arc::ptr_eq(&pin.get("a"), &m.get("a")), "one breaker per key, pinned or not");
+    pin.with_slot("b", |b, ()| assert_eq!(b.name(), "m/b"));
+    // Full: a third key shares the overflow breaker, counted as through the map.
+    assert_eq!(pin.with("c", |b| b.name().to_string()), "m/(overflow)");
+    assert_eq!(m.counts().overflow_calls, 1);
+    // "b" idles for two periods under the held guard and is evicted; the
+    // handle's next call makes it again, as the map's would.
+    let old_b = pin.get("b");
+    m.clock.advance(idle);
+    assert_eq!(m.evict_idle(), 0);
+    m.clock.advance(idle);
+    assert_eq!(m.evict_idle(), 1, "a held guard does not stop an eviction");
+    assert!(!m.contains_key("b"));
+    let new_b = pin.get("b");
+    assert!(!Arc::ptr_eq(&old_b, &new_b), "an evicted key comes back with a new breaker");
+    pin.refresh();
+    assert!(Arc::ptr_eq(&pin.get("b"), &m.get("b")));
+    assert_eq!(pin.map().counts(), KeyedCounts { live: 2, created: 3, evicted: 1, overflow_calls: 1 });
+}
+
+#[test]
+fn a_pinned_handle_holds_back_the_freeing_of_evicted_breakers_until_refreshed() {
+    let idle = Duration::from_secs(60);
+    let m = map(2, idle);
+    // Evicts "a" (the caller keeps a handle to its breaker), hands the
+    // eviction's retired entry to the collector, and tells whether the
+    // entry let go of its breaker.
+    let evict_and_flush = |old: &Arc<NamedBreaker<Clk, AnyWindow>>| {
+        m.clock.advance(idle);
+        assert_eq!(m.evict_idle(), 0, "used in the period that just ended");
+        m.clock.advance(idle);
+        assert_eq!(m.evict_idle(), 1);
+        m.map.guard().flush();
+        Arc::strong_count(old) == 1
+    };
+    // Unpinned: the entry is freed as soon as no guard can see it.
+    let old = m.get("a");
+    assert!(evict_and_flush(&old), "freed with no guard held");
+    // Pinned: freed only once the handle lets go.
+    let old = m.get("a");
+    let mut pin = m.pin();
+    assert!(!evict_and_flush(&old), "a held guard keeps the evicted entry");
+    pin.refresh();
+    assert_eq!(Arc::strong_count(&old), 1, "a refresh lets it go");
+    drop(pin);
+}
+
+#[test]
 fn a_removal_that_finds_the_entry_gone_or_replaced_counts_nothing() {
     // A sweep and a call that found the entry retired both remove it; only
     // the removal that takes it out of the map counts.
@@ -412,6 +467,18 @@ fn a_removal_that_finds_the_entry_gone_or_replaced_counts_nothing() {
 
 #[test]
 fn calls_racing_sweeps_that_evict_and_make_keys_again_keep_the_map_whole() {
+    race_calls_and_sweeps(false);
+}
+
+#[test]
+fn pinned_calls_racing_sweeps_keep_the_map_whole_as_unpinned_ones_do() {
+    race_calls_and_sweeps(true);
+}
+
+/// Two threads call while a third sweeps; with `pinned`, each caller holds
+/// one [`Pinned`] handle and refreshes it every 50 calls, so entries are
+/// evicted and made again under held guards.
+fn race_calls_and_sweeps(pinned: bool) {
     use core::sync::atomic::AtomicUsize;
     // Twelve keys for eight places, a sweep every period. The callers make
     // five calls in six to a window of six keys that moves one key every
@@ -429,6 +496,7 @@ fn calls_racing_sweeps_that_evict_and_make_keys_again_keep_the_map_whole() {
         .map(|t| {
             let (m, swept, calls, called) = (m.clone(), swept.clone(), calls.clone(), called.clone());
             thread::spawn(move || {
+                let mut pin = pinned.then(|| m.pin());
                 let mut i = 0usize;
                 loop {
                     let s = swept.load(Ordering::Relaxed);
@@ -440,7 +508,16 @@ fn calls_racing_sweeps_that_evict_and_make_keys_again_keep_the_map_whole() {
                         continue;
                     }
                     let key = if i % 6 == 5 { (i * 7 + t) % 12 } else { (s / 3 + (i * 5 + t) % 6) % 12 };
-                    assert_eq!(m.call(&key.to_string(), || Ok::<_, ()>(i)).ok(), Some(i));
+                    let key = key.to_string();
+                    let out = match &mut pin {
+                        Some(pin) if i % 50 == 49 => {
+                            pin.refresh();
+                            pin.call(&key, || Ok::<_, ()>(i))
+                        }
+                        Some(pin) => pin.call(&key, || Ok::<_, ()>(i)),
+                        None => m.call(&key, || Ok::<_, ()>(i)),
+                    };
+                    assert_eq!(out.ok(), Some(i));
                     calls.fetch_add(1, Ordering::Relaxed);
                     i += 1;
                 }
