@@ -66,6 +66,23 @@ def group_table(est, group, unit_key):
     return "\n".join(out) + "\n"
 
 
+def instructions():
+    """{path: instructions per call beyond a bare call} from callgrind.md."""
+    counted = {}
+    try:
+        lines = (TABLES / "callgrind.md").read_text().splitlines()
+    except OSError:
+        return counted
+    for line in lines:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 2:
+            try:
+                counted[cells[0]] = float(cells[1])
+            except ValueError:
+                pass
+    return counted
+
+
 def targets(est):
     """The design's budgets as ratios measured in this run. Success-path
     rows include the guarded call itself, so the bare call measured in the
@@ -149,6 +166,12 @@ def targets(est):
           "call of one breaker", get("keyed_closed_call", "tripwire", "Breakers::pin(): one key of 10,000"), plain, 3)
     check("keyed breakers, pinned: lookup + closed call, the 10,000 keys in turn ÷ a plain call of one breaker",
           get("keyed_closed_call", "tripwire", "Breakers::pin(): the 10,000 keys in turn"), plain, 3)
+    # The same two keyed budgets in instructions, which repeat from run to
+    # run where the times above move with the machine's load.
+    counted = instructions()
+    for path, label in (("keyed", "keyed breakers"), ("keyed_pinned", "keyed breakers, pinned")):
+        check(f"{label}: lookup + closed call, one key of 10,000 ÷ a plain call of one breaker, in instructions "
+              f"(callgrind, beyond a bare call)", counted.get(path), counted.get("named_call"), 3)
     # Not budgets: the keyed call next to its map's lookup alone, and what
     # a lookup alone costs in two lock-free maps, next to a plain call.
     keyed = get("keyed_closed_call", "tripwire", "Breakers: one key of 10,000")
@@ -158,6 +181,14 @@ def targets(est):
     if keyed and plain and lookups["papaya"]:
         checks.append(f"| keyed breakers: (lookup + closed call − a plain call) ÷ papaya's get alone (the map they "
                       f"sit on) | {(keyed - plain) / lookups['papaya']:.2f}× | — | finding |")
+    # The keys in turn miss the caches: next to the same lookups alone plus
+    # calls of 10,000 breakers in turn, the memory such calls walk.
+    in_turn = get("keyed_closed_call", "tripwire", "Breakers: the 10,000 keys in turn")
+    plain_turn = get("keyed_closed_call", "baseline", "plain call, 10,000 breakers in turn")
+    papaya_turn = get("keyed_closed_call", "baseline", "papaya get alone, the 10,000 keys in turn")
+    if in_turn and plain_turn and papaya_turn:
+        checks.append(f"| keyed breakers, the 10,000 keys in turn ÷ (papaya's get alone of the keys in turn + a plain "
+                      f"call of 10,000 breakers in turn) | {in_turn / (plain_turn + papaya_turn):.2f}× | — | finding |")
     for name, lookup in lookups.items():
         if lookup and plain:
             checks.append(f"| {name}'s lookup alone (a lock-free map, one key of 10,000, no breaker) ÷ a plain call "

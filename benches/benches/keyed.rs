@@ -83,6 +83,15 @@ fn keyed(c: &mut Criterion) {
     g.bench_function(BenchmarkId::new("baseline", "Registry get-or-create, one name of 10,000"), |b| {
         b.iter(|| black_box(registry.breaker(black_box(hot), config).call(|| guarded(black_box(1)))))
     });
+    // The memory a call in turn walks: 10,000 breakers of their own, no map.
+    let many: Vec<NamedBreaker> = keys.iter().map(|k| NamedBreaker::new(k.as_str(), config())).collect();
+    g.bench_function(BenchmarkId::new("baseline", "plain call, 10,000 breakers in turn"), |b| {
+        b.iter(|| {
+            i = (i + 1) % KEYS;
+            black_box(many[i].call(|| guarded(black_box(1))))
+        })
+    });
+    drop(many);
     floors(&mut g, &keys, hot);
     let shared = Arc::new(map);
     g.bench_function(BenchmarkId::new("tripwire", "Breakers::get (an owned handle), one key"), |b| {
@@ -92,9 +101,9 @@ fn keyed(c: &mut Criterion) {
 }
 
 /// The lookup alone, with no breaker: in papaya (the map the keyed
-/// breakers sit on, with their hasher), and in two other concurrent maps
-/// holding the same 10,000 keys. A keyed call costs at least a plain call
-/// plus its map's lookup.
+/// breakers sit on, with their hasher; of one key, and of the keys in
+/// turn), and in two other concurrent maps holding the same 10,000 keys. A
+/// keyed call costs at least a plain call plus its map's lookup.
 fn floors(
     g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     keys: &[String],
@@ -111,6 +120,13 @@ fn floors(
     }
     g.bench_function(BenchmarkId::new("baseline", "papaya get alone, one key of 10,000"), |b| {
         b.iter(|| black_box(papaya.pin().get(black_box(hot)).copied()))
+    });
+    let mut i = 0;
+    g.bench_function(BenchmarkId::new("baseline", "papaya get alone, the 10,000 keys in turn"), |b| {
+        b.iter(|| {
+            i = (i + 1) % KEYS;
+            black_box(papaya.pin().get(black_box(keys[i].as_str())).copied())
+        })
     });
     g.bench_function(BenchmarkId::new("scc", "HashIndex peek alone, one key of 10,000"), |b| {
         b.iter(|| black_box(scc.peek_with(black_box(hot), |_, v| *v)))

@@ -49,6 +49,19 @@ use crate::layers::named::NamedBreaker;
 /// }
 /// assert_eq!(per_symbol.len(), 3);
 /// ```
+///
+/// The guard belongs to the thread that took it, so the handle cannot
+/// be sent to another:
+/// ```compile_fail
+/// use tripwire::keyed::Breakers;
+/// use tripwire::BreakerConfig;
+///
+/// let per_symbol: Breakers<String> = Breakers::new("binance", BreakerConfig::default());
+/// let pinned = per_symbol.pin();
+/// std::thread::scope(|s| {
+///     s.spawn(move || pinned.call("BTCUSDT", || Ok::<_, ()>(())));
+/// });
+/// ```
 pub struct Pinned<'m, K, C: Clock = MonotonicClock, S = DefaultHasher, W: Windows = AnyWindow, X = ()> {
     map: &'m Breakers<K, C, S, W, X>,
     guard: LocalGuard<'m>,
