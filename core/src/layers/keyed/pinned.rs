@@ -142,7 +142,10 @@ where
     /// Lets go of what the guard held back (entries evicted since it was
     /// taken) and keeps the handle pinned: as dropping the handle and
     /// pinning again, for less. It takes `&mut self`, so no breaker
-    /// borrowed through the handle outlives it.
+    /// borrowed through the handle outlives it. While the thread holds
+    /// another guard of the same map (a second handle, or a call through
+    /// the map running inside one through this handle), nothing is let go
+    /// until the last of them is dropped or refreshed.
     pub fn refresh(&mut self) {
         self.guard.refresh();
     }

@@ -437,6 +437,16 @@ fn a_pinned_handle_holds_back_the_freeing_of_evicted_breakers_until_refreshed() 
     assert!(!evict_and_flush(&old), "a held guard keeps the evicted entry");
     pin.refresh();
     assert_eq!(Arc::strong_count(&old), 1, "a refresh lets it go");
+    // Two handles on one thread: a refresh of one lets nothing go while
+    // the other holds its guard.
+    let old = m.get("a");
+    let second = m.pin();
+    assert!(!evict_and_flush(&old));
+    pin.refresh();
+    assert_eq!(Arc::strong_count(&old), 2, "the second handle still holds it");
+    drop(second);
+    pin.refresh();
+    assert_eq!(Arc::strong_count(&old), 1, "the last guard's refresh lets it go");
     drop(pin);
 }
 
